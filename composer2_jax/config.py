@@ -1,0 +1,226 @@
+"""Model configuration: ml_collections presets (every key commented) and the frozen dataclass modules see.
+
+Configs are `ml_collections.ConfigDict` for experiments and command-line overrides; `model_config(cfg)` is the one
+factory boundary that turns the `model` sub-dict into a frozen `ModelConfig`. Modules never see the whole config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+import ml_collections
+
+
+@dataclasses.dataclass(frozen=True)
+class RopeScaling:
+    """DeepSeek-style YaRN parameters (`rope_scaling` of the HF config; type 'yarn')."""
+
+    factor: float = 1.0
+    original_max_position_embeddings: int = 4096
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    mscale: float = 1.0
+    mscale_all_dim: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """Architecture of a DeepSeek-V3 / Kimi-K2 family decoder. Field meanings are in `base_model_config`."""
+
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    q_lora_rank: Optional[int]
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    intermediate_size: int
+    moe_intermediate_size: int
+    n_routed_experts: int
+    n_shared_experts: int
+    num_experts_per_tok: int
+    n_group: int
+    topk_group: int
+    norm_topk_prob: bool
+    routed_scaling_factor: float
+    first_k_dense_replace: int
+    moe_layer_freq: int
+    rms_norm_eps: float
+    rope_theta: float
+    rope_scaling: Optional[RopeScaling]
+    rope_interleave: bool
+    max_position_embeddings: int
+    num_mtp_layers: int = 0
+    dtype: str = "float32"
+    param_dtype: str = "float32"
+    scan_layers: bool = True
+    remat_policy: str = "none"
+    attention_kernel: str = "xla"
+    initializer_range: float = 0.02
+
+    def __post_init__(self):
+        _validate(self)
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Per-head query/key width: the no-position part plus the rotary part."""
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+    def is_moe_layer(self, i: int) -> bool:
+        """DeepSeek rule: layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0."""
+        return self.n_routed_experts > 0 and i >= self.first_k_dense_replace and i % self.moe_layer_freq == 0
+
+
+_REMAT_POLICIES = ("none", "full", "dots", "dots_no_batch", "save_attention_out")
+_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def _require(ok: bool, msg: str):
+    if not ok:
+        raise ValueError(msg)
+
+
+def _validate(c: ModelConfig):
+    """Reject inconsistent architectures with a message naming the values."""
+    for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "kv_lora_rank", "qk_nope_head_dim",
+                 "qk_rope_head_dim", "v_head_dim", "intermediate_size", "moe_layer_freq"):
+        v = getattr(c, name)
+        _require(isinstance(v, int) and v > 0, f"model.{name} must be a positive int, got {v!r}")
+    _require(c.q_lora_rank is None or c.q_lora_rank > 0, f"model.q_lora_rank must be None or > 0, got {c.q_lora_rank}")
+    _require(c.hidden_size % c.num_heads == 0,
+             f"model.hidden_size={c.hidden_size} is not divisible by model.num_heads={c.num_heads}")
+    _require(c.qk_rope_head_dim % 2 == 0, f"model.qk_rope_head_dim must be even for RoPE, got {c.qk_rope_head_dim}")
+    _require(0 <= c.first_k_dense_replace <= c.num_layers,
+             f"model.first_k_dense_replace={c.first_k_dense_replace} must lie in [0, num_layers={c.num_layers}]")
+    if c.n_routed_experts > 0:
+        _require(c.moe_intermediate_size > 0, f"model.moe_intermediate_size must be > 0, got {c.moe_intermediate_size}")
+        _require(0 < c.num_experts_per_tok <= c.n_routed_experts,
+                 f"model.num_experts_per_tok={c.num_experts_per_tok} must lie in [1, n_routed_experts={c.n_routed_experts}]")
+        _require(c.n_group >= 1 and c.n_routed_experts % c.n_group == 0,
+                 f"model.n_routed_experts={c.n_routed_experts} is not divisible by model.n_group={c.n_group}")
+        _require(1 <= c.topk_group <= c.n_group,
+                 f"model.topk_group={c.topk_group} must lie in [1, n_group={c.n_group}]")
+        per_group = c.n_routed_experts // c.n_group
+        _require(c.n_group == 1 or per_group >= 2,
+                 f"group-limited routing scores each group by its top-2 experts; n_routed_experts/n_group={per_group} < 2")
+        _require(c.num_experts_per_tok <= c.topk_group * per_group,
+                 f"model.num_experts_per_tok={c.num_experts_per_tok} exceeds the experts in topk_group={c.topk_group} "
+                 f"groups of {per_group}")
+    _require(c.remat_policy in _REMAT_POLICIES, f"model.remat_policy={c.remat_policy!r}; expected one of {_REMAT_POLICIES}")
+    _require(c.dtype in _DTYPES and c.param_dtype in _DTYPES,
+             f"model.dtype={c.dtype!r} / param_dtype={c.param_dtype!r}; expected one of {_DTYPES}")
+    _require(c.num_mtp_layers >= 0, f"model.num_mtp_layers must be >= 0, got {c.num_mtp_layers}")
+
+
+def base_model_config() -> ml_collections.ConfigDict:
+    """The `kimi_k2_5` architecture with a comment on every key (the other presets override this)."""
+    m = ml_collections.ConfigDict()
+    m.vocab_size = 163840  # tokenizer vocabulary (rows of the embedding and the LM head)
+    m.hidden_size = 7168  # model width D
+    m.num_layers = 61  # decoder layers (MTP layers not counted)
+    m.num_heads = 64  # attention heads H
+    m.q_lora_rank = 1536  # rank of the low-rank query projection; None = a full D -> H*K projection
+    m.kv_lora_rank = 512  # width of the compressed KV latent that MLA caches
+    m.qk_nope_head_dim = 128  # per-head query/key width without position information
+    m.qk_rope_head_dim = 64  # per-head rotary width; the rotary key is one head shared by all heads
+    m.v_head_dim = 128  # per-head value width
+    m.intermediate_size = 18432  # SwiGLU width of the dense (non-MoE) layers
+    m.moe_intermediate_size = 2048  # SwiGLU width of each routed and shared expert
+    m.n_routed_experts = 384  # routed experts E (0 = a dense model)
+    m.n_shared_experts = 1  # always-on shared experts (their widths add up into one SwiGLU)
+    m.num_experts_per_tok = 8  # experts each token is routed to (top-k)
+    m.n_group = 1  # expert groups for group-limited routing
+    m.topk_group = 1  # groups a token may route into
+    m.norm_topk_prob = True  # renormalise the top-k sigmoid scores to sum to 1
+    m.routed_scaling_factor = 2.827  # multiplier on the routed experts' combined output
+    m.first_k_dense_replace = 1  # the first k layers use the dense MLP
+    m.moe_layer_freq = 1  # after the dense prefix, every n-th layer is MoE (DeepSeek rule i % n == 0)
+    m.rms_norm_eps = 1e-5  # RMSNorm epsilon
+    m.rope_theta = 50000.0  # RoPE base
+    m.rope_scaling = ml_collections.ConfigDict(dict(  # YaRN (DeepSeek form); set to None for plain RoPE
+        factor=64.0,  # context extension factor s
+        original_max_position_embeddings=4096,  # pre-training context the frequencies were fit for
+        beta_fast=32.0,  # rotations above which a frequency is kept (extrapolated)
+        beta_slow=1.0,  # rotations below which a frequency is interpolated by 1/s
+        mscale=1.0,  # attention temperature coefficient applied to cos/sin (relative to mscale_all_dim)
+        mscale_all_dim=1.0,  # coefficient of the softmax-scale correction (0.1*m*ln(s)+1)^2
+    ))
+    m.rope_interleave = True  # rotary pairs are interleaved (x0,x1),(x2,x3)... as in released DeepSeek/Kimi weights
+    m.max_position_embeddings = 262144  # longest supported context
+    m.num_mtp_layers = 0  # multi-token-prediction depth D (MTP modules after the trunk)
+    m.dtype = "bfloat16"  # activation/compute dtype (softmax, logits and losses are always fp32)
+    m.param_dtype = "float32"  # parameter (master weight) dtype
+    m.scan_layers = True  # run the homogeneous MoE layers under nn.scan (one compiled layer)
+    m.remat_policy = "full"  # activation checkpointing per layer: none | full | dots | dots_no_batch | save_attention_out
+    m.attention_kernel = "xla"  # attention implementation by name (see model/attention.py KERNELS)
+    m.initializer_range = 0.02  # std of the normal initialiser of all matrices
+    return m
+
+
+def _preset_overrides(name: str) -> dict[str, Any]:
+    """Differences of each named architecture from `kimi_k2_5`."""
+    if name == "kimi_k2_5":
+        return {}
+    if name == "kimi_k2":  # Kimi-K2-Instruct-0711
+        return dict(rms_norm_eps=1e-6, max_position_embeddings=131072,
+                    rope_scaling=dict(factor=32.0, original_max_position_embeddings=4096, beta_fast=1.0,
+                                      beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))
+    if name == "deepseek_v3":
+        return dict(vocab_size=129280, num_heads=128, n_routed_experts=256, n_group=8, topk_group=4,
+                    routed_scaling_factor=2.5, first_k_dense_replace=3, rms_norm_eps=1e-6, rope_theta=10000.0,
+                    max_position_embeddings=163840, num_mtp_layers=1,
+                    rope_scaling=dict(factor=40.0, original_max_position_embeddings=4096, beta_fast=32.0,
+                                      beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))
+    if name == "toy":  # the same family at CPU size: a train step in well under a second
+        return dict(vocab_size=512, hidden_size=64, num_layers=3, num_heads=4, q_lora_rank=32, kv_lora_rank=32,
+                    qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, intermediate_size=128,
+                    moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1,
+                    routed_scaling_factor=2.5, max_position_embeddings=4096, dtype="float32",
+                    remat_policy="none",
+                    rope_scaling=dict(factor=4.0, original_max_position_embeddings=256, beta_fast=32.0,
+                                      beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))
+    if name == "gpu_small":  # Kimi-shaped, sized to fit and fill one 141 GB H200 for MFU work (~6.7B total)
+        return dict(vocab_size=163840, hidden_size=2048, num_layers=12, num_heads=16, q_lora_rank=768,
+                    kv_lora_rank=512, intermediate_size=8192, moe_intermediate_size=1024, n_routed_experts=64,
+                    num_experts_per_tok=8, max_position_embeddings=262144)
+    raise ValueError(f"unknown model preset {name!r}; expected one of {PRESETS}")
+
+
+PRESETS = ("kimi_k2_5", "kimi_k2", "deepseek_v3", "toy", "gpu_small")
+
+
+def preset(name: str) -> ml_collections.ConfigDict:
+    """The model ConfigDict of a named preset."""
+    m = base_model_config()
+    for k, v in _preset_overrides(name).items():
+        if k == "rope_scaling" and v is not None:
+            m.rope_scaling.update(v)
+        else:
+            m[k] = v
+    return m
+
+
+def model_config(m: ml_collections.ConfigDict | dict, **overrides) -> ModelConfig:
+    """The factory boundary: a model ConfigDict (or plain dict) becomes a frozen, validated ModelConfig."""
+    d = dict(m.to_dict() if isinstance(m, ml_collections.ConfigDict) else m)
+    d.update(overrides)
+    known = {f.name for f in dataclasses.fields(ModelConfig)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ValueError(f"unknown model config keys {unknown}; expected a subset of {sorted(known)}")
+    rs = d.get("rope_scaling")
+    if rs is not None and not isinstance(rs, RopeScaling):
+        rs = dict(rs)
+        bad = sorted(set(rs) - {f.name for f in dataclasses.fields(RopeScaling)})
+        if bad:
+            raise ValueError(f"unknown rope_scaling keys {bad}; expected {[f.name for f in dataclasses.fields(RopeScaling)]}")
+        d["rope_scaling"] = RopeScaling(**rs)
+    return ModelConfig(**d)
+
+
+def get_model_config(name: str, **overrides) -> ModelConfig:
+    """Shortcut: the frozen ModelConfig of a preset, with field overrides."""
+    return model_config(preset(name), **overrides)

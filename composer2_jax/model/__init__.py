@@ -1,0 +1,11 @@
+"""The Kimi-K2.5 / DeepSeek-V3 family decoder in functional Flax (linen).
+
+Axis legend, used in names (`x_BTD`), shape comments and every einsum:
+  B batch · T query length · S key length · D model width · H heads · K query/key head dim
+  R rotary head dim · L kv latent rank · Q q latent rank · V value head dim (`V` alone in shapes: vocab, see names)
+  E experts · C capacity · F ffn width · M MTP depth · N tokens (B·T flattened) · k top-k
+"""
+
+from composer2_jax.model.transformer import ModelOutput, Transformer
+
+__all__ = ["Transformer", "ModelOutput"]

@@ -1,0 +1,135 @@
+"""Multi-head latent attention (MLA, DeepSeek-V2 §2.1) with a pluggable attention kernel.
+
+Algorithm for x [B, T, D]:
+  1. q = W_qb · RMSNorm(W_qa · x)            (or q = W_q · x when q_lora_rank is None)   [B, T, H, N+R]
+  2. [c_kv, k_R] = W_kva · x; c_kv = RMSNorm(c_kv)                                      [B, T, L], [B, T, R]
+  3. [k_N, v] = W_kvb · c_kv                                                            [B, T, H, N], [B, T, H, V]
+  4. q_R, k_R = RoPE(q_R), RoPE(k_R); k = [k_N; k_R broadcast over heads]
+  5. o = softmax(q·kᵀ · scale + mask) · v; out = W_o · o                                [B, T, D]
+The kernel (step 5) is chosen by name from `KERNELS`; fused and ring kernels register themselves there.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import jax
+import jax.numpy as jnp
+from flax import linen as nn
+
+from composer2_jax.config import ModelConfig
+from composer2_jax.model.layers import RMSNorm, apply_rope, constrain, dtype_of, param, softmax_scale
+
+# The q and kv latent norms use a fixed eps of 1e-6 in DeepSeek's and Kimi's reference code, whatever
+# rms_norm_eps the decoder norms use (Kimi K2.5: 1e-5).
+LATENT_NORM_EPS = 1e-6
+NEG_INF = -1e30  # finite, so a fully masked row gives a uniform (not NaN) softmax
+
+
+def attention_mask(q_idx_BT, kv_idx_BS, q_seg_BT=None, kv_seg_BS=None, causal: bool = True):
+    """Boolean [B, 1, T, S] mask: key index ≤ query index (causal) and equal segment ids (packing)."""
+    mask = jnp.ones((q_idx_BT.shape[0], q_idx_BT.shape[1], kv_idx_BS.shape[1]), bool)
+    if causal:
+        mask &= kv_idx_BS[:, None, :] <= q_idx_BT[:, :, None]
+    if q_seg_BT is not None:
+        mask &= q_seg_BT[:, :, None] == kv_seg_BS[:, None, :]
+    return mask[:, None]
+
+
+def xla_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_segment_ids=None,
+                  kv_segment_ids=None, q_idx=None, kv_idx=None):
+    """Plain XLA attention: fp32 logits and softmax, output in the value dtype."""
+    b, t, s = q_BTHK.shape[0], q_BTHK.shape[1], k_BSHK.shape[1]
+    q_idx = jnp.broadcast_to(jnp.arange(t), (b, t)) if q_idx is None else q_idx
+    kv_idx = jnp.broadcast_to(jnp.arange(s), (b, s)) if kv_idx is None else kv_idx
+    logits_BHTS = jnp.einsum("BTHK,BSHK->BHTS", q_BTHK, k_BSHK, preferred_element_type=jnp.float32) * scale
+    mask = attention_mask(q_idx, kv_idx, q_segment_ids, kv_segment_ids, causal)
+    probs_BHTS = jax.nn.softmax(jnp.where(mask, logits_BHTS, NEG_INF), axis=-1)
+    return jnp.einsum("BHTS,BSHV->BTHV", probs_BHTS.astype(v_BSHV.dtype), v_BSHV)
+
+
+KERNELS: dict[str, Callable] = {"xla": xla_attention}
+
+
+def register_kernel(name: str, fn: Callable):
+    """Make an attention kernel selectable by `model.attention_kernel = name`."""
+    KERNELS[name] = fn
+
+
+def get_kernel(name: str) -> Callable:
+    """The attention kernel registered under `name`."""
+    if name not in KERNELS:
+        raise ValueError(f"unknown attention kernel {name!r}; registered: {sorted(KERNELS)}")
+    return KERNELS[name]
+
+
+class MLAttention(nn.Module):
+    """Multi-head latent attention; returns [B, T, D]."""
+
+    cfg: ModelConfig
+
+    def _w(self, name, shape, axes):
+        """A weight with logical axes, stored in param_dtype and cast to the compute dtype."""
+        c = self.cfg
+        init = nn.initializers.normal(c.initializer_range)
+        return param(self, name, shape, axes, init, dtype_of(c.param_dtype)).astype(dtype_of(c.dtype))
+
+    def _norm(self, name, x):
+        """RMSNorm of a latent (q or kv)."""
+        c = self.cfg
+        return RMSNorm(LATENT_NORM_EPS, c.dtype, c.param_dtype, name=name)(x)
+
+    def queries(self, x_BTD):
+        """Per-head queries [B, T, H, N+R] before RoPE."""
+        c, d = self.cfg, x_BTD.shape[-1]
+        if c.q_lora_rank is None:
+            return jnp.einsum("BTD,DHK->BTHK", x_BTD, self._w("q_proj", (d, c.num_heads, c.qk_head_dim),
+                                                                 ("embed", "heads", "kv")))
+        cq_BTQ = x_BTD @ self._w("q_a_proj", (d, c.q_lora_rank), ("embed", "q_lora"))
+        cq_BTQ = self._norm("q_a_norm", cq_BTQ)
+        return jnp.einsum("BTQ,QHK->BTHK", cq_BTQ, self._w("q_b_proj", (c.q_lora_rank, c.num_heads, c.qk_head_dim),
+                                                             ("q_lora", "heads", "kv")))
+
+    def latent(self, x_BTD, positions_BT):
+        """Compressed KV latent c_kv [B, T, L] (normed) and the roped shared key k_R [B, T, R]: what MLA caches."""
+        c, d = self.cfg, x_BTD.shape[-1]
+        kv_BTX = x_BTD @ self._w("kv_a_proj", (d, c.kv_lora_rank + c.qk_rope_head_dim), ("embed", "kv_lora"))
+        ckv_BTL, kr_BTR = kv_BTX[..., : c.kv_lora_rank], kv_BTX[..., c.kv_lora_rank:]
+        return self._norm("kv_a_norm", ckv_BTL), apply_rope(kr_BTR, positions_BT, c)
+
+    def expand(self, ckv_BSL, kr_BSR):
+        """Per-head keys [B, S, H, N+R] and values [B, S, H, V] from the latent."""
+        c = self.cfg
+        w = self.kv_b_weight()
+        kv_BSHX = jnp.einsum("BSL,LHX->BSHX", ckv_BSL, w)
+        k_nope, v_BSHV = kv_BSHX[..., : c.qk_nope_head_dim], kv_BSHX[..., c.qk_nope_head_dim:]
+        kr_BSHR = jnp.broadcast_to(kr_BSR[:, :, None, :], k_nope.shape[:3] + (c.qk_rope_head_dim,))
+        return jnp.concatenate([k_nope, kr_BSHR], axis=-1), v_BSHV
+
+    def kv_b_weight(self):
+        """W_kvb [L, H, N+V] (exposed for latent-absorbed decode)."""
+        c = self.cfg
+        return self._w("kv_b_proj", (c.kv_lora_rank, c.num_heads, c.qk_nope_head_dim + c.v_head_dim),
+                       ("kv_lora", "heads", "kv"))
+
+    def output(self, o_BTHV):
+        """Output projection [B, T, H, V] -> [B, T, D]."""
+        c = self.cfg
+        return jnp.einsum("BTHV,HVD->BTD", o_BTHV, self._w("o_proj", (c.num_heads, c.v_head_dim, c.hidden_size),
+                                                           ("heads", "kv", "embed")))
+
+    @nn.compact
+    def __call__(self, x_BTD, positions_BT, segment_ids_BT=None):
+        c = self.cfg
+        x_BTD = x_BTD.astype(dtype_of(c.dtype))
+        q_BTHK = self.queries(x_BTD)
+        q_BTHK = jnp.concatenate([q_BTHK[..., : c.qk_nope_head_dim],
+                                  apply_rope(q_BTHK[..., c.qk_nope_head_dim:], positions_BT, c)], axis=-1)
+        ckv_BTL, kr_BTR = self.latent(x_BTD, positions_BT)
+        k_BTHK, v_BTHV = self.expand(ckv_BTL, kr_BTR)
+        heads = ("activation_batch", "activation_length", "activation_heads", "activation_kv")
+        q_BTHK, k_BTHK, v_BTHV = (constrain(a, heads) for a in (q_BTHK, k_BTHK, v_BTHV))
+        o_BTHV = get_kernel(c.attention_kernel)(
+            q_BTHK, k_BTHK, v_BTHV, scale=softmax_scale(c), causal=True,
+            q_segment_ids=segment_ids_BT, kv_segment_ids=segment_ids_BT)
+        return self.output(constrain(o_BTHV, heads))

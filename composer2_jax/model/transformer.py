@@ -1,0 +1,215 @@
+"""The decoder: embedding → unrolled prefix (the dense layers) → scanned stack of identical units → norm → LM head.
+
+Layer i is MoE when `cfg.is_moe_layer(i)`. Layers [0, first_k_dense_replace) form the unrolled prefix
+(`layers_{i}`); the rest is cut into units of `moe_layer_freq` consecutive layers with the same dense/MoE pattern,
+run under `nn.scan` as `stack` (params gain a leading `layers` axis) or unrolled as `stack_{u}`; layers that do not
+fill a last unit form an unrolled suffix (`layers_{i}`). `stack_params`/`unstack_params` convert the two layouts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+from flax import linen as nn
+
+from composer2_jax.config import ModelConfig
+from composer2_jax.model.attention import MLAttention
+from composer2_jax.model.layers import MLP, RMSNorm, constrain, dtype_of, param
+from composer2_jax.model.moe import MoE
+
+RESIDUAL = ("activation_batch", "activation_length", "activation_embed")
+
+
+class ModelOutput(NamedTuple):
+    """What the decoder returns."""
+
+    logits: Optional[jax.Array]  # [B, T, V] fp32 (None when compute_logits=False)
+    hidden: jax.Array  # [B, T, D] last layer's residual stream, before the final norm (the MTP input)
+    normed: jax.Array  # [B, T, D] after the final norm (the LM-head input, for chunked losses)
+    routing: Optional[jax.Array]  # [L_moe, B, T, k] int32 expert ids of every MoE layer in order, or None
+    moe_load: Optional[jax.Array]  # [L_moe, E] tokens per expert per MoE layer
+    balance_loss: jax.Array  # scalar: mean over MoE layers of the sequence-wise balance loss (0 when dense)
+
+
+class DecoderLayer(nn.Module):
+    """Pre-norm block: x + Attn(Norm(x)), then h + FFN(Norm(h)); FFN dense or MoE."""
+
+    cfg: ModelConfig
+    moe: bool
+
+    @nn.compact
+    def __call__(self, x_BTD, positions_BT, segment_ids_BT=None, replay_BTk=None):
+        c = self.cfg
+        norm = lambda name: RMSNorm(c.rms_norm_eps, c.dtype, c.param_dtype, name=name)  # noqa: E731
+        x_BTD = constrain(x_BTD, RESIDUAL)
+        h_BTD = x_BTD + MLAttention(c, name="attn")(norm("attn_norm")(x_BTD), positions_BT, segment_ids_BT)
+        h_BTD = constrain(h_BTD, RESIDUAL)
+        if not self.moe:
+            return h_BTD + MLP(c, c.intermediate_size, name="mlp")(norm("ffn_norm")(h_BTD)), None
+        valid = None if segment_ids_BT is None else segment_ids_BT != 0
+        y_BTD, aux = MoE(c, name="moe")(norm("ffn_norm")(h_BTD), valid, replay_BTk)
+        return h_BTD + y_BTD, aux
+
+
+def _remat(cls, policy: str):
+    """Wrap a layer class in activation checkpointing with a named policy."""
+    if policy == "none":
+        return cls
+    policies = {
+        "full": None,
+        "dots": jax.checkpoint_policies.checkpoint_dots,
+        "dots_no_batch": jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims,
+        "save_attention_out": jax.checkpoint_policies.save_only_these_names("attention_out"),
+    }
+    return nn.remat(cls, policy=policies[policy], prevent_cse=True)
+
+
+class Unit(nn.Module):
+    """`moe_layer_freq` consecutive layers with a fixed dense/MoE pattern: the body of the scan."""
+
+    cfg: ModelConfig
+    pattern: tuple[bool, ...]
+
+    @nn.compact
+    def __call__(self, x_BTD, positions_BT, segment_ids_BT, replay_PBTk):
+        layer = _remat(DecoderLayer, self.cfg.remat_policy)
+        auxes, j_moe = [], 0
+        for j, is_moe in enumerate(self.pattern):
+            replay = None if (replay_PBTk is None or not is_moe) else replay_PBTk[j_moe]
+            x_BTD, aux = layer(self.cfg, is_moe, name=f"layer_{j}")(x_BTD, positions_BT, segment_ids_BT, replay)
+            if is_moe:
+                auxes.append(aux)
+                j_moe += 1
+        stacked = jax.tree.map(lambda *a: jnp.stack(a), *auxes) if auxes else None
+        return x_BTD, stacked
+
+
+def layer_plan(cfg: ModelConfig) -> tuple[list[int], tuple[bool, ...], int, list[int]]:
+    """(prefix layer ids, unit pattern, number of units, suffix layer ids)."""
+    k, n, p = cfg.first_k_dense_replace, cfg.num_layers, cfg.moe_layer_freq
+    prefix = list(range(k))
+    n_units = (n - k) // p
+    pattern = tuple(cfg.is_moe_layer(k + j) for j in range(p)) if n_units else ()
+    suffix = list(range(k + n_units * p, n))
+    return prefix, pattern, n_units, suffix
+
+
+class Transformer(nn.Module):
+    """Decoder-only LM. Call with tokens [B, T] (+ positions, segment ids, recorded routing)."""
+
+    cfg: ModelConfig
+
+    def _layer(self, i: int):
+        return _remat(DecoderLayer, self.cfg.remat_policy)(self.cfg, self.cfg.is_moe_layer(i), name=f"layers_{i}")
+
+    @nn.compact
+    def __call__(self, tokens_BT, positions_BT=None, segment_ids_BT=None, routing=None, *, compute_logits=True):
+        c = self.cfg
+        b, t = tokens_BT.shape
+        if positions_BT is None:
+            positions_BT = jnp.broadcast_to(jnp.arange(t, dtype=jnp.int32), (b, t))
+        embed_VD = param(self, "embedding", (c.vocab_size, c.hidden_size), ("vocab", "embed"),
+                         nn.initializers.normal(c.initializer_range), dtype_of(c.param_dtype))
+        x_BTD = constrain(jnp.take(embed_VD, tokens_BT, axis=0).astype(dtype_of(c.dtype)), RESIDUAL)
+        prefix, pattern, n_units, suffix = layer_plan(c)
+        replay = _split_replay(routing, c, prefix, pattern, n_units)
+        auxes = []
+        for i in prefix:
+            x_BTD, aux = self._layer(i)(x_BTD, positions_BT, segment_ids_BT, replay["prefix"].get(i))
+            auxes.append(_expand(aux))
+        if n_units:
+            x_BTD, aux = self._stack(x_BTD, positions_BT, segment_ids_BT, replay["stack"], pattern, n_units)
+            auxes.append(aux)
+        for i in suffix:
+            x_BTD, aux = self._layer(i)(x_BTD, positions_BT, segment_ids_BT, replay["suffix"].get(i))
+            auxes.append(_expand(aux))
+        normed_BTD = RMSNorm(c.rms_norm_eps, c.dtype, c.param_dtype, name="final_norm")(x_BTD)
+        logits = self.head(normed_BTD) if compute_logits else None
+        return _output(logits, x_BTD, normed_BTD, [a for a in auxes if a is not None])
+
+    def _stack(self, x_BTD, positions_BT, segment_ids_BT, replay_UPBTk, pattern, n_units):
+        """Run the units, under nn.scan or unrolled; aux leaves come back as [U·P_moe, ...]."""
+        c = self.cfg
+        if c.scan_layers:
+            scanned = nn.scan(Unit, variable_axes={"params": 0, "router_state": 0}, split_rngs={"params": True},
+                              in_axes=(nn.broadcast, nn.broadcast, 0), length=n_units,
+                              metadata_params={nn.PARTITION_NAME: "layers"})
+            x_BTD, aux = scanned(c, pattern, name="stack")(x_BTD, positions_BT, segment_ids_BT, replay_UPBTk)
+        else:
+            auxes = []
+            for u in range(n_units):
+                r = None if replay_UPBTk is None else replay_UPBTk[u]
+                x_BTD, a = Unit(c, pattern, name=f"stack_{u}")(x_BTD, positions_BT, segment_ids_BT, r)
+                auxes.append(a)
+            aux = jax.tree.map(lambda *a: jnp.stack(a), *auxes) if auxes[0] is not None else None
+        if aux is None:
+            return x_BTD, None
+        return x_BTD, jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), aux)
+
+    def head(self, normed_BTD):
+        """LM head: fp32 logits [B, T, V] (untied from the embedding)."""
+        c = self.cfg
+        w_DV = param(self, "lm_head", (c.hidden_size, c.vocab_size), ("embed", "vocab"),
+                     nn.initializers.normal(c.initializer_range), dtype_of(c.param_dtype))
+        logits = jnp.einsum("BTD,DV->BTV", normed_BTD, w_DV.astype(dtype_of(c.dtype)),
+                            preferred_element_type=jnp.float32)
+        return constrain(logits, ("activation_batch", "activation_length", "activation_vocab"))
+
+
+def _expand(aux):
+    """A single layer's aux gets a leading layer axis of 1."""
+    return None if aux is None else jax.tree.map(lambda a: a[None], aux)
+
+
+def _output(logits, hidden, normed, auxes: list[dict[str, Any]]) -> ModelOutput:
+    if not auxes:
+        return ModelOutput(logits, hidden, normed, None, None, jnp.zeros((), jnp.float32))
+    aux = jax.tree.map(lambda *a: jnp.concatenate(a), *auxes)
+    return ModelOutput(logits, hidden, normed, aux["indices"], aux["load"], jnp.mean(aux["balance_loss"]))
+
+
+def moe_layer_ids(cfg: ModelConfig) -> list[int]:
+    """Absolute ids of the MoE layers, in the order `ModelOutput.routing` lists them."""
+    return [i for i in range(cfg.num_layers) if cfg.is_moe_layer(i)]
+
+
+def _split_replay(routing, cfg: ModelConfig, prefix, pattern, n_units):
+    """Recorded routing [L_moe, B, T, k] split into prefix / scanned [U, P_moe, ...] / suffix parts."""
+    out = {"prefix": {}, "stack": None, "suffix": {}}
+    if routing is None:
+        return out
+    ids = moe_layer_ids(cfg)
+    if routing.shape[0] != len(ids):
+        raise ValueError(f"routing replay has {routing.shape[0]} layers; the model has {len(ids)} MoE layers")
+    pos = {layer: j for j, layer in enumerate(ids)}
+    for i in prefix:
+        if i in pos:
+            out["prefix"][i] = routing[pos[i]]
+    p_moe = sum(pattern)
+    start = len(prefix)
+    if n_units and p_moe:
+        first = pos[next(i for i in ids if i >= start)]
+        out["stack"] = routing[first:first + n_units * p_moe].reshape((n_units, p_moe) + routing.shape[1:])
+    for i in range(start + n_units * len(pattern), cfg.num_layers):
+        if i in pos:
+            out["suffix"][i] = routing[pos[i]]
+    return out
+
+
+def stack_params(params: dict, n_units: int) -> dict:
+    """Unrolled `stack_{u}` subtrees → one scanned `stack` subtree with a leading layer axis."""
+    params = dict(params)
+    units = [params.pop(f"stack_{u}") for u in range(n_units)]
+    params["stack"] = jax.tree.map(lambda *a: jnp.stack(a), *units)
+    return params
+
+
+def unstack_params(params: dict, n_units: int) -> dict:
+    """The inverse of `stack_params`."""
+    params = dict(params)
+    stacked = params.pop("stack")
+    for u in range(n_units):
+        params[f"stack_{u}"] = jax.tree.map(lambda a: a[u], stacked)
+    return params

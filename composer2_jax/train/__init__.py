@@ -1,0 +1,1 @@
+"""composer2_jax.train."""

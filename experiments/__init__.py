@@ -1,0 +1,1 @@
+"""Experiment files: one runnable module per stage, each defining get_config(preset)."""

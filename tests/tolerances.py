@@ -1,0 +1,13 @@
+"""The one place where numerical tolerances live. Never loosen one to make a test pass.
+
+Levanter's convention: simple elementwise functions compare at 1e-5, whole blocks at 1e-4.
+"""
+
+# fp32 elementwise / single-op functions (norms, rope, routing weights, losses on small arrays).
+FP32_FN = dict(rtol=1e-5, atol=1e-5)
+# fp32 composite blocks (attention, MoE layer, one decoder layer, sharded-vs-unsharded of those).
+FP32_BLOCK = dict(rtol=1e-4, atol=1e-4)
+# Whole-model logits against HF/PyTorch in fp32: max |delta logit| bound from the issue.
+HF_LOGITS_ATOL = 1e-4
+# Sharded equivalence of the same computation on fake CPU devices (fp32): ring == dense, EP == single device.
+SHARDED_FP32 = dict(rtol=1e-5, atol=1e-5)
