@@ -1,0 +1,50 @@
+"""Accelerator facts in one place: peak dense bf16 FLOP/s, HBM capacity and bandwidth, interconnect bandwidth.
+
+Sources: vendor datasheets (NVIDIA H100/H200/B200 SXM; Google Cloud TPU v5p/v6e system architecture pages).
+`measured_*` are this project's own figures (../shared/anchors/gpu-h200.json, 2026-11-29).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Chip:
+    """One accelerator's ceilings (per chip)."""
+
+    name: str
+    peak_bf16_flops: float  # dense, no sparsity
+    hbm_bytes: float
+    hbm_bw: float  # bytes/s
+    ici_bw: float  # bytes/s per chip, intra-node / intra-slice (NVLink or ICI), one direction
+    dcn_bw: float  # bytes/s per chip across nodes / slices
+    measured_matmul_flops: float | None = None
+
+
+CHIPS = {
+    "h100": Chip("h100", 989e12, 80e9, 3.35e12, 450e9, 50e9),
+    "h200": Chip("h200", 989e12, 141e9, 4.8e12, 450e9, 50e9, measured_matmul_flops=782e12),
+    "b200": Chip("b200", 2250e12, 192e9, 8.0e12, 900e9, 50e9),
+    "v5p": Chip("v5p", 459e12, 95e9, 2.765e12, 600e9, 25e9),
+    "v6e": Chip("v6e", 918e12, 32e9, 1.64e12, 400e9, 25e9),
+    "cpu": Chip("cpu", 1e12, 24e9, 20e9, 10e9, 1e9),  # a nominal figure so CPU runs print a (meaningless) MFU
+}
+
+
+def get_chip(name: str) -> Chip:
+    """The Chip named `name`."""
+    if name not in CHIPS:
+        raise ValueError(f"unknown chip {name!r}; expected one of {sorted(CHIPS)}")
+    return CHIPS[name]
+
+
+def detect_chip() -> str:
+    """Best guess of the local accelerator's name from jax.devices()."""
+    import jax
+
+    kind = jax.devices()[0].device_kind.lower()
+    for name in ("h200", "h100", "b200", "v5p", "v6e"):
+        if name in kind.replace(" ", ""):
+            return name
+    return "cpu" if jax.default_backend() == "cpu" else "h100"

@@ -1,0 +1,176 @@
+"""The training run: config → mesh → data → state (fresh, resumed, or from a previous stage) → steps → checkpoints.
+
+Determinism: the same config, seed and data give identical losses, also across a kill and resume (the
+iterator state is checkpointed with the train state and restored with it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import ml_collections
+import numpy as np
+
+from composer2_jax import chips
+from composer2_jax import sharding as shd
+from composer2_jax.config import model_config
+from composer2_jax.data import pipeline as data_lib
+from composer2_jax.data.tokenizer import make_tokenizer
+from composer2_jax.model import Transformer
+from composer2_jax.params import count_params
+from composer2_jax.train import optim as optim_lib
+from composer2_jax.train.checkpoint import Checkpointer
+from composer2_jax.train.metrics import MetricWriter, Progress, flops_per_token, mfu
+from composer2_jax.train.state import TrainState, abstract_train_state, activate, init_train_state
+from composer2_jax.train.step import StepConfig, batch_shardings, make_train_step
+
+log = logging.getLogger(__name__)
+
+
+class NonFiniteLoss(RuntimeError):
+    """The loss or gradient norm became NaN/inf and the run is configured to stop."""
+
+
+@dataclasses.dataclass
+class RunResult:
+    """What `train` returns: the per-step losses and where things were written."""
+
+    losses: list[float]
+    final_step: int
+    workdir: str
+    seconds: float
+    tokens_per_s: float
+    mfu: float
+
+
+def _frozen(c: ml_collections.ConfigDict, cls):
+    """A frozen dataclass from a ConfigDict section, rejecting unknown keys by name."""
+    d = c.to_dict()
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} keys {unknown}; expected a subset of {sorted(known)}")
+    return cls(**d)
+
+
+def validate_layout(cfg, mesh, batch: int, seq_len: int, process_count: int):
+    """Start-up checks: the batch and sequence split over the mesh; errors name both numbers."""
+    shd_batch = math.prod(mesh.shape[a] for a in ("data", "fsdp", "expert"))
+    if batch % shd_batch:
+        raise ValueError(f"global batch {batch} is not divisible by data×fsdp×expert = {shd_batch}")
+    if seq_len % mesh.shape["context"]:
+        raise ValueError(f"seq_len {seq_len} is not divisible by the context axis {mesh.shape['context']}")
+    if batch % process_count:
+        raise ValueError(f"global batch {batch} is not divisible by the process count {process_count}")
+
+
+def _put_batch(batch: dict, shardings: dict) -> dict:
+    """Host batch (this process's rows) → global sharded arrays."""
+    if jax.process_count() == 1:
+        return {k: jax.device_put(np.asarray(batch[k]), shardings[k]) for k in shardings}
+    return {k: jax.make_array_from_process_local_data(shardings[k], np.asarray(batch[k])) for k in shardings}
+
+
+def _load_stage_params(path: str, abstract: TrainState) -> tuple[Any, Any]:
+    """Params and router biases from the newest checkpoint of a previous stage (optimizer state is not carried)."""
+    ck = Checkpointer(path, async_save=False)
+    step = ck.latest_step()
+    if step is None:
+        raise FileNotFoundError(f"init_from={path!r} holds no committed checkpoint")
+    import orbax.checkpoint as ocp
+
+    item = {"params": abstract.params, "router_state": abstract.router_state}
+    restored = ck.manager.restore(step, args=ocp.args.Composite(state=ocp.args.PyTreeRestore(
+        item, restore_args=ocp.checkpoint_utils.construct_restore_args(item), partial_restore=True)))
+    ck.close()
+    log.info("initialised from %s step %d", path, step)
+    return restored["state"]["params"], restored["state"]["router_state"]
+
+
+def train(config: ml_collections.ConfigDict) -> RunResult:
+    """Run (or resume) one training stage as configured; returns the losses."""
+    cfg = model_config(config.model)
+    oc = _frozen(config.optim, optim_lib.OptimConfig)
+    sc = _frozen(config.step, StepConfig)
+    dc = data_lib.data_config(config.data)
+    workdir = Path(config.workdir)
+    mesh = shd.make_mesh(dict(config.mesh))
+    validate_layout(cfg, mesh, dc.batch_size, dc.seq_len, jax.process_count())
+    tokenizer = make_tokenizer(config.tokenizer.name, config.tokenizer.path or None)
+    if tokenizer.vocab_size > cfg.vocab_size:
+        raise ValueError(f"tokenizer vocab {tokenizer.vocab_size} exceeds model.vocab_size {cfg.vocab_size}")
+
+    model = Transformer(cfg)
+    make_tx = lambda p, names: optim_lib.make_optimizer(oc, p, names)  # noqa: E731
+    shape = (dc.batch_size, dc.seq_len)
+    ckpt = Checkpointer(workdir / "checkpoints", config.checkpoint.keep, config.checkpoint.async_save)
+    abstract, shardings, tx = abstract_train_state(model, make_tx, mesh, shape)
+    data_state = None
+    if ckpt.latest_step() is not None:  # resume this stage
+        step0, state, data_state, _ = ckpt.restore(abstract, fallback=config.checkpoint.fallback)
+        log.info("resumed from step %d", step0)
+    else:
+        state, shardings, tx = init_train_state(model, make_tx, mesh, jax.random.key(config.seed), shape)
+        if config.init_from:
+            params, router = _load_stage_params(config.init_from, abstract)
+            state = state.replace(params=params, router_state=router)
+    it = data_lib.make_iterator(dc, tokenizer, jax.process_index(), jax.process_count(), state=data_state)
+
+    step_fn = jax.jit(make_train_step(model, tx, sc, optim_lib.schedule(oc)), donate_argnums=0,
+                      in_shardings=(shardings, batch_shardings(mesh)), out_shardings=(shardings, None))
+    total, active = count_params(state.params, cfg)
+    f_tok = flops_per_token(cfg, active, dc.seq_len)
+    chip = chips.get_chip(config.chip or chips.detect_chip())
+    writer = MetricWriter(workdir / "logs", enabled=jax.process_index() == 0 and config.log.write)
+    writer.write(int(state.step), dict(params_total=total, params_active=active, flops_per_token=f_tok))
+    start = int(state.step)
+    bar = Progress(config.steps, start, enabled=config.log.progress and jax.process_index() == 0)
+    losses, pending, t_start, tokens_seen = [], [], time.time(), 0.0
+    last_good = ckpt.latest_step()
+    with activate(mesh):
+        for step in range(start, config.steps):
+            batch = _put_batch(next(it), batch_shardings(mesh))
+            state, metrics = step_fn(state, batch)
+            pending.append((step, metrics))
+            done = step + 1
+            save = done % config.checkpoint.every == 0 or done == config.steps
+            if save or done % config.log.every == 0:  # metrics are checked before any state is saved
+                tokens_seen = _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc, last_good)
+                pending = []
+            if save:
+                ckpt.save(done, state, it.get_state(), json.loads(config.to_json()))
+                last_good = done
+    ckpt.close()
+    writer.close()
+    bar.close()
+    secs = time.time() - t_start
+    tps = tokens_seen / max(secs, 1e-9)
+    return RunResult(losses, int(state.step), str(workdir), secs, tps, mfu(tps, f_tok, chip.peak_bf16_flops,
+                                                                          jax.device_count()))
+
+
+def _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc: StepConfig, last_good):
+    """Fetch the pending steps' metrics, check them, write them; returns the updated token count."""
+    fetched = jax.device_get([m for _, m in pending])
+    for (step, _), m in zip(pending, fetched):
+        if not bool(m["finite"]):
+            msg = (f"non-finite loss/grad at step {step + 1} (loss={float(m['loss'])}, grad_norm="
+                   f"{float(m['grad_norm'])}); last good checkpoint: step {last_good}")
+            if not sc.skip_nonfinite:
+                raise NonFiniteLoss(msg)
+            log.warning("%s — step skipped (state unchanged)", msg)
+        tokens_seen += float(m["tokens"])
+        losses.append(float(m["loss"]))
+        tps = tokens_seen / max(time.time() - t_start, 1e-9)
+        scal = {k: v for k, v in m.items() if np.ndim(v) == 0}
+        scal.update(tokens_per_s=tps, mfu=mfu(tps, f_tok, chip.peak_bf16_flops, jax.device_count()))
+        writer.write(step + 1, scal)
+    bar.update(len(pending), losses[-1], tokens_seen / max(time.time() - t_start, 1e-9))
+    return tokens_seen

@@ -1,0 +1,76 @@
+"""Training metrics: FLOPs per token and MFU, and the writers (TensorBoard events, JSONL, progress bar)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from composer2_jax.config import ModelConfig
+
+
+def flops_per_token(cfg: ModelConfig, active_params: int, seq_len: int) -> float:
+    """Training FLOPs per token: 6·N_active + causal attention.
+
+    N_active excludes the embedding table (a lookup, no FLOPs) and includes the LM head. Attention per layer and
+    token: forward q·kᵀ and p·v cost 2·H·(K + V) per visible key, a causal query sees T/2 keys on average, and the
+    backward costs twice the forward: 3·H·(K + V)·T. (PaLM appendix B; MaxText counts the same way.)
+    """
+    n_matmul = active_params - cfg.vocab_size * cfg.hidden_size
+    attn = 3 * cfg.num_layers * cfg.num_heads * (cfg.qk_head_dim + cfg.v_head_dim) * seq_len
+    return 6.0 * n_matmul + attn
+
+
+def mfu(tokens_per_s: float, flops_token: float, peak_flops: float, n_devices: int) -> float:
+    """Model FLOPs utilisation: achieved model FLOP/s over the devices' peak."""
+    return tokens_per_s * flops_token / (peak_flops * n_devices)
+
+
+class MetricWriter:
+    """Writes scalars to TensorBoard (tensorboardX) and a JSONL file; only process 0 writes."""
+
+    def __init__(self, logdir: str | Path, enabled: bool = True):
+        self.logdir = Path(logdir)
+        self.enabled = enabled
+        self._tb = None
+        self._jsonl = None
+        if enabled:
+            from tensorboardX import SummaryWriter
+
+            self.logdir.mkdir(parents=True, exist_ok=True)
+            self._tb = SummaryWriter(str(self.logdir))
+            self._jsonl = open(self.logdir / "metrics.jsonl", "a", buffering=1)
+
+    def write(self, step: int, scalars: dict):
+        """Log one step's scalars (non-scalars are skipped)."""
+        if not self.enabled:
+            return
+        clean = {k: float(np.asarray(v)) for k, v in scalars.items() if np.ndim(v) == 0}
+        for k, v in clean.items():
+            self._tb.add_scalar(k, v, step)
+        self._jsonl.write(json.dumps(dict(step=step, time=time.time(), **clean)) + "\n")
+
+    def close(self):
+        if self.enabled:
+            self._tb.close()
+            self._jsonl.close()
+
+
+class Progress:
+    """A tqdm progress bar showing loss, tokens/s and ETA (disabled when not a TTY unless forced)."""
+
+    def __init__(self, total: int, initial: int = 0, enabled: Optional[bool] = None):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, initial=initial, unit="step", disable=enabled is False, dynamic_ncols=True,
+                        mininterval=1.0)
+
+    def update(self, n: int, loss: float, tokens_per_s: float):
+        self.bar.set_postfix(loss=f"{loss:.4f}", tok_s=f"{tokens_per_s:,.0f}", refresh=False)
+        self.bar.update(n)
+
+    def close(self):
+        self.bar.close()

@@ -1,0 +1,139 @@
+"""The jitted training step: gradient accumulation, chunked CE + MoE balance loss, clipping, non-finite guard,
+the optimizer update and the aux-loss-free router-bias update (outside the gradient)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from composer2_jax.losses.lm import chunked_cross_entropy
+from composer2_jax.model import Transformer
+from composer2_jax.model.transformer import layer_plan, moe_layer_ids
+from composer2_jax.train.state import TrainState
+
+BATCH_KEYS = ("tokens", "targets", "loss_mask", "segment_ids", "positions")
+
+
+@dataclasses.dataclass(frozen=True)
+class StepConfig:
+    """What the step needs beyond the model and optimizer (fields explained in experiments/base.py)."""
+
+    grad_accum: int = 1
+    loss_chunk: int = 1024
+    balance_loss_weight: float = 1e-4
+    z_loss_weight: float = 0.0
+    router_bias_rate: float = 1e-3
+    skip_nonfinite: bool = True
+
+
+def update_router_bias(router_state, moe_load_LE, rate: float, cfg):
+    """Aux-loss-free balancing (DeepSeek-V3 §2.1.2): b_e ← b_e + γ·sign(mean load − load_e), per MoE layer.
+
+    `moe_load_LE` lists the MoE layers in model order (ModelOutput.routing order): the unrolled prefix/suffix
+    layers `layers_{i}` and the scanned `stack` (one MoE layer per unit under the DeepSeek rule, leading unit axis).
+    """
+    if rate == 0 or moe_load_LE is None:
+        return router_state
+    delta_LE = rate * jnp.sign(jnp.mean(moe_load_LE, axis=-1, keepdims=True) - moe_load_LE)
+    prefix, pattern, n_units, _ = layer_plan(cfg)
+    new, j = dict(router_state), 0
+    for i in moe_layer_ids(cfg):
+        if f"layers_{i}" in router_state:
+            new[f"layers_{i}"] = jax.tree.map(lambda b: b + delta_LE[j], router_state[f"layers_{i}"])
+            j += 1
+        elif i == len(prefix) + pattern.index(True):  # first MoE layer of the stack: update all units at once
+            new["stack"] = jax.tree.map(lambda b: b + delta_LE[j:j + n_units], router_state["stack"])
+            j += n_units
+    if j != moe_load_LE.shape[0]:
+        raise ValueError(f"router_state covers {j} MoE layers but the load has {moe_load_LE.shape[0]}")
+    return new
+
+
+def microbatches(batch: dict, n: int) -> dict:
+    """[B, T] leaves → [n, B/n, T] for gradient accumulation."""
+    b = batch["tokens"].shape[0]
+    if b % n:
+        raise ValueError(f"batch size {b} is not divisible by grad_accum={n}")
+    return jax.tree.map(lambda x: x.reshape((n, b // n) + x.shape[1:]), batch)
+
+
+def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: StepConfig,
+                    lr_fn: Optional[optax.Schedule] = None) -> Callable:
+    """A pure `step(state, batch) -> (state, metrics)`; jit it with donate_argnums=0."""
+
+    def loss_fn(params, router_state, mb, n_tokens):
+        out = model.apply({"params": params, "router_state": router_state}, mb["tokens"], mb["positions"],
+                          mb["segment_ids"], compute_logits=False)
+        ce = chunked_cross_entropy(out.normed, params["lm_head"], mb["targets"], mb["loss_mask"], sc.loss_chunk)
+        loss = (ce.loss_sum + sc.z_loss_weight * ce.z_loss_sum) / n_tokens \
+            + sc.balance_loss_weight * out.balance_loss / sc.grad_accum
+        return loss, (ce, out.moe_load, out.balance_loss)
+
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+
+    def step(state: TrainState, batch: dict):
+        n_tokens = jnp.maximum(jnp.sum(batch["loss_mask"].astype(jnp.float32)), 1.0)
+        mbs = microbatches(batch, sc.grad_accum)
+
+        def accumulate(carry, mb):
+            grads, loss, ce_sum, correct, load, bal = carry
+            (l, (ce, ld, b)), g = grad_fn(state.params, state.router_state, mb, n_tokens)
+            add = lambda a, c: a + c  # noqa: E731
+            return (jax.tree.map(add, grads, g), loss + l, ce_sum + ce.loss_sum, correct + ce.correct,
+                    None if load is None else load + ld, bal + b), None
+
+        zeros = jax.tree.map(jnp.zeros_like, state.params)
+        load0 = _load_zeros(model)
+        init = (zeros, jnp.zeros(()), jnp.zeros(()), jnp.zeros(()), load0, jnp.zeros(()))
+        (grads, loss, ce_sum, correct, load, bal), _ = jax.lax.scan(accumulate, init, mbs)
+        grad_norm = optax.tree_utils.tree_l2_norm(grads)
+        finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
+        updates, opt_state = tx.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        router_state = update_router_bias(state.router_state, load, sc.router_bias_rate, model.cfg)
+        new = TrainState(step=state.step + 1, params=params, opt_state=opt_state, router_state=router_state)
+        if sc.skip_nonfinite:  # keep the old state (but count the step) when the loss or gradient is not finite
+            new = jax.tree.map(lambda a, b: jnp.where(finite, a, b), new, state.replace(step=state.step + 1))
+        metrics = dict(loss=loss, ce=ce_sum / n_tokens, accuracy=correct / n_tokens, grad_norm=grad_norm,
+                       tokens=n_tokens, finite=finite, balance_loss=bal / sc.grad_accum)
+        if lr_fn is not None:
+            metrics["lr"] = lr_fn(state.step)
+        if load is not None:
+            metrics["moe_load"] = load
+            metrics["moe_max_over_mean"] = jnp.max(load) / jnp.maximum(jnp.mean(load), 1e-9)
+        return new, metrics
+
+    return step
+
+
+def _load_zeros(model: Transformer):
+    """Zeros shaped like ModelOutput.moe_load ([L_moe, E]), or None for a dense model."""
+    cfg = model.cfg
+    n_moe = sum(cfg.is_moe_layer(i) for i in range(cfg.num_layers))
+    return jnp.zeros((n_moe, cfg.n_routed_experts), jnp.float32) if n_moe else None
+
+
+def batch_shardings(mesh, rules=None) -> dict:
+    """NamedShardings of the batch leaves: [B, T] over (activation_batch, activation_length)."""
+    from composer2_jax import sharding as shd
+
+    spec = shd.logical_to_spec(("activation_batch", "activation_length"), rules or shd.LOGICAL_RULES)
+    return {k: jax.sharding.NamedSharding(mesh, spec) for k in BATCH_KEYS}
+
+
+def eval_loss_fn(model: Transformer, sc: StepConfig) -> Callable:
+    """`(params, router_state, batch) -> (ce_sum, count)` for held-out evaluation."""
+
+    def f(params, router_state, batch):
+        out = model.apply({"params": params, "router_state": router_state}, batch["tokens"], batch["positions"],
+                          batch["segment_ids"], compute_logits=False)
+        ce = chunked_cross_entropy(out.normed, params["lm_head"], batch["targets"], batch["loss_mask"], sc.loss_chunk)
+        return ce.loss_sum, ce.count
+
+    return f
+
+

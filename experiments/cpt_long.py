@@ -1,0 +1,34 @@
+"""Stage 2 — long-context CPT: 32k → 256k with YaRN and ring attention over the `context` mesh axis.
+
+Run:      python -m experiments.cpt_long                        (toy: 4× longer rows than cpt_bulk, CPU)
+          python -m experiments.cpt_long --config=experiments/cpt_long.py:kimi_k2_5 --config.init_from=CKPT
+Hardware: toy — any CPU, under a minute; kimi_k2_5 — a pod with context parallelism (docs/scaling.md).
+Expected: toy loss continues from the cpt_bulk level and keeps falling (start from its checkpoint via init_from).
+"""
+
+from __future__ import annotations
+
+from experiments import base
+from experiments.main import run
+
+LONG = {"toy": 512, "gpu_small": 262144, "kimi_k2_5": 262144, "kimi_k2": 262144, "deepseek_v3": 262144}
+
+
+def get_config(preset: str = "toy"):
+    """Long-context CPT: longer packed rows, fewer of them, lower LR; starts from cpt_bulk's checkpoint."""
+    c = base.get_base_config(preset)
+    c.workdir = f"runs/{preset}/cpt_long"
+    c.init_from = f"runs/{preset}/cpt_bulk/checkpoints"
+    c.data.seq_len = LONG[preset]
+    c.data.batch_size = max(c.data.batch_size // 4, 1) if preset == "toy" else 64
+    c.steps = 20 if preset == "toy" else 5000
+    c.optim.total_steps = c.steps
+    c.optim.lr = 1e-3 if preset == "toy" else 5e-5
+    c.optim.warmup_steps = 2 if preset == "toy" else 200
+    if preset != "toy":
+        c.mesh.context = 8  # ring attention over 8 devices; shorter per-device rows
+    return c
+
+
+if __name__ == "__main__":
+    run(__file__, "toy")
