@@ -90,7 +90,7 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
         load0 = _load_zeros(model)
         init = (zeros, jnp.zeros(()), jnp.zeros(()), jnp.zeros(()), load0, jnp.zeros(()))
         (grads, loss, ce_sum, correct, load, bal), _ = jax.lax.scan(accumulate, init, mbs)
-        grad_norm = optax.tree_utils.tree_l2_norm(grads)
+        grad_norm = optax.tree_utils.tree_norm(grads)
         finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
