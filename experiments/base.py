@@ -39,6 +39,7 @@ def get_base_config(preset: str = "toy") -> ml_collections.ConfigDict:
     c.data = base_data_config()  # sources, packing, mixture, shuffling (composer2_jax/data/pipeline.py)
     c.data.batch_size = size["batch"]
     c.data.seq_len = size["seq_len"]
+    c.data_shard_by = "documents"  # multi-process data split: documents (scales) | rows (same batches for any host count)
     c.tokenizer = ml_collections.ConfigDict(dict(
         name="byte",  # byte | tiktoken (Kimi's tiktoken.model format)
         path="",  # tokenizer file for tiktoken

@@ -18,8 +18,10 @@ def run(experiment_file: str, default_preset: str, prepare=None):
 
     def main(argv):
         del argv
+        from composer2_jax.train import distributed
         from composer2_jax.train.loop import train
 
+        distributed.initialize()
         quiet_logs()
         if prepare is not None:
             prepare(flags.FLAGS.config)

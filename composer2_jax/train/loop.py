@@ -78,6 +78,36 @@ def _put_batch(batch: dict, shardings: dict) -> dict:
     return {k: jax.make_array_from_process_local_data(shardings[k], np.asarray(batch[k])) for k in shardings}
 
 
+def _data_iterator(config, dc, tokenizer, state):
+    """This process's rows of each global batch.
+
+    `data.shard_by = "documents"` gives each process a disjoint slice of every source (scales to any host count);
+    `"rows"` has every process build the whole global batch and keep its rows: more tokenizer work per host, but
+    the global batch — and so the loss curve — is the same for any number of processes.
+    """
+    pid, n = jax.process_index(), jax.process_count()
+    if config.data_shard_by == "documents" or n == 1:
+        return data_lib.make_iterator(dc, tokenizer, pid, n, state=state)
+    if config.data_shard_by != "rows":
+        raise ValueError(f"data_shard_by={config.data_shard_by!r}; expected documents | rows")
+    return _RowSlice(data_lib.make_iterator(dc, tokenizer, 0, 1, state=state), pid, n)
+
+
+class _RowSlice:
+    """An iterator over this process's rows of a global-batch iterator (state passes through)."""
+
+    def __init__(self, it, pid: int, n: int):
+        self.it, self.pid, self.n = it, pid, n
+
+    def __next__(self):
+        batch = next(self.it)
+        rows = batch["tokens"].shape[0] // self.n
+        return {k: v[self.pid * rows:(self.pid + 1) * rows] for k, v in batch.items()}
+
+    def get_state(self):
+        return self.it.get_state()
+
+
 def _load_stage_params(path: str, abstract: TrainState) -> tuple[Any, Any]:
     """Params and router biases from the newest checkpoint of a previous stage (optimizer state is not carried)."""
     ck = Checkpointer(path, async_save=False)
@@ -121,7 +151,7 @@ def train(config: ml_collections.ConfigDict) -> RunResult:
         if config.init_from:
             params, router = _load_stage_params(config.init_from, abstract)
             state = state.replace(params=params, router_state=router)
-    it = data_lib.make_iterator(dc, tokenizer, jax.process_index(), jax.process_count(), state=data_state)
+    it = _data_iterator(config, dc, tokenizer, data_state)
 
     step_fn = jax.jit(make_train_step(model, tx, sc, optim_lib.schedule(oc)), donate_argnums=0,
                       in_shardings=(shardings, batch_shardings(mesh)), out_shardings=(shardings, None))
