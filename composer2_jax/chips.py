@@ -19,6 +19,7 @@ class Chip:
     hbm_bw: float  # bytes/s
     ici_bw: float  # bytes/s per chip, intra-node / intra-slice (NVLink or ICI), one direction
     dcn_bw: float  # bytes/s per chip across nodes / slices
+    node_size: int = 8  # devices sharing the fast (ICI / NVLink) domain; collectives beyond it use DCN
     measured_matmul_flops: float | None = None
 
 
@@ -26,8 +27,8 @@ CHIPS = {
     "h100": Chip("h100", 989e12, 80e9, 3.35e12, 450e9, 50e9),
     "h200": Chip("h200", 989e12, 141e9, 4.8e12, 450e9, 50e9, measured_matmul_flops=782e12),
     "b200": Chip("b200", 2250e12, 192e9, 8.0e12, 900e9, 50e9),
-    "v5p": Chip("v5p", 459e12, 95e9, 2.765e12, 600e9, 25e9),
-    "v6e": Chip("v6e", 918e12, 32e9, 1.64e12, 400e9, 25e9),
+    "v5p": Chip("v5p", 459e12, 95e9, 2.765e12, 600e9, 25e9, node_size=8960),  # a pod slice is one ICI domain
+    "v6e": Chip("v6e", 918e12, 32e9, 1.64e12, 400e9, 25e9, node_size=256),
     "cpu": Chip("cpu", 1e12, 24e9, 20e9, 10e9, 1e9),  # a nominal figure so CPU runs print a (meaningless) MFU
 }
 

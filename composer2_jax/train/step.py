@@ -11,7 +11,10 @@ import jax.numpy as jnp
 import optax
 
 from composer2_jax.losses.lm import chunked_cross_entropy
+from composer2_jax.losses.mtp import (MTPLossConfig, MTPSums, chunked_mtp_sums, mtp_metrics, mtp_objective,
+                                      mtp_weight, teacher_hidden)
 from composer2_jax.model import Transformer
+from composer2_jax.model.mtp import layout_context, mtp_batch, mtp_head, shift_left, update_mtp_router_bias
 from composer2_jax.model.transformer import layer_plan, moe_layer_ids
 from composer2_jax.train.state import TrainState
 
@@ -28,6 +31,11 @@ class StepConfig:
     z_loss_weight: float = 0.0
     router_bias_rate: float = 1e-3
     skip_nonfinite: bool = True
+    mtp: MTPLossConfig = MTPLossConfig()  # used when model.num_mtp_layers > 0 (a dict from the config is converted)
+
+    def __post_init__(self):
+        if isinstance(self.mtp, dict):
+            object.__setattr__(self, "mtp", MTPLossConfig(**self.mtp))
 
 
 def update_router_bias(router_state, moe_load_LE, rate: float, cfg):
@@ -40,14 +48,19 @@ def update_router_bias(router_state, moe_load_LE, rate: float, cfg):
         return router_state
     delta_LE = rate * jnp.sign(jnp.mean(moe_load_LE, axis=-1, keepdims=True) - moe_load_LE)
     prefix, pattern, n_units, _ = layer_plan(cfg)
+    first_stack_moe = len(prefix) + pattern.index(True) if True in pattern else -1
     new, j = dict(router_state), 0
     for i in moe_layer_ids(cfg):
-        if f"layers_{i}" in router_state:
+        if f"layers_{i}" in router_state:  # unrolled prefix / suffix layer
             new[f"layers_{i}"] = jax.tree.map(lambda b: b + delta_LE[j], router_state[f"layers_{i}"])
             j += 1
-        elif i == len(prefix) + pattern.index(True):  # first MoE layer of the stack: update all units at once
+        elif i == first_stack_moe and "stack" in router_state:  # scanned: all units at once
             new["stack"] = jax.tree.map(lambda b: b + delta_LE[j:j + n_units], router_state["stack"])
             j += n_units
+        elif f"stack_{(i - len(prefix)) // len(pattern)}" in router_state:  # unrolled units (scan_layers=False)
+            key = f"stack_{(i - len(prefix)) // len(pattern)}"
+            new[key] = jax.tree.map(lambda b: b + delta_LE[j], router_state[key])
+            j += 1
     if j != moe_load_LE.shape[0]:
         raise ValueError(f"router_state covers {j} MoE layers but the load has {moe_load_LE.shape[0]}")
     return new
@@ -65,36 +78,53 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
                     lr_fn: Optional[optax.Schedule] = None) -> Callable:
     """A pure `step(state, batch) -> (state, metrics)`; jit it with donate_argnums=0."""
 
-    def loss_fn(params, router_state, mb, n_tokens):
+    cfg = model.cfg
+    mtp_on = cfg.num_mtp_layers > 0 and sc.mtp.enabled
+
+    def loss_fn(params, router_state, mb, n_tokens, n_mtp_M, lam):
+        kw = dict(mtp_tokens=mb["mtp_tokens"], mtp_detach=sc.mtp.detach_trunk) if mtp_on else {}
         out = model.apply({"params": params, "router_state": router_state}, mb["tokens"], mb["positions"],
-                          mb["segment_ids"], compute_logits=False)
+                          mb["segment_ids"], compute_logits=False, **kw)
         ce = chunked_cross_entropy(out.normed, params["lm_head"], mb["targets"], mb["loss_mask"], sc.loss_chunk)
         loss = (ce.loss_sum + sc.z_loss_weight * ce.z_loss_sum) / n_tokens \
             + sc.balance_loss_weight * out.balance_loss / sc.grad_accum
-        return loss, (ce, out.moe_load, out.balance_loss)
+        sums, mtp_load = _mtp_zeros(cfg, mtp_on), None
+        if mtp_on:
+            sums = _mtp_sums(params, out, mb, cfg, sc)
+            loss = loss + mtp_objective(sums, n_mtp_M, lam, sc.mtp) \
+                + sc.balance_loss_weight * out.mtp.balance_loss / sc.grad_accum
+            mtp_load = out.mtp.moe_load
+        return loss, (ce, out.moe_load, out.balance_loss, sums, mtp_load)
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
 
     def step(state: TrainState, batch: dict):
         n_tokens = jnp.maximum(jnp.sum(batch["loss_mask"].astype(jnp.float32)), 1.0)
+        if mtp_on and "mtp_tokens" not in batch:  # shifted in natural order (model/mtp.py), whatever the layout
+            batch = {**batch, **mtp_batch(batch, cfg.num_mtp_layers, layout_context(cfg))}
+        n_mtp_M = jnp.sum(batch["mtp_mask"].astype(jnp.float32), axis=(0, 1)) if mtp_on else None
+        lam = mtp_weight(state.step, sc.mtp)
         mbs = microbatches(batch, sc.grad_accum)
 
         def accumulate(carry, mb):
-            grads, loss, ce_sum, correct, load, bal = carry
-            (l, (ce, ld, b)), g = grad_fn(state.params, state.router_state, mb, n_tokens)
+            grads, loss, ce_sum, correct, load, bal, mtp_s, mtp_ld = carry
+            (l, (ce, ld, b, ms, mld)), g = grad_fn(state.params, state.router_state, mb, n_tokens, n_mtp_M, lam)
             add = lambda a, c: a + c  # noqa: E731
             return (jax.tree.map(add, grads, g), loss + l, ce_sum + ce.loss_sum, correct + ce.correct,
-                    None if load is None else load + ld, bal + b), None
+                    None if load is None else load + ld, bal + b, jax.tree.map(add, mtp_s, ms),
+                    None if mtp_ld is None else mtp_ld + mld), None
 
         zeros = jax.tree.map(jnp.zeros_like, state.params)
         load0 = _load_zeros(model)
-        init = (zeros, jnp.zeros(()), jnp.zeros(()), jnp.zeros(()), load0, jnp.zeros(()))
-        (grads, loss, ce_sum, correct, load, bal), _ = jax.lax.scan(accumulate, init, mbs)
+        init = (zeros, jnp.zeros(()), jnp.zeros(()), jnp.zeros(()), load0, jnp.zeros(()), _mtp_zeros(cfg, mtp_on),
+                _mtp_load_zeros(cfg, mtp_on))
+        (grads, loss, ce_sum, correct, load, bal, mtp_sums, mtp_load), _ = jax.lax.scan(accumulate, init, mbs)
         grad_norm = optax.tree_utils.tree_norm(grads)
         finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         router_state = update_router_bias(state.router_state, load, sc.router_bias_rate, model.cfg)
+        router_state = update_mtp_router_bias(router_state, mtp_load, sc.router_bias_rate, cfg)
         new = TrainState(step=state.step + 1, params=params, opt_state=opt_state, router_state=router_state)
         if sc.skip_nonfinite:  # keep the old state (but count the step) when the loss or gradient is not finite
             new = jax.tree.map(lambda a, b: jnp.where(finite, a, b), new, state.replace(step=state.step + 1))
@@ -105,9 +135,38 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
         if load is not None:
             metrics["moe_load"] = load
             metrics["moe_max_over_mean"] = jnp.max(load) / jnp.maximum(jnp.mean(load), 1e-9)
+        if mtp_on:
+            metrics.update(mtp_metrics(mtp_sums, lam))
+            metrics["mtp/loss"] = mtp_objective(mtp_sums, n_mtp_M, lam, sc.mtp)
         return new, metrics
 
     return step
+
+
+def _mtp_sums(params, out, mb, cfg, sc: StepConfig) -> MTPSums:
+    """Per-depth MTP sums of one micro-batch: students = MTP depths, teacher = the main head k positions ahead."""
+    context = layout_context(cfg)
+    teacher = teacher_hidden(jax.lax.stop_gradient(out.normed), cfg.num_mtp_layers,
+                             lambda x, k: shift_left(x, k, context=context))
+    heads = [mtp_head(params, m) for m in range(cfg.num_mtp_layers)]
+    if sc.mtp.detach_trunk:  # only the MTP modules learn from this loss
+        heads = [jax.lax.stop_gradient(w) for w in heads]
+    return chunked_mtp_sums(out.mtp.normed, teacher, heads, params["lm_head"], mb["mtp_targets"], mb["mtp_mask"],
+                            top_n=sc.mtp.distill_top_n, chunk=sc.loss_chunk)
+
+
+def _mtp_zeros(cfg, on: bool) -> MTPSums:
+    """Zero per-depth MTP sums ([M], or [0] when MTP is off) for the accumulation carry."""
+    z = jnp.zeros((cfg.num_mtp_layers if on else 0,), jnp.float32)
+    return MTPSums(z, z, z, z, z)
+
+
+def _mtp_load_zeros(cfg, on: bool):
+    """Zeros shaped like MTPOutput.moe_load ([M_moe, E]), or None."""
+    from composer2_jax.model.mtp import mtp_is_moe
+
+    n = sum(mtp_is_moe(cfg, m) for m in range(cfg.num_mtp_layers)) if on else 0
+    return jnp.zeros((n, cfg.n_routed_experts), jnp.float32) if n else None
 
 
 def _load_zeros(model: Transformer):

@@ -1,0 +1,199 @@
+"""Sandbox latencies and capacity, JSON lines: create, snapshot, fork, tool-call overhead, concurrent sandboxes.
+
+    python -m benchmarks.sandbox [--n 40] [--max-sandboxes 128] [--big-files 2000]
+
+Goals (DESIGN.md): fork <= 20 ms, >= 64 concurrent sandboxes on a 2-core machine, tool-call overhead <= 5 ms.
+fork is measured with the warm pool (started sandboxes waiting for a workspace: a fork only mounts) in bursts
+of --pool (the pool refills between bursts, as between rollout groups), and cold (no pool: namespaces,
+bwrap and the agent's interpreter start inside the call). Tool-call overhead is run_terminal_cmd('true')
+minus the same `sh -c true` fork/exec timed on the host right before it (paired samples), and read_file of a
+small file (no process at all).
+fork cost against repository size is shown by forking a small and a --big-files repository.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+from composer2_jax.env import Environment, SandboxLimits
+
+
+def stats(name: str, samples_s: list[float], goal_ms: float | None = None, **extra) -> dict:
+    """p50 / p99 / mean in ms of a list of seconds, with the goal and whether p50 meets it."""
+    ms = sorted(s * 1000 for s in samples_s)
+    p99 = ms[min(len(ms) - 1, round(0.99 * (len(ms) - 1)))]
+    row = {"bench": "sandbox", "metric": name, "n": len(ms), "p50_ms": round(statistics.median(ms), 3),
+           "p99_ms": round(p99, 3), "mean_ms": round(statistics.fmean(ms), 3), **extra}
+    if goal_ms is not None:
+        row.update(goal_ms=goal_ms, meets_goal=row["p50_ms"] <= goal_ms)
+    return row
+
+
+def timed(fn, *args):
+    """(seconds, result) of one call."""
+    t = time.perf_counter()
+    result = fn(*args)
+    return time.perf_counter() - t, result
+
+
+def make_repo(root: str, files: int, size: int) -> str:
+    """A repository of `files` files of `size` bytes in 10 directories."""
+    for i in range(files):
+        path = os.path.join(root, f"d{i % 10}", f"f{i}.py")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(f"# file {i}\n" + "x = 1\n" * (size // 6))
+    return root
+
+
+def wait_for_pool(env: Environment, size: int, timeout_s: float = 30.0) -> None:
+    """Block until the warm pool is full again."""
+    deadline = time.monotonic() + timeout_s
+    while env.pool.ready() < size and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def bench_latencies(env: Environment, repo: str, n: int, pool: int) -> list[dict]:
+    """create, snapshot, warm fork and tool-call latencies."""
+    rows = []
+    creates, snaps, forks, fork_live, closes = [], [], [], [], []
+    for _ in range(max(4, n // 4)):
+        wait_for_pool(env, pool)
+        dt, sid = timed(env.create, repo)
+        creates.append(dt)
+        closes.append(timed(env.close, sid)[0])
+    rows.append(stats("create_from_repo", creates, repo_files=len(os.listdir(repo))))
+    base = env.create(repo)
+    for i in range(n):
+        env.call(base, "write_file", {"path": f"step{i}.txt", "content": str(i)})
+        snaps.append(timed(env.snapshot, base)[0])
+    snap = env.snapshot(base)
+    while len(forks) < n:
+        wait_for_pool(env, pool)
+        kids = []
+        for _ in range(min(pool, n - len(forks))):
+            dt, kid = timed(env.fork, snap)
+            forks.append(dt)
+            kids.append(kid)
+        for kid in kids:
+            env.close(kid)
+    for _ in range(max(4, n // 4)):
+        wait_for_pool(env, pool)
+        env.call(base, "write_file", {"path": "live.txt", "content": "x"})
+        dt, kid = timed(env.fork, base)  # snapshot of the live sandbox + fork
+        fork_live.append(dt)
+        env.close(kid)
+    rows.append(stats("snapshot_small_delta", snaps))
+    rows.append(stats("fork_from_snapshot_warm_pool", forks, goal_ms=20.0, pool_size=pool))
+    rows.append(stats("fork_from_live_sandbox_warm_pool", fork_live, goal_ms=20.0, pool_size=pool))
+    rows.append(stats("close", closes))
+    wait_for_pool(env, pool)  # no sandbox starts in the background while tool calls are timed
+    rows += bench_tool_calls(env, base, n)
+    env.close(base)
+    return rows
+
+
+def bench_tool_calls(env: Environment, sid: str, n: int) -> list[dict]:
+    """run_terminal_cmd('true') paired with a host fork/exec of the same command (interleaved), and read_file."""
+    host, calls, reads = [], [], []
+    for _ in range(n):
+        host.append(timed(subprocess.run, ["/bin/sh", "-c", "true"])[0])
+        calls.append(timed(env.call, sid, "run_terminal_cmd", {"command": "true"})[0])
+        reads.append(timed(env.call, sid, "read_file", {"path": "step0.txt"})[0])
+    overhead = [c - h for c, h in zip(calls, host)]
+    return [stats("host_sh_true", host), stats("run_terminal_cmd_true", calls),
+            stats("tool_call_overhead", overhead, goal_ms=5.0), stats("read_file_small", reads, goal_ms=5.0)]
+
+
+def bench_cold_fork(repo: str, n: int) -> dict:
+    """fork with no pool: namespace setup, bwrap and the agent start inside the call."""
+    with Environment(pool_size=0) as env:
+        snap = env.import_repo(repo)
+        samples = []
+        for _ in range(n):
+            dt, kid = timed(env.fork, snap)
+            samples.append(dt)
+            env.close(kid)
+    return stats("fork_cold_no_pool", samples, goal_ms=20.0)
+
+
+def bench_repo_size(small: str, big: str, n: int, pool: int) -> list[dict]:
+    """fork latency and layer-store growth for a small and a big repository."""
+    rows = []
+    with Environment(pool_size=pool) as env:
+        for name, repo in (("small", small), ("big", big)):
+            snap = env.import_repo(repo)
+            layers_before = len(os.listdir(env.rt.layers.root))
+            samples = []
+            while len(samples) < n:
+                wait_for_pool(env, pool)
+                kids = [timed(env.fork, snap) for _ in range(min(pool, n - len(samples)))]
+                samples += [dt for dt, _ in kids]
+                for _, kid in kids:
+                    env.close(kid)
+            size = subprocess.run(["du", "-sm", repo], capture_output=True, text=True, check=True).stdout.split()[0]
+            rows.append(stats(f"fork_{name}_repo", samples, goal_ms=20.0, repo_mb=int(size),
+                              new_layers_per_fork=(len(os.listdir(env.rt.layers.root)) - layers_before) / n))
+    return rows
+
+
+def bench_capacity(repo: str, limit: int) -> dict:
+    """How many sandboxes run at once, each answering a command, stopping at the first failure."""
+    live, error = [], None
+    with Environment(pool_size=0, limits=SandboxLimits(sandbox_memory_bytes=1 << 30)) as env:
+        snap = env.import_repo(repo)
+        t = time.perf_counter()
+        try:
+            while len(live) < limit:
+                sid = env.fork(snap)
+                live.append(sid)
+                obs = env.call(sid, "run_terminal_cmd", {"command": f"echo {len(live)}"})
+                if not obs.ok or obs.fields["stdout"] != f"{len(live)}\n":
+                    raise RuntimeError(f"sandbox {len(live)} answered {obs.content!r}")
+            ok = all(env.call(s, "run_terminal_cmd", {"command": "true"}).ok for s in live)
+        except Exception as e:  # noqa: BLE001 - the benchmark reports where capacity ends
+            error, ok = f"{type(e).__name__}: {e}", False
+        elapsed = time.perf_counter() - t
+        rss = _rss_mb([env.info(s)["pid"] for s in live])
+    return {"bench": "sandbox", "metric": "concurrent_sandboxes", "value": len(live), "tried": limit,
+            "all_answer_at_the_end": ok, "first_failure": error, "agents_rss_mb": rss, "seconds_to_start": round(elapsed, 2),
+            "goal": 64, "meets_goal": len(live) >= 64 and ok}
+
+
+def _rss_mb(pids: list[int]) -> float:
+    """Total resident memory of the given processes in MiB."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS"))
+        except (OSError, StopIteration):
+            pass
+    return round(total / 1024, 1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=40, help="samples per latency")
+    ap.add_argument("--pool", type=int, default=8, help="warm pool size")
+    ap.add_argument("--max-sandboxes", type=int, default=128, help="capacity probe stops here")
+    ap.add_argument("--big-files", type=int, default=2000, help="files in the big repository (50 KB each)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        small = make_repo(os.path.join(tmp, "small"), 20, 2000)
+        big = make_repo(os.path.join(tmp, "big"), args.big_files, 50_000)
+        with Environment(pool_size=args.pool) as env:
+            rows = bench_latencies(env, small, args.n, args.pool)
+        rows.append(bench_cold_fork(small, max(10, args.n // 2)))
+        rows += bench_repo_size(small, big, max(8, args.n // 2), args.pool)
+        rows.append(bench_capacity(small, args.max_sandboxes))
+    for row in rows:
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""Commands inside the sandbox: fork/exec under rlimits, bounded output capture, reaping and the sweep.
+
+The agent is pid 1 of the sandbox's pid namespace and single-threaded, so a plain fork/exec is safe and
+`kill(-1, SIGKILL)` from it reaches every other process of the sandbox and nothing outside. A command
+never outlives its call: when its shell exits, times out or floods its output, everything it left
+behind is killed and reaped (the sweep).
+"""
+
+import ctypes
+import os
+import resource
+import selectors
+import signal
+import time
+
+SHELL = "/bin/sh"
+CHUNK = 1 << 16
+PR_SET_DUMPABLE = 4
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_RESET_SIGNALS = ("SIGPIPE", "SIGXFSZ", "SIGXCPU", "SIGINT", "SIGTERM", "SIGHUP", "SIGCHLD", "SIGQUIT")
+
+
+class Capture:
+    """Keeps the head and the tail of a byte stream (limit bytes in all) and counts every byte."""
+
+    def __init__(self, limit):
+        self.limit, self.total = limit, 0
+        self.head, self.tail = bytearray(), bytearray()
+
+    def add(self, data):
+        """Append a chunk, keeping at most limit // 2 bytes of head and the rest as a sliding tail."""
+        self.total += len(data)
+        room = self.limit // 2 - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        keep = self.limit - self.limit // 2
+        if len(self.tail) > 2 * keep:
+            del self.tail[: len(self.tail) - keep]
+
+    def result(self):
+        """(head, tail) as latin-1 text; tail is empty when nothing was dropped."""
+        keep = self.limit - self.limit // 2
+        tail = bytes(self.tail[-keep:]) if keep else b""
+        if self.total <= self.limit:
+            return (bytes(self.head) + tail).decode("latin-1"), ""
+        return bytes(self.head).decode("latin-1"), tail.decode("latin-1")
+
+
+class Reaper:
+    """Collects every exited child (SIGCHLD wakes the selector) and the CPU they used."""
+
+    def __init__(self, sel):
+        self.cpu_s, self.exits = 0.0, {}
+        self._r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        sel.register(self._r, selectors.EVENT_READ, self._wake)
+
+    def _wake(self, fd, mask):
+        """Drain the wakeup pipe, then reap."""
+        try:
+            while os.read(fd, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        self.reap()
+
+    def reap(self):
+        """Collect exited children without blocking; True while some child may still exist."""
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return False
+            if pid == 0:
+                return True
+            self.cpu_s += usage.ru_utime + usage.ru_stime
+            self.exits[pid] = (status, usage.ru_utime + usage.ru_stime)
+
+    def sweep(self, patience_s=10.0):
+        """Kill every process of the sandbox except this one and reap them all (giving up after patience_s)."""
+        deadline = time.monotonic() + patience_s
+        while time.monotonic() < deadline:
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                break
+            if not self.reap():
+                break
+            time.sleep(0.001)
+        self.reap()
+
+
+def set_dumpable(flag):
+    """prctl(PR_SET_DUMPABLE): the agent is not dumpable (no ptrace, no /proc/1/mem); its children become so again."""
+    if _LIBC.prctl(PR_SET_DUMPABLE, int(flag), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl(PR_SET_DUMPABLE, {int(flag)}) failed")
+
+
+def set_limits(limits):
+    """Apply per-command rlimits and make this process the OOM killer's choice before the agent (in the child)."""
+    set_dumpable(True)
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write("500")
+    cpu = max(1, int(limits["cpu_s"]))
+    for name, soft, hard in (
+        ("RLIMIT_CPU", cpu, cpu + 1),
+        ("RLIMIT_AS", limits["memory_bytes"], limits["memory_bytes"]),
+        ("RLIMIT_NPROC", limits["processes"], limits["processes"]),
+        ("RLIMIT_FSIZE", limits["file_size_bytes"], limits["file_size_bytes"]),
+        ("RLIMIT_NOFILE", limits["open_files"], limits["open_files"]),
+        ("RLIMIT_CORE", 0, 0),
+    ):
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+
+
+def _exec_child(cmd, cwd, env, limits, out_w, err_w):
+    """Child side of fork: wire stdio, reset signals, apply limits, exec the shell; never returns."""
+    try:
+        os.setsid()
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        os.closerange(3, 1 << 16)
+        signal.set_wakeup_fd(-1)
+        for name in _RESET_SIGNALS:
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+        os.chdir(cwd)
+        set_limits(limits)
+        os.execve(SHELL, [SHELL, "-c", cmd], env)
+    except BaseException as e:  # noqa: BLE001 - report anything, then die
+        os.write(2, f"sandbox: cannot start command: {e}\n".encode())
+    os._exit(127)
+
+
+class Job:
+    """One running command: its pipes registered on the agent's selector, its deadline and its captures."""
+
+    def __init__(self, sel, reaper, cmd, cwd, env, timeout_s, limits):
+        self.sel, self.reaper, self.limits = sel, reaper, limits
+        self.start = time.monotonic()
+        self.deadline = self.start + timeout_s
+        self.captures = {"stdout": Capture(limits["output_bytes"]), "stderr": Capture(limits["output_bytes"])}
+        self.killed, self.timed_out, self.done = None, False, False
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        self.pid = os.fork()
+        if self.pid == 0:
+            _exec_child(cmd, cwd, env, limits, out_w, err_w)
+        os.close(out_w)
+        os.close(err_w)
+        self.fds = {out_r: "stdout", err_r: "stderr"}
+        for fd in self.fds:
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ, self._read)
+
+    def time_left(self):
+        """Seconds until the wall deadline (never negative)."""
+        return max(0.0, self.deadline - time.monotonic())
+
+    def _read(self, fd, mask):
+        """Move available output into its capture; close the pipe at end of stream."""
+        try:
+            data = os.read(fd, CHUNK)
+        except BlockingIOError:
+            return
+        if not data:
+            self.sel.unregister(fd)
+            os.close(fd)
+            del self.fds[fd]
+            return
+        self.captures[self.fds[fd]].add(data)
+        if sum(c.total for c in self.captures.values()) > self.limits["output_kill_bytes"]:
+            self.killed = "output_limit"
+
+    def poll(self):
+        """Finish the job if its shell exited, its deadline passed or its output overflowed."""
+        exited = self.pid in self.reaper.exits
+        if time.monotonic() >= self.deadline and not exited:
+            self.timed_out = True
+        if exited or self.timed_out or self.killed:
+            self._finish()
+
+    def _finish(self):
+        """Kill what is left, drain the pipes to their end, mark done."""
+        self.reaper.sweep()
+        for fd in list(self.fds):
+            os.set_blocking(fd, True)
+            while fd in self.fds:
+                self._read(fd, selectors.EVENT_READ)
+        self.done = True
+
+    def result(self):
+        """The command's outcome as a JSON-ready dict."""
+        status, cpu = self.reaper.exits.pop(self.pid, (None, 0.0))
+        code = None if status is None or self.timed_out else os.waitstatus_to_exitcode(status)
+        out = {"ok": True, "exit_code": code, "timed_out": self.timed_out, "killed": self.killed,
+               "wall_s": round(time.monotonic() - self.start, 6), "cpu_s": round(cpu, 6)}
+        for name, cap in self.captures.items():
+            out[name], out[name + "_tail"] = cap.result()
+            out[name + "_bytes"] = cap.total
+        self.reaper.exits.clear()
+        return out
+

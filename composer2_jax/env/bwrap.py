@@ -1,0 +1,60 @@
+"""The bubblewrap command line of one sandbox: namespaces, a read-only system, and the agent as pid 1."""
+
+from __future__ import annotations
+
+import os
+
+from composer2_jax.env.config import SandboxConfig, SandboxLimits
+
+AGENT_DIR = "/opt/sandbox-agent"  # where the agent scripts appear inside the sandbox
+EGRESS_SOCKET = "/run/egress.sock"  # where the egress proxy's Unix socket appears inside the sandbox
+WORKSPACE = "/workspace"
+
+
+def system_binds(config: SandboxConfig) -> list[str]:
+    """Read-only binds of the host system dirs; host symlinks (merged /usr) are recreated as symlinks."""
+    args: list[str] = []
+    for path in config.system_dirs + config.extra_ro_binds:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path) or os.path.isfile(path):
+            args += ["--ro-bind", path, path]
+        elif path in config.extra_ro_binds:
+            raise FileNotFoundError(f"extra_ro_binds entry {path!r} does not exist on the host")
+    return args
+
+
+def bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: str, egress_socket: str,
+               rpc_fd: int, info_fd: int) -> list[str]:
+    """Full argv: fresh user/pid/mount/ipc/uts/net namespaces, agent as pid 1 talking on rpc_fd."""
+    ns = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+          "--unshare-cgroup-try", "--uid", str(config.sandbox_uid), "--gid", str(config.sandbox_gid),
+          "--disable-userns", "--hostname", config.hostname, "--die-with-parent", "--new-session", "--as-pid-1"]
+    fs = system_binds(config) + [
+        "--proc", "/proc", "--dev", "/dev",
+        "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
+        "--size", str(limits.tmp_bytes), "--tmpfs", "/dev/shm",
+        "--ro-bind", agent_dir, AGENT_DIR,
+        "--bind", egress_socket, EGRESS_SOCKET,
+        "--dir", WORKSPACE, "--dir", "/.sbx",
+        "--remount-ro", "/dev", "--remount-ro", "/",
+        "--chdir", "/",
+    ]
+    env = ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
+    agent = [config.python_path(), "-I", "-S", f"{AGENT_DIR}/main.py", str(rpc_fd), str(config.proxy_port),
+             EGRESS_SOCKET]
+    return [config.bwrap_path(), *ns, *fs, *env, "--info-fd", str(info_fd), "--", *agent]
+
+
+def command_env(config: SandboxConfig) -> dict[str, str]:
+    """Environment of every command: a clean PATH and locale, HOME in /tmp, proxy variables for egress."""
+    proxy = f"http://127.0.0.1:{config.proxy_port}"
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": "/tmp", "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat",
+        "PYTHONUNBUFFERED": "1",
+        "HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy,
+        "NO_PROXY": "localhost,127.0.0.1,::1", "no_proxy": "localhost,127.0.0.1,::1",
+    }
+    env.update(dict(config.env))
+    return env

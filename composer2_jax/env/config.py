@@ -1,0 +1,99 @@
+"""Configuration of the sandbox environment: resource limits and host-side settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+
+
+@dataclasses.dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits; 'per command' ones are rlimits of each command, 'per sandbox' ones bound the whole tree."""
+
+    timeout_s: float = 60.0  # per command: default wall-clock limit of run_terminal_cmd
+    max_timeout_s: float = 600.0  # per command: the largest timeout a tool call may ask for
+    cpu_s: int = 300  # per command: RLIMIT_CPU of each process (SIGXCPU, then SIGKILL a second later)
+    memory_bytes: int = 4 * GiB  # per command: RLIMIT_AS of each process
+    file_size_bytes: int = 1 * GiB  # per command: RLIMIT_FSIZE, the largest file a process may write
+    open_files: int = 1024  # per command: RLIMIT_NOFILE
+    output_bytes: int = 32 * KiB  # per command: stdout and stderr each keep this much (head + tail), rest marked
+    output_kill_bytes: int = 64 * MiB  # per command: a command printing more than this in all is killed
+    processes: int = 256  # per sandbox: RLIMIT_NPROC, counted per user namespace, i.e. per sandbox
+    disk_bytes: int = 1 * GiB  # per sandbox: size of the tmpfs holding the workspace's writable layer
+    tmp_bytes: int = 256 * MiB  # per sandbox: size of each of /tmp and /dev/shm
+    sandbox_memory_bytes: int = 8 * GiB  # per sandbox: cgroup memory limit (when the host offers cgroups)
+    sandbox_cpu_s: float = 3600.0  # per sandbox: CPU seconds all commands may use, checked before each command
+    read_bytes: int = 256 * KiB  # per tool call: most bytes read_file returns
+    list_entries: int = 1000  # per tool call: most entries list_dir returns
+    grep_results: int = 200  # per tool call: most matches grep returns
+    grep_file_bytes: int = 4 * MiB  # per tool call: grep skips larger files
+    grep_timeout_s: float = 20.0  # per tool call: wall-clock limit of grep
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"SandboxLimits.{field.name}={value!r}; expected a positive number")
+        if self.output_bytes < 2:
+            raise ValueError(f"SandboxLimits.output_bytes={self.output_bytes}; expected at least 2")
+
+    def command_rlimits(self) -> dict:
+        """The per-command limits the in-sandbox agent applies, as a JSON-ready dict."""
+        keys = ("cpu_s", "memory_bytes", "processes", "file_size_bytes", "open_files", "output_bytes",
+                "output_kill_bytes")
+        return {k: getattr(self, k) for k in keys}
+
+
+@dataclasses.dataclass(frozen=True)
+class SandboxConfig:
+    """Host-side settings: where state lives, which host ids sandboxes run as, what is bound read-only."""
+
+    base_dir: str | None = None  # sandbox state (layers, logs; root-only); None: a fresh temporary dir
+    public_dir: str | None = None  # parent of the small dir bwrap must reach (agent scripts, egress sockets); None: $TMPDIR
+    host_uid: int = 100_000  # host uid the sandbox user maps to (never 0: rlimits must bind)
+    host_gid: int = 100_000  # host gid the sandbox group maps to
+    sandbox_uid: int = 1000  # uid seen inside the sandbox
+    sandbox_gid: int = 1000  # gid seen inside the sandbox
+    python: str = "/usr/bin/python3"  # interpreter for the in-sandbox agent (stdlib only); must be under a bound dir
+    system_dirs: tuple[str, ...] = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # ro
+    extra_ro_binds: tuple[str, ...] = ()  # more host paths bound read-only at the same place (e.g. a toolchain)
+    proxy_port: int = 3128  # port of the egress bridge on the sandbox's loopback
+    hostname: str = "sandbox"  # hostname inside the sandbox
+    env: tuple[tuple[str, str], ...] = ()  # extra environment variables for commands
+    bwrap: str = "bwrap"  # the bubblewrap binary
+    spawn_timeout_s: float = 20.0  # how long a sandbox may take to start
+    max_layers: int = 64  # a snapshot chain deeper than this is squashed into one layer
+    pool_size: int = 0  # sandboxes kept started in advance so create/fork skip namespace setup
+
+    def __post_init__(self):
+        if self.host_uid == 0 or self.host_gid == 0:
+            raise ValueError(f"host_uid={self.host_uid}, host_gid={self.host_gid}; expected non-root ids "
+                             "(the kernel does not apply RLIMIT_NPROC to host root)")
+        if self.base_dir is not None and any(c in self.base_dir for c in ":,"):
+            raise ValueError(f"base_dir={self.base_dir!r} contains ':' or ','; overlay options cannot name it")
+        if not 0 < self.proxy_port < 65536:
+            raise ValueError(f"proxy_port={self.proxy_port}; expected 1..65535")
+        if self.max_layers < 2 or self.pool_size < 0:
+            raise ValueError(f"max_layers={self.max_layers}, pool_size={self.pool_size}; expected >= 2 and >= 0")
+
+    def bwrap_path(self) -> str:
+        """Absolute path of bwrap, or a clear error if it is not installed."""
+        path = shutil.which(self.bwrap)
+        if path is None:
+            raise FileNotFoundError(f"bubblewrap binary {self.bwrap!r} not found on PATH; install it "
+                                    "(Debian: apt-get install -y bubblewrap)")
+        return path
+
+    def python_path(self) -> str:
+        """The agent interpreter, checked to exist and to live under a read-only bound directory."""
+        real = os.path.realpath(self.python)
+        if not os.access(real, os.X_OK):
+            raise FileNotFoundError(f"sandbox python {self.python!r} is not an executable; set SandboxConfig.python")
+        roots = self.system_dirs + self.extra_ro_binds
+        if not any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
+            raise ValueError(f"sandbox python {real!r} is not under a bound directory {roots}; "
+                             "add its prefix to SandboxConfig.extra_ro_binds")
+        return self.python

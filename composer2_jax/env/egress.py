@@ -1,0 +1,265 @@
+"""The egress proxy: one Unix socket per sandbox, HTTP parsed with h11, every request decided and logged.
+
+Inside a sandbox, HTTP_PROXY/HTTPS_PROXY point at 127.0.0.1:PORT, which the agent relays to this proxy
+through the bind-mounted Unix socket (see agent/relay.py). A plain-HTTP request must use an absolute
+http:// URL and is forwarded to the (policy-checked, DNS-pinned) upstream with Connection: close;
+CONNECT opens a TCP tunnel for TLS, which is not intercepted. Anything else, or anything the policy
+refuses, gets a 4xx answer. Each request is one `EgressEvent` in the sandbox's `EgressLog`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from urllib.parse import urlsplit
+
+import h11
+
+from composer2_jax.env.egress_policy import EgressEvent, EgressLog, EgressPolicy
+
+HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization", b"proxy-authenticate",
+              b"te", b"trailer", b"upgrade"}
+CHUNK = 1 << 16
+MAX_CONNECTIONS = 64  # concurrent connections served per sandbox; more are closed at once
+
+
+class _Route:
+    """What the proxy knows about one sandbox's socket."""
+
+    def __init__(self, listener: socket.socket, path: str, policy: EgressPolicy):
+        self.listener, self.path, self.policy, self.log = listener, path, policy, EgressLog()
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+
+class EgressProxy:
+    """Serves every sandbox's egress socket; an accept thread per socket, a thread per connection."""
+
+    def __init__(self, connect_timeout_s: float = 10.0, idle_timeout_s: float = 120.0):
+        self.connect_timeout_s, self.idle_timeout_s = connect_timeout_s, idle_timeout_s
+        self._routes: dict[str, _Route] = {}
+        self._lock = threading.Lock()
+
+    def add(self, sid: str, path: str, policy: EgressPolicy, uid: int, gid: int) -> None:
+        """Listen on a new Unix socket for sandbox sid (owned by the sandbox user, who must connect to it)."""
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        os.chown(path, uid, gid)
+        os.chmod(path, 0o600)
+        listener.listen(64)
+        route = _Route(listener, path, policy)
+        with self._lock:
+            self._routes[sid] = route
+        threading.Thread(target=self._accept_loop, args=(route,), name=f"egress-{sid}", daemon=True).start()
+
+    def set_policy(self, sid: str, policy: EgressPolicy) -> None:
+        """Replace a sandbox's policy (applies to new requests)."""
+        self._route(sid).policy = policy
+
+    def log(self, sid: str) -> EgressLog:
+        """The request log of a sandbox."""
+        return self._route(sid).log
+
+    def remove(self, sid: str) -> None:
+        """Stop serving a sandbox and delete its socket."""
+        with self._lock:
+            route = self._routes.pop(sid, None)
+        if route is not None:
+            _close_listener(route.listener)
+            try:
+                os.unlink(route.path)
+            except FileNotFoundError:
+                pass
+
+    def close(self) -> None:
+        """Stop serving every sandbox."""
+        for sid in list(self._routes):
+            self.remove(sid)
+
+    def _route(self, sid: str) -> _Route:
+        """The route of sid, or a KeyError naming it."""
+        with self._lock:
+            route = self._routes.get(sid)
+        if route is None:
+            raise KeyError(f"no egress route for sandbox {sid!r}")
+        return route
+
+    def _accept_loop(self, route: _Route) -> None:
+        """Accept connections until the listener is shut down."""
+        while True:
+            try:
+                conn, _ = route.listener.accept()
+            except OSError:
+                return
+            if not route.slots.acquire(blocking=False):
+                conn.close()
+                continue
+            threading.Thread(target=self._serve, args=(route, conn), name="egress-conn", daemon=True).start()
+
+    def _serve(self, route: _Route, conn: socket.socket) -> None:
+        """Handle one proxied request on conn, then close it."""
+        conn.settimeout(self.idle_timeout_s)
+        try:
+            _Exchange(conn, route.policy, route.log, self.connect_timeout_s, self.idle_timeout_s).run()
+        except (OSError, h11.ProtocolError):
+            pass
+        finally:
+            conn.close()
+            route.slots.release()
+
+
+class _Exchange:
+    """One request from a sandbox: parse, decide, log, then forward or tunnel."""
+
+    def __init__(self, conn, policy, log, connect_timeout_s, idle_timeout_s):
+        self.conn, self.policy, self.log = conn, policy, log
+        self.connect_timeout_s, self.idle_timeout_s = connect_timeout_s, idle_timeout_s
+        self.h = h11.Connection(h11.SERVER, max_incomplete_event_size=64 << 10)
+
+    def run(self) -> None:
+        """Read the request head, then dispatch on its method."""
+        try:
+            req = _next_event(self.conn, self.h)
+        except h11.RemoteProtocolError as e:
+            self.log.add("?", "?", 0, "?", False, f"malformed request: {e}")
+            return self._reply(400, f"malformed request: {e}")
+        if not isinstance(req, h11.Request):
+            return
+        method, target = req.method.decode(), req.target.decode("latin-1")
+        where = _parse_target(method, target)
+        if where is None:
+            self.log.add(method, "?", 0, target, False, "not a proxy request (expected CONNECT host:port or http://...)")
+            return self._reply(400, f"proxy requests must be CONNECT host:port or an absolute http:// URL, got {target!r}")
+        host, port, path = where
+        allowed, reason = self.policy.decide(method, host, port)
+        address = None
+        if allowed:
+            address, reason = self.policy.resolve(host, port)
+            allowed = address is not None
+        event = self.log.add(method, host, port, target, allowed, reason)
+        if not allowed:
+            event.status = 403
+            return self._reply(403, f"egress denied: {reason}")
+        try:
+            upstream = socket.create_connection((address, port), timeout=self.connect_timeout_s)
+        except OSError as e:
+            event.status = 502
+            return self._reply(502, f"cannot connect to {host}:{port}: {e}")
+        with upstream:
+            upstream.settimeout(self.idle_timeout_s)
+            if method == "CONNECT":
+                self._tunnel(upstream, event)
+            else:
+                self._forward(req, path, upstream, event)
+
+    def _reply(self, status: int, text: str) -> None:
+        """Send a short plain-text response."""
+        body = (text + "\n").encode()
+        headers = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),
+                   ("Connection", "close")]
+        self.conn.sendall(self.h.send(h11.Response(status_code=status, headers=headers)) + self.h.send(h11.Data(body))
+                          + self.h.send(h11.EndOfMessage()))
+
+    def _tunnel(self, upstream: socket.socket, event: EgressEvent) -> None:
+        """Answer 200 to CONNECT, then copy bytes both ways until both sides finish."""
+        self.conn.sendall(self.h.send(h11.Response(status_code=200, reason=b"Connection established", headers=[])))
+        event.status = 200
+        early, _ = self.h.trailing_data
+        if early:
+            upstream.sendall(early)
+            event.bytes_up += len(early)
+        back = threading.Thread(target=_pump, args=(upstream, self.conn, event, "bytes_down"), daemon=True)
+        back.start()
+        _pump(self.conn, upstream, event, "bytes_up")
+        back.join(self.idle_timeout_s)
+
+    def _forward(self, req: h11.Request, path: str, upstream: socket.socket, event: EgressEvent) -> None:
+        """Send the request upstream in origin form, stream the body both ways, relay the response."""
+        client = h11.Connection(h11.CLIENT)
+        headers = _end_to_end(req.headers) + [(b"connection", b"close")]
+        upstream.sendall(client.send(h11.Request(method=req.method, target=path, headers=headers)))
+        while True:
+            ev = _next_event(self.conn, self.h)
+            if isinstance(ev, h11.Data):
+                event.bytes_up += len(ev.data)
+                upstream.sendall(client.send(h11.Data(data=ev.data)))
+            elif isinstance(ev, h11.EndOfMessage):
+                upstream.sendall(client.send(h11.EndOfMessage()))
+                break
+            else:
+                return
+        while True:
+            ev = _next_event(upstream, client)
+            if isinstance(ev, h11.Response):
+                event.status = ev.status_code
+                head = h11.Response(status_code=ev.status_code, reason=ev.reason,
+                                    headers=_end_to_end(ev.headers) + [(b"connection", b"close")])
+                self.conn.sendall(self.h.send(head))
+            elif isinstance(ev, h11.Data):
+                event.bytes_down += len(ev.data)
+                self.conn.sendall(self.h.send(h11.Data(data=ev.data)))
+            elif isinstance(ev, h11.EndOfMessage):
+                self.conn.sendall(self.h.send(h11.EndOfMessage()))
+                return
+            elif not isinstance(ev, h11.InformationalResponse):
+                return
+
+
+def _parse_target(method: str, target: str) -> tuple[str, int, str] | None:
+    """(host, port, origin-form path) of a proxy request target; None if it is not one."""
+    if method == "CONNECT":
+        host, sep, port = target.rpartition(":")
+        host = host.strip("[]")
+        if not sep or not host or not port.isdigit():
+            return None
+        return host, int(port), ""
+    url = urlsplit(target)
+    if url.scheme != "http" or not url.hostname:
+        return None
+    try:
+        port = url.port or 80
+    except ValueError:
+        return None
+    return url.hostname, port, (url.path or "/") + (f"?{url.query}" if url.query else "")
+
+
+def _end_to_end(headers) -> list[tuple[bytes, bytes]]:
+    """Headers without the hop-by-hop ones (and without those named by Connection)."""
+    named = {token.strip().lower() for name, value in headers if name == b"connection" for token in value.split(b",")}
+    return [(k, v) for k, v in headers if k not in HOP_BY_HOP and k not in named]
+
+
+def _next_event(sock: socket.socket, conn: h11.Connection):
+    """The next h11 event, reading from sock as needed."""
+    while True:
+        ev = conn.next_event()
+        if ev is h11.NEED_DATA:
+            conn.receive_data(sock.recv(CHUNK))
+            continue
+        return ev
+
+
+def _pump(src: socket.socket, dst: socket.socket, event: EgressEvent, counter: str) -> None:
+    """Copy src to dst until src ends, counting bytes into event.<counter>; then half-close dst."""
+    try:
+        while True:
+            data = src.recv(CHUNK)
+            if not data:
+                break
+            dst.sendall(data)
+            setattr(event, counter, getattr(event, counter) + len(data))
+    except OSError:
+        pass
+    try:
+        dst.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
+def _close_listener(listener: socket.socket) -> None:
+    """Wake the accept thread and close the socket."""
+    try:
+        listener.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    listener.close()

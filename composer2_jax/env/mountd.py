@@ -1,0 +1,144 @@
+"""Privileged mount helper: mounts a sandbox's workspace inside that sandbox's mount namespace.
+
+Usage: python3 -I -S mountd.py   (one JSON request per stdin line, one JSON reply per stdout line)
+
+Runs as host root, single-threaded (setns into a mount namespace needs that), stdlib only. For a sandbox
+whose agent has host pid P it: clones the layer store as a detached mount (open_tree), enters P's mount
+namespace, mounts a size-limited tmpfs on /.sbx (hidden from the sandbox user by mode 0700) holding the
+upper and work dirs, attaches the clone at /.sbx/layers (move_mount: overlay takes lower layers only from
+the caller's mount namespace), mounts the overlay on /workspace, detaches /.sbx/layers again (overlay keeps
+private clones of its lowers), and returns to its own namespace. The sandbox never sees the layer store.
+Needs Linux >= 5.2 (open_tree, move_mount).
+"""
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429  # the same numbers on every architecture (new syscalls are unified)
+OPEN_TREE_CLONE = 1
+MOVE_MOUNT_F_EMPTY_PATH = 4
+AT_FDCWD = -100
+CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_RDONLY = 2, 4, 1
+MNT_DETACH = 2
+EINVAL = 22
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+
+
+def _check(ret, what):
+    """Raise OSError naming `what` when a libc call failed."""
+    if ret < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return ret
+
+
+def mount(source, target, fstype, flags, data):
+    """mount(2)."""
+    _check(_libc.mount(source.encode(), target.encode(), fstype.encode(), flags, data.encode()),
+           f"mount {fstype} on {target} ({data})")
+
+
+def umount(target):
+    """Lazy umount(2); a target that is not a mount point is fine."""
+    if _libc.umount2(target.encode(), MNT_DETACH) < 0 and ctypes.get_errno() != EINVAL:
+        _check(-1, f"umount {target}")
+
+
+def setns(fd):
+    """Enter the mount namespace behind fd."""
+    _check(_libc.setns(fd, CLONE_NEWNS), "setns(CLONE_NEWNS)")
+
+
+def open_tree_clone(path):
+    """A detached copy of the mount at path, as an fd."""
+    return _check(_libc.syscall(SYS_OPEN_TREE, AT_FDCWD, path.encode(), OPEN_TREE_CLONE | os.O_CLOEXEC),
+                  f"open_tree({path})")
+
+
+def move_mount(fd, target):
+    """Attach the detached mount behind fd at target (in the current mount namespace)."""
+    _check(_libc.syscall(SYS_MOVE_MOUNT, fd, b"", AT_FDCWD, target.encode(), MOVE_MOUNT_F_EMPTY_PATH),
+           f"move_mount(-> {target})")
+
+
+def lowerdirs(chain, prefix=""):
+    """Lower layer ids (top first) joined for overlay, after checking each is a plain directory name."""
+    for layer in chain:
+        if not layer or any(c in layer for c in ":,/\\") or layer in (".", ".."):
+            raise ValueError(f"layer id {layer!r} is not a plain directory name")
+    if not chain:
+        raise ValueError("a layer chain needs at least one layer")
+    return ":".join(prefix + layer for layer in chain)
+
+
+def mount_workspace(req, home_ns):
+    """(Re)mount /.sbx and /workspace in the mount namespace of req['pid']."""
+    tree = open_tree_clone(req["layers_dir"])
+    target = os.open(f"/proc/{req['pid']}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        setns(target)
+        try:
+            umount("/workspace")
+            umount("/.sbx")
+            inodes = max(10_000, req["size_bytes"] // 4096)
+            mount("tmpfs", "/.sbx", "tmpfs", MS_NOSUID | MS_NODEV, f"size={req['size_bytes']},nr_inodes={inodes},mode=0700")
+            os.mkdir("/.sbx/upper", 0o755)
+            os.chown("/.sbx/upper", req["uid"], req["gid"])
+            os.mkdir("/.sbx/work", 0o700)
+            os.mkdir("/.sbx/layers", 0o700)
+            move_mount(tree, "/.sbx/layers")
+            try:
+                mount("overlay", "/workspace", "overlay", MS_NOSUID | MS_NODEV,
+                      f"lowerdir={lowerdirs(req['chain'], '/.sbx/layers/')},upperdir=/.sbx/upper,workdir=/.sbx/work")
+            finally:
+                umount("/.sbx/layers")
+        finally:
+            setns(home_ns)
+            os.chdir("/")
+    finally:
+        os.close(target)
+        os.close(tree)
+    return {"ok": True}
+
+
+def squash(req, home_ns):
+    """Copy the merged view of a layer chain into req['dest'] (a new single layer)."""
+    chain = req["chain"] if len(req["chain"]) >= 2 else req["chain"] + [req["empty"]]  # read-only overlay: 2+ lowers
+    with tempfile.TemporaryDirectory(prefix="squash-") as mnt:
+        os.chdir(req["layers_dir"])
+        try:
+            mount("overlay", mnt, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, f"lowerdir={lowerdirs(chain)}")
+        finally:
+            os.chdir("/")
+        try:
+            subprocess.run(["cp", "-a", f"{mnt}/.", req["dest"]], check=True, capture_output=True)
+        finally:
+            umount(mnt)
+    return {"ok": True}
+
+
+OPS = {"mount_workspace": mount_workspace, "squash": squash, "ping": lambda req, ns: {"ok": True}}
+
+
+def main():
+    """Serve requests from stdin until it closes."""
+    home_ns = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+    for line in sys.stdin:
+        try:
+            req = json.loads(line)
+            reply = OPS[req["op"]](req, home_ns)
+        except Exception as e:  # noqa: BLE001 - every request gets an answer
+            reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
