@@ -206,10 +206,15 @@ class _Run:
         self.call_begin = tokenizer.special_id(tk.TOOL_CALL_BEGIN)
         system = {"role": "system", "content": config.system_prompt}
         task = {"role": "user", "content": instruction}
-        self.builder = SegmentBuilder(_render([system], tokenizer, tools=env.tools()),
-                                      _render([task], tokenizer, prompt=True),
-                                      _render([{"role": "user", "content": config.summary_prompt}], tokenizer,
-                                              prompt=True), config.context_budget)
+        prefix = (_render([system], tokenizer, tools=env.tools()), _render([task], tokenizer, prompt=True),
+                  _render([{"role": "user", "content": config.summary_prompt}], tokenizer, prompt=True))
+        need = sum(map(len, prefix))
+        if need >= config.context_budget:
+            raise ValueError(f"the system prompt with the tool schemas ({len(prefix[0])} tokens), the task "
+                             f"({len(prefix[1])}) and the summary prompt ({len(prefix[2])}) need {need} tokens, not "
+                             f"less than context_budget={config.context_budget}; use a model with a longer context "
+                             "(or a tokenizer with fewer tokens per character)")
+        self.builder = SegmentBuilder(*prefix, config.context_budget)
         self.messages: list[dict[str, Any]] = [system, task]
         self.records: list[ToolCallRecord] = []
         self.turns = self.generated = self.observed = self.summaries = self.max_context = 0
@@ -283,7 +288,8 @@ class _Run:
             self.submitted = self.submitted or (name == "submit" and obs.ok)
         self.records.append(ToolCallRecord(self.turns, name, args, obs.ok, obs.error, obs.error in MALFORMED_KINDS,
                                            obs.content[:300]))
-        return {"role": "tool", "name": name or "tool", "content": clip_text(obs.content, self.cfg.max_observation_chars)}
+        content = clip_text(obs.content, self.cfg.max_observation_chars)
+        return {"role": "tool", "name": name or "tool", "content": content}
 
     def _summarize(self) -> str | None:
         """Ask for a summary and restart the context from system + task + summary; a stop reason if it cannot."""

@@ -1,0 +1,8 @@
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Post:
+    id: int
+    created_at: int  # unix seconds
+    text: str

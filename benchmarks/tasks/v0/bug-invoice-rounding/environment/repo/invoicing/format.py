@@ -1,0 +1,6 @@
+"""Formatting."""
+
+
+def money(amount):
+    """'$1,234.50'."""
+    return f"${amount:,.2f}"

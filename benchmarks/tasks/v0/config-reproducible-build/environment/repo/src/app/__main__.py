@@ -1,0 +1,3 @@
+from app.words import common_words
+
+print(" ".join(common_words(3)))

@@ -1,0 +1,3 @@
+from pathmatch.match import match
+
+__all__ = ["match"]

@@ -1,0 +1,3 @@
+from kv.store import Store
+
+__all__ = ["Store"]

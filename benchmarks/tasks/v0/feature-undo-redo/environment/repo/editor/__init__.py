@@ -1,0 +1,3 @@
+from editor.buffer import Buffer
+
+__all__ = ["Buffer"]

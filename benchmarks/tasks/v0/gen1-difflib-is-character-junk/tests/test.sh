@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Hidden verifier (generated): the module's own Lib/test classes that exercise IS_CHARACTER_JUNK, plus a check that the
+# function is defined in the vendored module. Reward to $LOGS_DIR/verifier/reward.txt (Harbor: /logs/verifier).
+TESTS_DIR="${TESTS_DIR:-/tests}"
+LOGS_DIR="${LOGS_DIR:-/logs}"
+mkdir -p "$LOGS_DIR/verifier"
+PYTHONPATH="$TESTS_DIR" python3 -m unittest -v test_difflib.TestJunkAPIs test_restored
+if [ $? -eq 0 ]; then echo 1 > "$LOGS_DIR/verifier/reward.txt"; else echo 0 > "$LOGS_DIR/verifier/reward.txt"; fi

@@ -1,0 +1,1 @@
+"""Vendored copies of standard-library modules."""

@@ -1,0 +1,3 @@
+from billing.usage import Usage, usage_of
+
+__all__ = ["Usage", "usage_of"]

@@ -1,0 +1,81 @@
+"""Evaluation — run an agent on a benchmark suite through the same tool-call harness as RL rollouts.
+
+Run:      python -m experiments.evaluate --suite v0 --agent oracle              (reference solutions)
+          python -m experiments.evaluate --suite v0 --agent null                (submits at once)
+          python -m experiments.evaluate --suite v0 --agent model:runs/toy/rl/checkpoints --samples 4 --k 1,4
+Hardware: scripted agents — any Linux host with bubblewrap, run as root (the sandboxes mount overlays);
+          2 cores: the v0 oracle run takes about a minute with --workers 4.
+Expected: oracle 100 % pass@1 on every category, null 0 %; results under runs/eval/<suite>/<agent>/<stamp>/
+          (results.json, report.md, pass_at_k.png, logs/) and runs/eval/index.json keyed by suite version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import logging
+import sys
+import time
+from pathlib import Path
+
+from composer2_jax.bench import agents, report
+from composer2_jax.bench.runner import run_suite
+from composer2_jax.bench.task import load_suite
+from composer2_jax.data import tokenizer as tk
+from composer2_jax.env import Environment, SandboxLimits
+from composer2_jax.env.harness import HarnessConfig
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """Command-line flags."""
+    p = argparse.ArgumentParser(prog="python -m experiments.evaluate", description=__doc__.splitlines()[0])
+    p.add_argument("--suite", default="v0", help="suite version under benchmarks/tasks/, or a folder of tasks")
+    p.add_argument("--agent", default="oracle", help="oracle | null | broken | tamper | model:CHECKPOINT")
+    p.add_argument("--tasks", default="", help="comma-separated task names (default: the whole suite)")
+    p.add_argument("--samples", type=int, default=1, help="episodes per task (n of pass@k)")
+    p.add_argument("--k", default="1", help="comma-separated k values of pass@k (each <= --samples)")
+    p.add_argument("--workers", type=int, default=4, help="episodes run in parallel")
+    p.add_argument("--max-turns", type=int, default=50, help="model replies per episode")
+    p.add_argument("--max-new-tokens", type=int, default=4096, help="tokens per reply")
+    p.add_argument("--max-total-tokens", type=int, default=200_000, help="generated tokens per episode")
+    p.add_argument("--context-budget", type=int, default=32_768, help="self-summarise past this context length")
+    p.add_argument("--tokenizer", default="", help="byte | tiktoken (with --tokenizer-path); default: the "
+                   "checkpoint's for model agents, byte otherwise")
+    p.add_argument("--tokenizer-path", default="", help="tokenizer file for tiktoken")
+    p.add_argument("--out", default="runs/eval", help="output root")
+    p.add_argument("--no-plot", action="store_true", help="skip the matplotlib plot")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    """Run the suite, write the record, print the overall line; exit 1 if any trial crashed."""
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    ks = sorted({int(k) for k in args.k.split(",") if k})
+    if not ks or max(ks) > args.samples:
+        raise SystemExit(f"--k {args.k}: expected k values in 1..--samples={args.samples}")
+    suite = load_suite(args.suite).select([t for t in args.tasks.split(",") if t])
+    tokenizer = tk.make_tokenizer(args.tokenizer, args.tokenizer_path or None) if args.tokenizer else None
+    config = HarnessConfig(max_turns=args.max_turns, max_new_tokens=args.max_new_tokens,
+                           max_total_tokens=args.max_total_tokens, context_budget=args.context_budget)
+    agent = agents.make_agent(args.agent, config, tokenizer)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(args.out) / suite.name / agents.describe(args.agent) / stamp
+    start = time.monotonic()
+    with Environment(pool_size=min(args.workers, 8), limits=SandboxLimits(timeout_s=120)) as env:
+        trials = run_suite(env, suite, agent.factory, samples=args.samples, workers=args.workers,
+                           tokenizer=agent.tokenizer, config=agent.config, log_dir=run_dir / "logs")
+    record = report.build_record(suite, args.agent, [t.to_dict() for t in trials], ks,
+                                 meta={"argv": argv, "wall_s": round(time.monotonic() - start, 1),
+                                       "harness": dataclasses.asdict(agent.config)})
+    paths = report.write_run(args.out, run_dir, record, with_plot=not args.no_plot)
+    overall = record["overall"]
+    print(f"{args.agent} on {suite.name}: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in overall.items()
+                                                        if k.startswith("pass@"))
+          + f" over {overall['tasks']} tasks ({len(suite.unsupported)} unsupported); report: {paths['markdown']}")
+    return int(any(t.error for t in trials))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

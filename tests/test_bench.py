@@ -1,0 +1,391 @@
+"""Benchmark infrastructure: the Harbor-layout loader, pass@k, reports, grading isolation and the runner's agents."""
+
+import itertools
+import json
+import math
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from composer2_jax.bench import agents, metrics, report
+from composer2_jax.bench.engine_policy import EnginePolicy
+from composer2_jax.bench.runner import SnapshotCache, run_suite
+from composer2_jax.bench.task import Suite, Task, TaskError, Unsupported, load_suite, load_task
+from composer2_jax.data import tokenizer as tk
+from composer2_jax.env import testing as envtest
+from composer2_jax.env.harness import HarnessConfig
+
+needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
+
+TEST_SH = """#!/usr/bin/env bash
+mkdir -p "$LOGS_DIR/verifier"
+if python3 -c "import app; assert app.answer() == 42"; then echo 1 > "$LOGS_DIR/verifier/reward.txt"; \
+else echo 0 > "$LOGS_DIR/verifier/reward.txt"; fi
+"""
+HARBOR_TOML = """version = "1.0"
+
+[metadata]
+author_name = "Someone"
+difficulty = "medium"
+category = "programming"
+tags = ["python", "toy"]
+
+[verifier]
+timeout_sec = 30.0
+
+[agent]
+timeout_sec = 200.0
+
+[environment]
+build_timeout_sec = 600.0
+cpus = 2
+memory = "2G"
+storage_mb = 4096
+"""
+
+
+def write_task(root: Path, name: str, files: dict[str, str]) -> Path:
+    """A task folder from relative path -> text."""
+    for rel, text in files.items():
+        path = root / name / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / name
+
+
+def toy_task(root: Path, name: str = "toy", test_sh: str = TEST_SH, **extra: str) -> Path:
+    """A Harbor-layout task: app.answer() must return 42; the repo returns 41; solve.sh fixes it."""
+    return write_task(root, name, {
+        "instruction.md": "Make app.answer() return 42.\n", "task.toml": HARBOR_TOML,
+        "environment/repo/app.py": "def answer():\n    return 41\n", "tests/test.sh": test_sh,
+        "solution/solve.sh": "sed -i 's/41/42/' app.py\n", **extra})
+
+
+# ------------------------------------------------------------------------------------------------------ loader
+
+
+def test_loader_reads_a_harbor_folder(tmp_path):
+    task = load_task(toy_task(tmp_path))
+    assert isinstance(task, Task) and task.name == "toy"
+    c = task.config
+    assert (c.difficulty, c.category, c.tags) == ("medium", "programming", ("python", "toy"))
+    assert (c.verifier_timeout_s, c.agent_timeout_s, c.cpus) == (30.0, 200.0, 2.0)
+    assert (c.memory_mb, c.storage_mb) == (2048, 4096)
+    assert c.metadata["author_name"] == "Someone" and not c.allow_internet
+    assert c.network_policy.allow_hosts == ()  # deny all
+    assert task.instruction.startswith("Make app.answer()") and task.solution_dir is not None
+    assert task.repo_dir() == tmp_path / "toy" / "environment" / "repo"
+
+
+def test_dockerfile_task_is_reported_unsupported(tmp_path):
+    path = write_task(tmp_path, "docker-task", {
+        "instruction.md": "Do it.\n", "task.toml": HARBOR_TOML, "environment/Dockerfile": "FROM ubuntu:24.04\n",
+        "tests/test.sh": "exit 0\n"})
+    result = load_task(path)
+    assert isinstance(result, Unsupported)
+    assert "environment/Dockerfile" in result.reason and "needs Docker" in result.reason
+    image = write_task(tmp_path, "image-task", {"instruction.md": "x", "tests/test.sh": "",
+                                                "task.toml": '[environment]\ndocker_image = "ghcr.io/x/y:1"\n'})
+    assert "ghcr.io/x/y:1" in load_task(image).reason
+    toy_task(tmp_path)
+    suite = load_suite(tmp_path)
+    assert [t.name for t in suite.tasks] == ["toy"]
+    assert [u.name for u in suite.unsupported] == ["docker-task", "image-task"]
+
+
+def test_malformed_tasks_raise_clear_errors(tmp_path):
+    with pytest.raises(TaskError, match="no instruction.md"):
+        load_task(write_task(tmp_path, "a", {"task.toml": ""}))
+    bad = toy_task(tmp_path, "b", **{"task.toml": '[metadata]\ndifficulty = "brutal"\n'})
+    with pytest.raises(TaskError, match="'brutal'; expected one of"):
+        load_task(bad)
+    with pytest.raises(TaskError, match="not valid TOML"):
+        load_task(toy_task(tmp_path, "c", **{"task.toml": "[metadata\n"}))
+    with pytest.raises(TaskError, match="timeout_sec = -1"):
+        load_task(toy_task(tmp_path, "d", **{"task.toml": "[agent]\ntimeout_sec = -1\n"}))
+    with pytest.raises(TaskError, match="no starting repository"):
+        load_task(write_task(tmp_path, "e", {"instruction.md": "x", "tests/test.sh": ""}))
+    with pytest.raises(TaskError, match="memory_mb = 'lots'"):
+        load_task(toy_task(tmp_path, "f", **{"task.toml": '[environment]\nmemory = "lots"\n'}))
+    with pytest.raises(FileNotFoundError, match="neither a folder nor one of"):
+        load_suite("no-such-suite")
+
+
+def test_archive_repo_and_generator_materialise_once(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "app.py").write_text("def answer():\n    return 41\n")
+    root = toy_task(tmp_path, "arch")
+    for p in (root / "environment" / "repo").iterdir():
+        p.unlink()
+    (root / "environment" / "repo").rmdir()
+    with tarfile.open(root / "environment" / "repo.tar.gz", "w:gz") as tf:
+        tf.add(src / "app.py", arcname="app.py")
+    (root / "environment" / "generate.py").write_text(
+        "import os, sys\nfor i in range(3):\n    open(os.path.join(sys.argv[1], f'log{i}.txt'), 'w').write(str(i))\n")
+    task = load_task(root)
+    first = task.repo_dir(tmp_path / "cache")
+    assert sorted(p.name for p in first.iterdir()) == ["app.py", "log0.txt", "log1.txt", "log2.txt"]
+    assert task.repo_dir(tmp_path / "cache") == first
+
+
+def test_egress_policy_from_task_toml(tmp_path):
+    toml = HARBOR_TOML.replace("storage_mb = 4096\n", "storage_mb = 4096\nallow_internet = true\n\n"
+                                                      '[environment.egress]\nallow_hosts = ["pypi.org"]\n')
+    policy = load_task(toy_task(tmp_path, **{"task.toml": toml})).config.network_policy
+    assert policy.allow_hosts == ("pypi.org",) and policy.decide("GET", "pypi.org", 443)[0]
+
+
+# ------------------------------------------------------------------------------------------------------ metrics
+
+
+def brute_pass_at_k(n, c, k):
+    """Fraction of k-subsets of n samples (c correct) holding at least one correct one."""
+    samples = [True] * c + [False] * (n - c)
+    subsets = list(itertools.combinations(range(n), k))
+    return sum(any(samples[i] for i in s) for s in subsets) / len(subsets)
+
+
+def test_pass_at_k_matches_enumeration_and_the_closed_form():
+    for n in range(1, 8):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                got = metrics.pass_at_k(n, c, k)
+                assert math.isclose(got, brute_pass_at_k(n, c, k), abs_tol=1e-12)
+                assert math.isclose(got, 1 - math.comb(n - c, k) / math.comb(n, k), abs_tol=1e-12)
+    assert metrics.pass_at_k(10, 3, 1) == pytest.approx(0.3)
+    with pytest.raises(ValueError, match="k=4 must be in 1..n=3"):
+        metrics.pass_at_k(3, 1, 4)
+    with pytest.raises(ValueError, match="n=2, c=3"):
+        metrics.pass_at_k(2, 3, 1)
+
+
+def synthetic_trials():
+    """4 samples each of three tasks in two categories."""
+    rows = []
+    for task, cat, diff, passes in (("a", "bug", "easy", [1, 1, 0, 0]), ("b", "bug", "hard", [0, 0, 0, 0]),
+                                    ("c", "logs", "hard", [1, 1, 1, 1])):
+        rows += [{"task": task, "category": cat, "difficulty": diff, "sample": i, "passed": bool(p), "reward": p,
+                  "turns": 3, "tool_calls": 5, "malformed": 0, "generated_tokens": 100 * (i + 1), "wall_s": 1.0}
+                 for i, p in enumerate(passes)]
+    return rows
+
+
+def test_aggregate_per_task_category_and_difficulty():
+    agg = metrics.aggregate(synthetic_trials(), ks=[1, 2, 4])
+    assert agg["tasks"]["a"]["pass@1"] == 0.5 and agg["tasks"]["a"]["pass@2"] == pytest.approx(1 - 1 / 6)
+    assert agg["tasks"]["b"]["pass@4"] == 0 and agg["tasks"]["c"]["pass@4"] == 1
+    assert agg["categories"]["bug"]["pass@1"] == 0.25 and agg["categories"]["bug"]["tasks"] == 2
+    assert agg["difficulties"]["hard"]["pass@1"] == 0.5
+    assert agg["overall"]["pass@1"] == pytest.approx(0.5) and agg["tasks"]["a"]["mean_generated_tokens"] == 250
+
+
+def test_report_files_and_index_keyed_by_suite_version(tmp_path):
+    suite = Suite("v9", tmp_path, (), (Unsupported("dock", tmp_path, "needs Docker"),))
+    record = report.build_record(suite, "null", synthetic_trials(), ks=[1, 4])
+    paths = report.write_run(tmp_path / "out", tmp_path / "out" / "v9" / "null" / "run1", record)
+    assert json.loads(paths["json"].read_text())["suite_version"] == "v9"
+    md = paths["markdown"].read_text()
+    assert "| bug | 2 | 25.0 | 50.0 |" in md and "`dock`: needs Docker" in md
+    assert paths["plot"].stat().st_size > 1000
+    index = json.loads((tmp_path / "out" / "index.json").read_text())
+    assert index["v9"]["null"]["overall"]["pass@4"] == pytest.approx(2 / 3)
+    assert index["v9"]["null"]["run_dir"] == "v9/null/run1"
+
+
+def test_agent_specs(tmp_path):
+    with pytest.raises(ValueError, match="expected one of oracle, null, broken, tamper or model:CHECKPOINT"):
+        agents.make_agent("human")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        agents.make_agent(f"model:{tmp_path}/none")
+    assert agents.describe("model:runs/x/ckpt") == "model-runs_x_ckpt"
+    assert agents.fit_context(HarnessConfig(max_new_tokens=1000, summary_tokens=500), 4096).context_budget == 2584
+    assert agents.fit_context(HarnessConfig(max_new_tokens=100), 1 << 20).context_budget == 32_768
+    with pytest.raises(ValueError, match="max_new_tokens=5000 / summary_tokens=2048 do not fit the model's context"):
+        agents.fit_context(HarnessConfig(max_new_tokens=5000), 4096)
+
+
+class FakeEngine:
+    """Engine.generate's contract: records each batch; replies 'ok' + <|im_end|> (cut at max_tokens)."""
+
+    def __init__(self):
+        self.cfg = type("Cfg", (), {"max_position_embeddings": 64})()
+        self.batches = []
+
+    def generate(self, prompts, sp):
+        self.batches.append((len(prompts), sp.max_tokens, sp.seed, sp.stop))
+        ids = tk.ByteTokenizer().encode("ok<|im_end|>", allow_special=True)[:sp.max_tokens]
+        return [type("Out", (), {"tokens": list(ids), "policy_logprobs": [-0.25] * len(ids)})() for _ in prompts]
+
+
+def test_engine_policy_batches_concurrent_episodes():
+    import threading
+
+    engine = FakeEngine()
+    policy = EnginePolicy(engine, stop_id=264, wait_s=0.2, policy_version=3)
+    out = [None] * 4
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, policy.generate([1] * (5 + i), 10)))
+               for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [b[0] for b in engine.batches] == [4] and engine.batches[0][3] == ((264,),)
+    assert all(o.ids[-1] == 264 and o.logprobs == (-0.25,) * 3 and o.policy_version == 3 for o in out)
+    policy.generate([1], 2)
+    assert engine.batches[-1][1:3] == (2, 1)  # reply budget passed through; a fresh seed per call
+    assert policy.generate([1] * 40, 100).ids  # clamped to the 64-token context (prompt padded to 48)
+    assert engine.batches[-1][1] == 16
+    with pytest.raises(ValueError, match="leaves no room in the model's context of 64"):
+        policy.generate([1] * 64, 5)
+
+
+def test_engine_policy_with_a_real_model_through_the_harness():
+    from composer2_jax.config import get_model_config
+    from composer2_jax.env.harness import run_episode
+    from composer2_jax.infer import Engine
+    from composer2_jax.infer.testing import random_variables
+    from tests.test_harness import FakeEnv
+
+    cfg = get_model_config("toy", num_layers=1, num_mtp_layers=0, vocab_size=272, max_position_embeddings=6144)
+    variables = random_variables(cfg, seed=0)
+    tok = tk.ByteTokenizer()
+    policy = EnginePolicy(Engine(cfg, variables["params"], variables.get("router_state", {})),
+                          tok.special_id(tk.IM_END), wait_s=0.0, policy_version=5)
+    config = agents.fit_context(HarnessConfig(max_turns=1, max_new_tokens=6, summary_tokens=8), policy.max_context)
+    r = run_episode(FakeEnv(), "sbx", "Say hi.", policy, tok, config)
+    assert r.turns == 1 and 1 <= r.generated_tokens <= 6
+    trained = [t for t in r.episode.turns if t.trainable]
+    assert sum(len(t.tokens) for t in trained) == r.generated_tokens
+    assert all(t.policy_version == 5 and all(p < 0 for p in t.logprobs) for t in trained)
+
+
+# ------------------------------------------------------------------------------------------------------ grading
+
+
+@pytest.fixture(scope="module")
+def env():
+    from composer2_jax.env import Environment, SandboxLimits
+
+    e = Environment(pool_size=2, limits=SandboxLimits(timeout_s=30))
+    yield e
+    e.shutdown()
+
+
+def run(env, root, agent, config=HarnessConfig(max_turns=12), **kw):
+    suite = load_suite(root) if not isinstance(root, Suite) else root
+    return run_suite(env, suite, agents.make_agent(agent, config).factory, workers=2, config=config, **kw)
+
+
+@needs_sandbox
+def test_oracle_null_broken_on_a_harbor_task(env, tmp_path):
+    toy_task(tmp_path / "suite")
+    snaps = SnapshotCache(env)
+    (oracle,) = run(env, tmp_path / "suite", "oracle", snapshots=snaps)
+    (null,) = run(env, tmp_path / "suite", "null", snapshots=snaps)
+    (broken,) = run(env, tmp_path / "suite", "broken", snapshots=snaps, log_dir=tmp_path / "logs")
+    assert (oracle.passed, oracle.reward, oracle.stop_reason) == (True, 1.0, "submitted")
+    assert (null.passed, null.reward) == (False, 0.0)
+    assert (broken.passed, broken.reward, broken.stop_reason) == (False, 0.0, "no_tool_call")
+    assert broken.malformed == 7 and broken.error is None
+    assert "7 malformed tool call(s)" in broken.notes and "unknown_tool" in broken.notes
+    log = Path(broken.log).read_text()
+    assert "malformed tool call (invalid_json)" in log and "unterminated" in log
+
+
+@needs_sandbox
+def test_tampering_with_tests_or_reward_cannot_change_the_grade(env, tmp_path):
+    toy_task(tmp_path / "suite", **{"environment/repo/tests/test.sh": "echo visible tests\n"})
+    (trial,) = run(env, tmp_path / "suite", "tamper", log_dir=tmp_path / "logs")
+    assert trial.stop_reason == "submitted" and trial.malformed == 0
+    assert (trial.passed, trial.reward) == (False, 0.0)
+    log = Path(trial.log).read_text()
+    assert "reward.txt" in log and '"ok": true' in log  # the tampering itself succeeded inside its sandbox
+
+
+@needs_sandbox
+def test_reward_symlink_planted_by_tested_code_is_not_followed(env, tmp_path):
+    evil = '#!/usr/bin/env bash\nmkdir -p "$LOGS_DIR/verifier"\nln -s /etc/hostname "$LOGS_DIR/verifier/reward.txt"\n'
+    root = toy_task(tmp_path / "suite", test_sh=evil)
+    from composer2_jax.bench.grade import grade
+
+    task = load_task(root)
+    g = grade(env, env.import_repo(task.repo_dir()), task)
+    assert (g.reward, g.passed, g.reward_source) == (0.0, False, "host")
+    assert "not a regular file" in g.error or "refused" in g.error
+
+
+@needs_sandbox
+def test_verifier_timeout_and_missing_reward(env, tmp_path):
+    from composer2_jax.bench.grade import grade
+
+    slow = toy_task(tmp_path, "slow", test_sh="sleep 30\n",
+                    **{"task.toml": HARBOR_TOML.replace("timeout_sec = 30.0", "timeout_sec = 1.0", 1)})
+    task = load_task(slow)
+    g = grade(env, env.import_repo(task.repo_dir()), task)
+    assert g.timed_out and g.reward == 0.0 and "1 s timeout" in g.error
+    silent = load_task(toy_task(tmp_path, "silent", test_sh="echo no reward here\n"))
+    g = grade(env, env.import_repo(silent.repo_dir()), silent)
+    assert not g.passed and "no reward.txt" in g.error and "no reward here" in g.output
+
+
+@needs_sandbox
+def test_evaluate_cli_writes_record_report_and_plot(tmp_path):
+    from experiments import evaluate
+
+    out = tmp_path / "eval"
+    rc = evaluate.main(["--suite", "v0", "--agent", "oracle", "--tasks", "bug-config-equals,feature-kv-ttl",
+                        "--workers", "2", "--out", str(out)])
+    assert rc == 0
+    (run_dir,) = (out / "v0" / "oracle").iterdir()
+    record = json.loads((run_dir / "results.json").read_text())
+    assert record["overall"]["pass@1"] == 1.0 and set(record["tasks"]) == {"bug-config-equals", "feature-kv-ttl"}
+    assert (run_dir / "pass_at_k.png").exists() and "| bug | 1 | 100.0 |" in (run_dir / "report.md").read_text()
+    assert json.loads((out / "index.json").read_text())["v0"]["oracle"]["overall"]["pass@1"] == 1.0
+    assert len(list((run_dir / "logs").glob("*.jsonl"))) == 2
+
+
+# ------------------------------------------------------------------------------------------------------ generator
+
+
+def test_generator_rewrites_imports_and_deletes_whole_functions():
+    from composer2_jax.bench import generate as gen
+
+    src = "import os\nimport textwrap\nfrom textwrap import dedent, fill\nimport textwrap as tw\nx = textwrap.fill\n"
+    out = gen.rewrite_imports(src, "textwrap")
+    assert out == ("import os\nfrom vendored import textwrap\nfrom vendored.textwrap import dedent, fill\n"
+                   "from vendored import textwrap as tw\nx = textwrap.fill\n")
+    assert gen.rewrite_imports("m = import_helper.import_fresh_module('heapq')\n", "heapq") is None
+    module = "a = 1\n\n@deco\ndef f(x):\n    '''Doc.'''\n    return x\n\n\ndef g():\n    '''G.'''\n    return f(1)\n"
+    (cand,) = [c for c in gen.candidates("m", *_write_pair(module)) if c.function == "f"]
+    assert (cand.start, cand.end, cand.signature, cand.docstring) == (3, 6, "f(x)", "Doc.")
+    assert gen.delete_function(module, cand) == "a = 1\n\n\n\ndef g():\n    '''G.'''\n    return f(1)\n"
+
+
+def _write_pair(module_source):
+    """A module file and a test file that mentions f and g, in a fresh temp dir."""
+    import tempfile
+
+    d = Path(tempfile.mkdtemp())
+    (d / "m.py").write_text(module_source)
+    (d / "test_m.py").write_text("import unittest\nclass FTest(unittest.TestCase):\n    def test(self):\n"
+                                 "        m.f(1)\n        m.g()\n")
+    return d / "m.py", d / "test_m.py"
+
+
+@needs_sandbox
+def test_generated_task_oracle_passes_and_null_fails(env, tmp_path):
+    from composer2_jax.bench import generate as gen
+
+    if gen.find_sources("fnmatch", gen.stdlib_dirs()) is None:
+        pytest.skip("no Lib/test/test_fnmatch.py on this machine")
+    (path,) = gen.generate(tmp_path / "suite", count=1, modules=("fnmatch",))
+    assert path.name.startswith("gen1-fnmatch-")
+    task = load_task(path)
+    assert task.category == "feature-deletion" and task.config.metadata["generator_version"] == 1
+    assert "def " in task.instruction and "fnmatch" in task.instruction
+    snaps = SnapshotCache(env)
+    (oracle,) = run(env, tmp_path / "suite", "oracle", snapshots=snaps)
+    (null,) = run(env, tmp_path / "suite", "null", snapshots=snaps)
+    assert (oracle.passed, null.passed) == (True, False), (oracle.grade_error, null.grade_error)
