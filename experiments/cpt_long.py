@@ -4,10 +4,14 @@ Run:      python -m experiments.cpt_long                        (toy: 4× longer
           python -m experiments.cpt_long --config=experiments/cpt_long.py:kimi_k2_5 --config.init_from=CKPT
 Hardware: toy — any CPU, under a minute; kimi_k2_5 — a pod with context parallelism (docs/scaling.md).
 Expected: toy loss continues from the cpt_bulk level and keeps falling (start from its checkpoint via init_from).
+YaRN: the rotary frequencies are re-fit for seq_len / cpt_bulk's seq_len (8 for 32k → 256k; config.long_context_rope).
+With fake CPU devices: XLA_FLAGS=--xla_force_host_platform_device_count=8 python -m experiments.cpt_long \
+    --config.mesh.fsdp=4 --config.mesh.context=2   (ring attention over 2 devices, zigzag rows)
 """
 
 from __future__ import annotations
 
+from composer2_jax import config as model_presets
 from experiments import base
 from experiments.main import run
 
@@ -20,6 +24,9 @@ def get_config(preset: str = "toy"):
     c.workdir = f"runs/{preset}/cpt_long"
     c.init_from = f"runs/{preset}/cpt_bulk/checkpoints"
     c.data.seq_len = LONG[preset]
+    bulk_len = base.RUN_SIZES[preset]["seq_len"]
+    c.model = model_presets.long_context_rope(c.model, target_len=c.data.seq_len, original_len=bulk_len)
+    c.model.attention_kernel = "ring"  # context-parallel over mesh.context; one local block when it is 1
     c.data.batch_size = max(c.data.batch_size // 4, 1) if preset == "toy" else 64
     c.steps = 20 if preset == "toy" else 5000
     c.optim.total_steps = c.steps

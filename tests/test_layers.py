@@ -199,6 +199,7 @@ def test_moe_layer_matches_naive_and_has_gradients():
     cfg = get_model_config("toy")
     x = rng.normal(size=(2, 6, cfg.hidden_size)).astype(np.float32)
     m = MoE(cfg)
+    v = nn.unbox(m.init(jax.random.key(0), x))
     v["router_state"]["e_score_correction_bias"] = jnp.asarray(0.2 * rng.normal(size=cfg.n_routed_experts), jnp.float32)
     y, aux = m.apply(v, x)
     p = jax.tree.map(np.asarray, v["params"])

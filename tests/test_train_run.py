@@ -139,7 +139,26 @@ def test_startup_errors_name_the_problem(tmp_path):
     empty.mkdir()
     with pytest.raises(ValueError, match=str(empty)):
         train(_config(tmp_path / "a", **{"data.sources": [dict(kind="directory", path=str(empty), weight=1.0)]}))
-    with pytest.raises(ValueError, match=r"seq_len 33 is not divisible by the context axis 2"):
-        train(_config(tmp_path / "b", **{"data.seq_len": 33, "mesh.fsdp": 4, "mesh.context": 2}))
+    with pytest.raises(ValueError, match=r"seq_len 34 is not divisible by 2×context = 4"):
+        train(_config(tmp_path / "b", **{"data.seq_len": 34, "mesh.fsdp": 4, "mesh.context": 2}))
     with pytest.raises(ValueError, match=r"global batch 4 is not divisible by data×fsdp×expert = 8"):
         train(_config(tmp_path / "c", **{"data.batch_size": 4}))
+
+
+@pytest.mark.slow
+def test_long_context_stage_runs_with_ring_attention_and_zigzag(tmp_path):
+    """cpt_long's ring kernel on a context=2 mesh: the zigzag data path trains and matches context=1."""
+    from experiments import cpt_long
+
+    losses = []
+    for ctx in (1, 2):
+        c = cpt_long.get_config("toy")
+        c.workdir = str(tmp_path / f"ctx{ctx}")
+        c.init_from = ""
+        c.steps, c.data.batch_size, c.data.seq_len = 2, 8, 64
+        c.log.progress, c.checkpoint.every = False, 2
+        c.mesh.fsdp, c.mesh.context = -1, ctx
+        c.model.num_layers = 2
+        r = train(c)
+        losses.append(r.losses)
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-4)

@@ -7,10 +7,13 @@ Algorithm for x [B, T, D]:
   4. q_R, k_R = RoPE(q_R), RoPE(k_R); k = [k_N; k_R broadcast over heads]
   5. o = softmax(q·kᵀ · scale + mask) · v; out = W_o · o                                [B, T, D]
 The kernel (step 5) is chosen by name from `KERNELS`; fused and ring kernels register themselves there.
+Context-parallel kernels ('ring', 'ring_latent', 'allgather_cp', 'allgather_cp_latent') load on first use; the
+`*_latent` ones take c_kv, k_R and W_kvb instead of step 3 (the latent is what travels between devices).
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Callable, Optional
 
 import jax
@@ -50,6 +53,15 @@ def xla_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, 
 
 KERNELS: dict[str, Callable] = {"xla": xla_attention}
 
+# Context-parallel kernels, imported on first use (they import xla_attention from here). A kernel with
+# `takes_latent = True` is called as kernel(q, c_kv, k_R, W_kvb, ...) instead of kernel(q, k, v, ...).
+_LAZY_KERNELS: dict[str, tuple[str, str]] = {
+    "ring": ("composer2_jax.model.ring_attention", "ring_kernel"),
+    "ring_latent": ("composer2_jax.model.ring_attention", "ring_latent_kernel"),
+    "allgather_cp": ("composer2_jax.model.context_parallel", "allgather_kernel"),
+    "allgather_cp_latent": ("composer2_jax.model.context_parallel", "allgather_latent_kernel"),
+}
+
 
 def register_kernel(name: str, fn: Callable):
     """Make an attention kernel selectable by `model.attention_kernel = name`."""
@@ -58,8 +70,12 @@ def register_kernel(name: str, fn: Callable):
 
 def get_kernel(name: str) -> Callable:
     """The attention kernel registered under `name`."""
+    if name not in KERNELS and name in _LAZY_KERNELS:
+        module, attr = _LAZY_KERNELS[name]
+        register_kernel(name, getattr(importlib.import_module(module), attr))
     if name not in KERNELS:
-        raise ValueError(f"unknown attention kernel {name!r}; registered: {sorted(KERNELS)}")
+        known = sorted(set(KERNELS) | set(_LAZY_KERNELS))
+        raise ValueError(f"unknown attention kernel {name!r}; registered: {known}")
     return KERNELS[name]
 
 
@@ -126,10 +142,16 @@ class MLAttention(nn.Module):
         q_BTHK = jnp.concatenate([q_BTHK[..., : c.qk_nope_head_dim],
                                   apply_rope(q_BTHK[..., c.qk_nope_head_dim:], positions_BT, c)], axis=-1)
         ckv_BTL, kr_BTR = self.latent(x_BTD, positions_BT)
-        k_BTHK, v_BTHV = self.expand(ckv_BTL, kr_BTR)
         heads = ("activation_batch", "activation_length", "activation_heads", "activation_kv")
+        kernel = get_kernel(c.attention_kernel)
+        if getattr(kernel, "takes_latent", False):  # context-parallel kernels that pass the latent (ring_latent)
+            latent = ("activation_batch", "activation_length", "activation_kv")
+            o_BTHV = kernel(constrain(q_BTHK, heads), constrain(ckv_BTL, latent), constrain(kr_BTR, latent),
+                            self.kv_b_weight(), scale=softmax_scale(c), causal=True,
+                            q_segment_ids=segment_ids_BT, kv_segment_ids=segment_ids_BT)
+            return self.output(constrain(o_BTHV, heads))
+        k_BTHK, v_BTHV = self.expand(ckv_BTL, kr_BTR)
         q_BTHK, k_BTHK, v_BTHV = (constrain(a, heads) for a in (q_BTHK, k_BTHK, v_BTHV))
-        o_BTHV = get_kernel(c.attention_kernel)(
-            q_BTHK, k_BTHK, v_BTHV, scale=softmax_scale(c), causal=True,
-            q_segment_ids=segment_ids_BT, kv_segment_ids=segment_ids_BT)
+        o_BTHV = kernel(q_BTHK, k_BTHK, v_BTHV, scale=softmax_scale(c), causal=True,
+                        q_segment_ids=segment_ids_BT, kv_segment_ids=segment_ids_BT)
         return self.output(constrain(o_BTHV, heads))

@@ -24,6 +24,7 @@ from composer2_jax.config import model_config
 from composer2_jax.data import pipeline as data_lib
 from composer2_jax.data.tokenizer import make_tokenizer
 from composer2_jax.model import Transformer
+from composer2_jax.model import context_parallel as cp
 from composer2_jax.params import count_params
 from composer2_jax.train import optim as optim_lib
 from composer2_jax.train.checkpoint import Checkpointer
@@ -65,14 +66,22 @@ def validate_layout(cfg, mesh, batch: int, seq_len: int, process_count: int):
     shd_batch = math.prod(mesh.shape[a] for a in ("data", "fsdp", "expert"))
     if batch % shd_batch:
         raise ValueError(f"global batch {batch} is not divisible by data×fsdp×expert = {shd_batch}")
-    if seq_len % mesh.shape["context"]:
-        raise ValueError(f"seq_len {seq_len} is not divisible by the context axis {mesh.shape['context']}")
+    if mesh.shape["context"] > 1 and seq_len % (2 * mesh.shape["context"]):
+        raise ValueError(f"seq_len {seq_len} is not divisible by 2×context = {2 * mesh.shape['context']} "
+                         f"(the zigzag layout cuts each row into 2·context chunks)")
     if batch % process_count:
         raise ValueError(f"global batch {batch} is not divisible by the process count {process_count}")
 
 
-def _put_batch(batch: dict, shardings: dict) -> dict:
-    """Host batch (this process's rows) → global sharded arrays."""
+def _put_batch(batch: dict, shardings: dict, context: int = 1) -> dict:
+    """Host batch (this process's rows) → global sharded arrays; zigzag token order when context > 1.
+
+    Context parallelism cuts every row into 2·context chunks and gives device i chunks i and 2·context−1−i
+    (causal load balance, model/context_parallel.py); tokens, targets, masks, segment ids and positions move
+    together, so the loss (a sum over tokens) is unchanged.
+    """
+    if context > 1:
+        batch = {k: np.asarray(v) for k, v in cp.zigzag_batch({k: batch[k] for k in shardings}, context).items()}
     if jax.process_count() == 1:
         return {k: jax.device_put(np.asarray(batch[k]), shardings[k]) for k in shardings}
     return {k: jax.make_array_from_process_local_data(shardings[k], np.asarray(batch[k])) for k in shardings}
@@ -166,7 +175,7 @@ def train(config: ml_collections.ConfigDict) -> RunResult:
     last_good = ckpt.latest_step()
     with activate(mesh):
         for step in range(start, config.steps):
-            batch = _put_batch(next(it), batch_shardings(mesh))
+            batch = _put_batch(next(it), batch_shardings(mesh), mesh.shape["context"])
             state, metrics = step_fn(state, batch)
             pending.append((step, metrics))
             done = step + 1

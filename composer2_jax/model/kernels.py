@@ -1,0 +1,223 @@
+"""Block attention kernels for the ring: one (query block, key block) pair at a time, merged through the LSE.
+
+Every kernel exposes the same two functions (shapes per block; all fp32 results):
+  fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS) -> (o_BTHV, lse_BTH)
+      o is the block's normalised output, lse = log Σ_s exp(q·k_s·scale) over the visible keys (NEG_INF where a
+      row sees no key). Two blocks merge exactly: lse = logaddexp(lse₁, lse₂), o = Σᵢ exp(lseᵢ − lse)·oᵢ.
+  bwd(q, k, v, o, lse, do, delta, scale, causal, q_seg, kv_seg) -> (dq_BTHK, dk_BSHK, dv_BSHV)
+      the block's share of the gradient given the FINAL output o, its lse and delta = Σ_V do·o
+      (FlashAttention-2 backward, Dao 2023 alg. 2): P = exp(s − lse), dV = Pᵀ·dO, dS = P ∘ (dO·Vᵀ − delta),
+      dQ = dS·K·scale, dK = dSᵀ·Q·scale. Using the global (o, lse) makes the per-block gradients sum to the exact
+      gradient, so the ring never needs the gradient of a block's own lse.
+`causal=True` means the two blocks hold the same token range (a diagonal block): key s is visible to query t iff
+s ≤ t. Off-diagonal blocks are either fully visible or skipped by the ring, so no kernel needs positions.
+
+Kernels: 'xla' (CPU/TPU default; masks by arithmetic, so a diagonal block computes its masked half too),
+'cudnn' (GPU: cuDNN flash attention with fp32 softmax stats, v padded to the qk head dim; backward fused with the
+global o/lse, or recomputed by the XLA formula), 'splash' (TPU Pallas splash attention forward when importable,
+XLA backward). `get_block_kernel('auto')` picks by backend.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+NEG_INF = -1e30  # finite: exp(NEG_INF − m) underflows to 0 without inf − inf = NaN
+
+
+class BlockKernel(NamedTuple):
+    """A named pair of block functions (see the module docstring for their contract)."""
+
+    name: str
+    fwd: Callable
+    bwd: Callable
+
+
+def block_mask(t: int, s: int, causal: bool, q_seg_BT=None, kv_seg_BS=None):
+    """Boolean [B|1, 1, T, S] visibility of a block (None when everything is visible)."""
+    mask = None
+    if causal:
+        if t != s:
+            raise ValueError(f"a causal (diagonal) block needs equal query and key lengths, got T={t}, S={s}")
+        mask = jnp.tril(jnp.ones((t, s), bool))[None, None]
+    if q_seg_BT is not None:
+        seg = (q_seg_BT[:, :, None] == kv_seg_BS[:, None, :])[:, None]
+        mask = seg if mask is None else mask & seg
+    return mask
+
+
+def _logits(q_BTHK, k_BSHK, scale, mask):
+    """fp32 scaled logits [B, H, T, S] with masked entries at NEG_INF."""
+    s_BHTS = jnp.einsum("BTHK,BSHK->BHTS", q_BTHK, k_BSHK, preferred_element_type=jnp.float32) * scale
+    return s_BHTS if mask is None else jnp.where(mask, s_BHTS, NEG_INF)
+
+
+def xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None):
+    """Block forward in plain XLA: (o [B, T, H, V] fp32, lse [B, T, H] fp32)."""
+    mask = block_mask(q_BTHK.shape[1], k_BSHK.shape[1], causal, q_seg_BT, kv_seg_BS)
+    s_BHTS = _logits(q_BTHK, k_BSHK, scale, mask)
+    m_BHT = jnp.max(s_BHTS, axis=-1)
+    p_BHTS = jnp.exp(s_BHTS - m_BHT[..., None])
+    if mask is not None:
+        p_BHTS = jnp.where(mask, p_BHTS, 0.0)
+    l_BHT = jnp.sum(p_BHTS, axis=-1)
+    empty = l_BHT == 0.0  # a row with no visible key in this block (packing)
+    l_BHT = jnp.where(empty, 1.0, l_BHT)
+    o_BTHV = jnp.einsum("BHTS,BSHV->BTHV", p_BHTS.astype(v_BSHV.dtype), v_BSHV, preferred_element_type=jnp.float32)
+    o_BTHV = o_BTHV / jnp.swapaxes(l_BHT, 1, 2)[..., None]
+    lse_BHT = jnp.where(empty, NEG_INF, m_BHT + jnp.log(l_BHT))
+    return o_BTHV, jnp.swapaxes(lse_BHT, 1, 2)
+
+
+def xla_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT=None,
+            kv_seg_BS=None):
+    """Block backward in plain XLA from the final (o, lse): fp32 (dq, dk, dv)."""
+    del o_BTHV  # enters through delta
+    mask = block_mask(q_BTHK.shape[1], k_BSHK.shape[1], causal, q_seg_BT, kv_seg_BS)
+    s_BHTS = _logits(q_BTHK, k_BSHK, scale, mask)
+    p_BHTS = jnp.exp(s_BHTS - jnp.swapaxes(lse_BTH, 1, 2)[..., None])
+    if mask is not None:
+        p_BHTS = jnp.where(mask, p_BHTS, 0.0)
+    dv_BSHV = jnp.einsum("BHTS,BTHV->BSHV", p_BHTS.astype(do_BTHV.dtype), do_BTHV, preferred_element_type=jnp.float32)
+    dp_BHTS = jnp.einsum("BTHV,BSHV->BHTS", do_BTHV, v_BSHV, preferred_element_type=jnp.float32)
+    ds_BHTS = p_BHTS * (dp_BHTS - jnp.swapaxes(delta_BTH, 1, 2)[..., None]) * scale
+    dq_BTHK = jnp.einsum("BHTS,BSHK->BTHK", ds_BHTS.astype(k_BSHK.dtype), k_BSHK, preferred_element_type=jnp.float32)
+    dk_BSHK = jnp.einsum("BHTS,BTHK->BSHK", ds_BHTS.astype(q_BTHK.dtype), q_BTHK, preferred_element_type=jnp.float32)
+    return dq_BTHK, dk_BSHK, dv_BSHV
+
+
+XLA = BlockKernel("xla", xla_fwd, xla_bwd)
+
+
+# ----------------------------------------------------------------------------------------------- cuDNN (GPU)
+
+
+def _pad_v(v_BSHV, width: int):
+    """Zero-pad the value head dim to the qk head dim (JAX refuses unequal qk/v head dims for cuDNN)."""
+    extra = width - v_BSHV.shape[-1]
+    return v_BSHV if extra == 0 else jnp.pad(v_BSHV, ((0, 0), (0, 0), (0, 0), (0, extra)))
+
+
+def _cudnn_ok(q_BTHK) -> bool:
+    """cuDNN flash attention runs on GPU for fp16/bf16 and head dims ≤ 256 that are multiples of 8."""
+    k = q_BTHK.shape[-1]
+    return (jax.default_backend() == "gpu" and q_BTHK.dtype in (jnp.bfloat16, jnp.float16) and k <= 256
+            and k % 8 == 0)
+
+
+def _cudnn_module():
+    """jax's cuDNN fused-attention module (private: it returns the fp32 softmax stats the public API casts)."""
+    from jax._src.cudnn import fused_attention_stablehlo as fa
+
+    return fa
+
+
+def cudnn_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None):
+    """Block forward with cuDNN flash attention: (o fp32, lse fp32); XLA where cuDNN cannot run."""
+    if not _cudnn_ok(q_BTHK):
+        return xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS)
+    vdim = v_BSHV.shape[-1]
+    v_pad = _pad_v(v_BSHV, q_BTHK.shape[-1])
+    seg_mask = None if q_seg_BT is None else block_mask(q_BTHK.shape[1], k_BSHK.shape[1], False, q_seg_BT, kv_seg_BS)
+    try:  # fp32 stats [B, H, T] from the module jax.nn.dot_product_attention(implementation='cudnn') calls
+        fa = _cudnn_module()
+        o_BTHV, lse_BHT = fa.dot_product_attention(
+            q_BTHK, k_BSHK, v_pad, mask=seg_mask, scale=scale,
+            mask_type=fa.MaskType.CAUSAL if causal else fa.MaskType.NO_MASK, return_residual=True)
+        lse_BTH = jnp.swapaxes(lse_BHT.astype(jnp.float32), 1, 2)
+    except (ImportError, AttributeError, TypeError):  # public API: the residual comes back in the input dtype
+        o_BTHV, lse_BTH = jax.nn.dot_product_attention(q_BTHK, k_BSHK, v_pad, mask=seg_mask, scale=scale,
+                                                       is_causal=causal, implementation="cudnn",
+                                                       return_residual=True)
+        lse_BTH = lse_BTH.astype(jnp.float32)
+    if seg_mask is not None:  # rows with no visible key: cuDNN's stats are not NEG_INF there
+        lse_BTH = jnp.where(jnp.any(seg_mask, axis=-1)[:, 0, :, None], lse_BTH, NEG_INF)
+    return o_BTHV[..., :vdim].astype(jnp.float32), lse_BTH
+
+
+def cudnn_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT=None,
+              kv_seg_BS=None):
+    """Block backward with cuDNN's fused kernel fed the global (o, lse); the XLA formula where it cannot run."""
+    if not _cudnn_ok(q_BTHK):
+        return xla_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT,
+                       kv_seg_BS)
+    try:
+        return _cudnn_fused_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, scale, causal, q_seg_BT, kv_seg_BS)
+    except (ImportError, AttributeError, TypeError, ValueError):  # private API moved: recompute in XLA
+        return xla_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT,
+                       kv_seg_BS)
+
+
+def _cudnn_fused_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, scale, causal, q_seg_BT, kv_seg_BS):
+    """cuDNN's backward rule called with the ring's global output and softmax stats as its residuals."""
+    fa = _cudnn_module()
+    width, vdim = q_BTHK.shape[-1], v_BSHV.shape[-1]
+    v_pad, o_pad, do_pad = (_pad_v(a.astype(q_BTHK.dtype), width) for a in (v_BSHV, o_BTHV, do_BTHV))
+    bias = None
+    if q_seg_BT is not None:
+        mask = block_mask(q_BTHK.shape[1], k_BSHK.shape[1], False, q_seg_BT, kv_seg_BS)
+        bias = fa.combine_bias_and_mask(None, mask, q_BTHK.dtype)
+    unused = jnp.zeros(0, q_BTHK.dtype)
+    res = (q_BTHK, k_BSHK, v_pad, unused if bias is None else bias, unused, unused, unused, unused, unused, unused,
+           jnp.swapaxes(lse_BTH, 1, 2), o_pad)
+    mask_type = fa.MaskType.CAUSAL if causal else fa.MaskType.NO_MASK
+    grads = fa._dot_product_attention_bwd_rule(  # (scale, seed, dropout, variadic_args, mask_type, layout, window,
+        scale, 42, 0.0, (bias is not None, bias is not None), mask_type, fa.AttentionLayout.BTNH.value, None,
+        True, False, res, do_pad)  # is_training, return_residual, res, grad_output)
+    dq, dk, dv = grads[:3]
+    return dq.astype(jnp.float32), dk.astype(jnp.float32), dv[..., :vdim].astype(jnp.float32)
+
+
+CUDNN = BlockKernel("cudnn", cudnn_fwd, cudnn_bwd)
+
+
+# ----------------------------------------------------------------------------------------------- splash (TPU)
+
+
+def _splash_module():
+    """jax's Pallas TPU splash attention (None when not importable)."""
+    try:
+        from jax.experimental.pallas.ops.tpu import splash_attention as sa
+    except ImportError:
+        return None
+    return sa
+
+
+def splash_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None):
+    """Block forward with splash attention on TPU (save_residuals gives the lse); XLA elsewhere."""
+    sa = _splash_module()
+    if sa is None or jax.default_backend() != "tpu":
+        return xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS)
+    _, t, h, width = q_BTHK.shape
+    s, vdim = k_BSHK.shape[1], v_BSHV.shape[-1]
+    one = sa.CausalMask((t, s)) if causal else sa.FullMask((t, s))
+    kernel = sa.make_splash_mha(sa.MultiHeadMask([one] * h), head_shards=1, q_seq_shards=1, save_residuals=True)
+    q_BHTK = jnp.swapaxes(q_BTHK * jnp.asarray(scale, q_BTHK.dtype), 1, 2)  # splash does not scale
+    k_BHSK, v_BHSK = jnp.swapaxes(k_BSHK, 1, 2), jnp.swapaxes(_pad_v(v_BSHV, width), 1, 2)
+
+    def one_row(qb, kb, vb, qs, ks):
+        seg = None if qs is None else sa.SegmentIds(q=qs, kv=ks)
+        return kernel(qb, kb, vb, segment_ids=seg)
+
+    segs = (q_seg_BT, kv_seg_BS) if q_seg_BT is not None else (None, None)
+    o_BHTK, (lse_BHT,) = jax.vmap(one_row)(q_BHTK, k_BHSK, v_BHSK, *segs)
+    return jnp.swapaxes(o_BHTK[..., :vdim], 1, 2).astype(jnp.float32), jnp.swapaxes(lse_BHT, 1, 2).astype(jnp.float32)
+
+
+SPLASH = BlockKernel("splash", splash_fwd, xla_bwd)
+
+BLOCK_KERNELS = {"xla": XLA, "cudnn": CUDNN, "splash": SPLASH}
+
+
+def get_block_kernel(name: str = "auto") -> BlockKernel:
+    """A block kernel by name; 'auto' = cuDNN on GPU, splash on TPU (if importable), XLA otherwise."""
+    if name == "auto":
+        backend = jax.default_backend()
+        name = "cudnn" if backend == "gpu" else "splash" if backend == "tpu" and _splash_module() else "xla"
+    if name not in BLOCK_KERNELS:
+        raise ValueError(f"unknown block kernel {name!r}; expected 'auto' or one of {sorted(BLOCK_KERNELS)}")
+    return BLOCK_KERNELS[name]
+

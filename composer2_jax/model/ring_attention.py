@@ -1,0 +1,446 @@
+"""Ring attention over the `context` mesh axis (Liu et al. 2023), zigzag-balanced, with MLA latent passing.
+
+Each of the n devices on `context` holds T/n query rows and the matching key/value rows (layout: see
+context_parallel.py). Key/value blocks travel around the ring; each device merges the block results through their
+log-sum-exp, so per-device activation memory is O(T/n) (residuals: q, k, v or the latent, out, lse).
+
+Forward, on device i (per shard, inside `jax.shard_map`):
+  1. m = NEG_INF, l = 0, acc = 0: fp32 running max [B, T/n, H], denominator, unnormalised output [B, T/n, H, V].
+  2. For step s = 0 … n−1 (the KV block held now came from device j = i − s mod n):
+     a. if s < n−1, send the block (with its segment ids) on to device i+1 — no data dependence on b–c, so the
+        ppermute overlaps the block compute;
+     b. choose the visible part of the block from chunk indices (causal): s = 0 → the diagonal block, causal mask;
+        zigzag, s ≥ 1 → q(both chunks)×kv(chunk j) if j < i (⇔ s ≤ i), else q(chunk 2n−1−i)×kv(both chunks) —
+        half a block either way; contiguous, s ≥ 1 → the whole block if j < i, else nothing. The choice is a
+        `lax.cond` on s ≤ i, so a fully masked block costs no matmul;
+     c. latent mode: re-project the received latent with W_kvb into per-head k, v (only the rows used);
+     d. (o_b, lse_b) = block kernel (kernels.py); m' = max(m, lse_b); l ← l·e^(m−m') + e^(lse_b−m');
+        acc ← acc·e^(m−m') + o_b·e^(lse_b−m'); m ← m'.
+  3. out = acc / l, lse = m + log l.
+Backward (`custom_vjp`, FlashAttention-2 style: every block uses the global out and lse, so the per-block
+gradients add up exactly and no block needs the gradient of its own lse):
+  1. delta = Σ_V dout·out; dq = 0; dsrc = 0 — the fp32 gradient accumulator of the KV block (dK, dV, or d latent),
+     which travels with its block.
+  2. For step s = 0 … n−1:
+     a. if s < n−1, send the KV block on to device i+1 (overlaps b);
+     b. same visible part as forward: (dq_b, dk_b, dv_b) = block backward; dq += dq_b; latent mode: pull dk_b, dv_b
+        back through W_kvb into d(latent) and accumulate dW_kvb locally;
+     c. dsrc ← ppermute(dsrc + dsrc_b) to device i+1. After the n-th send each accumulator is back with its owner.
+  3. dW_kvb = psum over the axes W_kvb is replicated on (context and batch); cast to the input dtypes.
+
+MLA latent mode passes c_kv and k_R (kv_lora_rank + rope dims = 576 values per token for Kimi K2) instead of the
+expanded K and V (H·(N+R+V) = 20,480 values for 64 heads) and recomputes the up-projection on every step.
+
+Mesh: `ring_attention(..., mesh=None)` takes the ambient mesh set by `jax.set_mesh(mesh)`; with no mesh, or a
+context axis of size 1, the same code runs as one local block (the fused kernel on GPU). Inside the model select
+`model.attention_kernel = 'ring'` (expanded) or `'ring_latent'`; the model's inputs must then be in zigzag layout.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from composer2_jax.model import context_parallel as cp
+from composer2_jax.model.kernels import NEG_INF, BlockKernel, get_block_kernel
+
+
+class RingSpec(NamedTuple):
+    """Static description of one ring call (hashable: it is a custom_vjp nondiff argument)."""
+
+    n: int  # devices on the context axis
+    causal: bool
+    layout: str  # 'zigzag' | 'contiguous'
+    scale: float
+    kernel: BlockKernel
+    latent: bool  # kv source is (c_kv, k_R) + W_kvb instead of (k, v)
+    nope_dim: int  # latent mode: N, the no-rope part of the key head dim
+    mesh: object  # Mesh / AbstractMesh, or None for the local (n = 1) path
+    has_seg: bool
+
+
+class Blk(NamedTuple):
+    """The visible part of the KV block at one ring step: query rows × key rows; causal = diagonal block."""
+
+    q: slice
+    kv: slice
+    causal: bool
+
+
+# ----------------------------------------------------------------------------------------------- block schedule
+
+
+def step_plan(spec: RingSpec, s: int, t_local: int) -> tuple[Optional[Blk], Optional[Blk]]:
+    """(block if the source device j < i, block if j > i) at step s; equal entries need no cond."""
+    every = slice(0, t_local)
+    if not spec.causal:
+        full = Blk(every, every, False)
+        return full, full
+    if s == 0:
+        diag = Blk(every, every, True)
+        return diag, diag
+    if spec.layout == "zigzag":
+        c = t_local // 2
+        return Blk(every, slice(0, c), False), Blk(slice(c, t_local), every, False)
+    return Blk(every, every, False), None
+
+
+def _ring_ids(spec: RingSpec):
+    """Each device's ring position as a sharded input [n] (one entry per shard).
+
+    An input rather than `lax.axis_index`: under grad-of-scan, JAX 0.10's partial evaluation of shard_map otherwise
+    splits off an operand-less manual computation that Shardy refuses to lower ("expected at least one operand …
+    produced by a xla.sdy.GlobalToLocalShape") when no segment ids are passed.
+    """
+    return jnp.arange(spec.n, dtype=jnp.int32)
+
+
+def _rotate(tree, n: int):
+    """Send every leaf to the next device on the ring (i → i+1)."""
+    perm = [(j, (j + 1) % n) for j in range(n)]
+    return jax.tree.map(lambda a: jax.lax.ppermute(a, cp.CONTEXT_AXIS, perm), tree)
+
+
+def _choose(spec: RingSpec, s: int, i, t_local: int, make, operand):
+    """Run make(blk)(operand) for this step's visible block: static at s = 0, else lax.cond on s ≤ i."""
+    earlier, later = step_plan(spec, s, t_local)
+    if earlier == later:
+        return make(earlier)(operand)
+    return jax.lax.cond(s <= i, make(earlier), make(later), operand)
+
+
+# ----------------------------------------------------------------------------------------------- kv source
+
+
+def _kv(spec: RingSpec, src, w_LHX, rows: slice):
+    """Per-head keys and values of some rows of the KV block (latent mode: re-projected with W_kvb)."""
+    if spec.latent:
+        ckv_BSL, kr_BSR = src
+        return cp.expand_latent(ckv_BSL[:, rows], kr_BSR[:, rows], w_LHX, spec.nope_dim)
+    k_BSHK, v_BSHV = src
+    return k_BSHK[:, rows], v_BSHV[:, rows]
+
+
+def _pull_back(spec: RingSpec, src, w_LHX, rows: slice, dk_BSHK, dv_BSHV):
+    """Block gradients in the source's terms: (dk, dv), or (d c_kv, d k_R) plus this block's dW_kvb."""
+    if not spec.latent:
+        return (dk_BSHK, dv_BSHV), None
+    n = spec.nope_dim
+    dkv_BSHX = jnp.concatenate([dk_BSHK[..., :n], dv_BSHV], axis=-1)
+    w32_LHX = w_LHX.astype(jnp.float32)
+    dckv_BSL = jnp.einsum("BSHX,LHX->BSL", dkv_BSHX, w32_LHX)
+    dkr_BSR = jnp.sum(dk_BSHK[..., n:], axis=2)
+    dw_LHX = jnp.einsum("BSL,BSHX->LHX", src[0][:, rows].astype(jnp.float32), dkv_BSHX)
+    return (dckv_BSL, dkr_BSR), dw_LHX
+
+
+def _segs(q_seg, kv_seg, blk: Blk):
+    """Segment ids of the block's query and key rows (None, None without packing)."""
+    if q_seg is None:
+        return None, None
+    return q_seg[:, blk.q], kv_seg[:, blk.kv]
+
+
+# ----------------------------------------------------------------------------------------------- forward
+
+
+def _merge(state, o_BTHV, lse_BTH, rows: slice):
+    """Online-softmax update of (m, l, acc) on `rows` with one block's normalised output and lse."""
+    m, l, acc = state
+    m_r = m[:, rows]
+    m_new = jnp.maximum(m_r, lse_BTH)
+    a, c = jnp.exp(m_r - m_new), jnp.exp(lse_BTH - m_new)
+    l_r = l[:, rows] * a + c
+    acc_r = acc[:, rows] * a[..., None] + o_BTHV * c[..., None]
+    return m.at[:, rows].set(m_new), l.at[:, rows].set(l_r), acc.at[:, rows].set(acc_r)
+
+
+def _fwd_block(spec: RingSpec, q_, kv, q_seg, w_, blk: Optional[Blk]):
+    """A function state → state that attends the visible block and merges it (identity when skipped)."""
+
+    def run(state):
+        if blk is None:
+            return state
+        src, kv_seg = kv
+        k_BSHK, v_BSHV = _kv(spec, src, w_, blk.kv)
+        o_BTHV, lse_BTH = spec.kernel.fwd(q_[:, blk.q], k_BSHK, v_BSHV, spec.scale, blk.causal,
+                                          *_segs(q_seg, kv_seg, blk))
+        return _merge(state, o_BTHV, lse_BTH, blk.q)
+
+    return run
+
+
+def _fwd_shard(spec: RingSpec, ring_id_, q_, src_, segs_, *w):
+    """Forward on one device: (out [B, T/n, H, V] in q's dtype, lse [B, T/n, H] fp32)."""
+    w_, i = (w[0] if w else None), ring_id_[0]
+    q_seg, kv_seg = segs_ if spec.has_seg else (None, None)
+    b, t, h, _ = q_.shape
+    vdim = w_.shape[-1] - spec.nope_dim if spec.latent else src_[1].shape[-1]
+    state = (jnp.full((b, t, h), NEG_INF, jnp.float32), jnp.zeros((b, t, h), jnp.float32),
+             jnp.zeros((b, t, h, vdim), jnp.float32))
+    kv = (src_, kv_seg)
+    for s in range(spec.n):
+        nxt = _rotate(kv, spec.n) if s < spec.n - 1 else None
+        with jax.named_scope(f"ring_fwd_step{s}"):
+            state = _choose(spec, s, i, t, lambda blk, kv=kv: _fwd_block(spec, q_, kv, q_seg, w_, blk), state)
+        kv = nxt
+    m, l, acc = state
+    return (acc / l[..., None]).astype(q_.dtype), m + jnp.log(l)
+
+
+# ----------------------------------------------------------------------------------------------- backward
+
+
+def _bwd_block(spec: RingSpec, q_, kv, q_seg, w_, out_, lse_, do_, delta_, blk: Optional[Blk]):
+    """A function (dq, dw) → (dq, dw, dsrc_b): the visible block's gradients (zeros when skipped)."""
+
+    def run(carry):
+        dq, dw = carry
+        src, kv_seg = kv
+        dsrc_b = jax.tree.map(lambda a: _vary(spec, jnp.zeros_like(a, jnp.float32)), src)
+        if blk is None:
+            return dq, dw, dsrc_b
+        k_BSHK, v_BSHV = _kv(spec, src, w_, blk.kv)
+        r = blk.q
+        dq_b, dk_b, dv_b = spec.kernel.bwd(q_[:, r], k_BSHK, v_BSHV, out_[:, r], lse_[:, r], do_[:, r],
+                                           delta_[:, r], spec.scale, blk.causal, *_segs(q_seg, kv_seg, blk))
+        grads, dw_b = _pull_back(spec, src, w_, blk.kv, dk_b, dv_b)
+        dsrc_b = jax.tree.map(lambda z, g: z.at[:, blk.kv].set(g), dsrc_b, grads)
+        return dq.at[:, r].add(dq_b), (dw if dw_b is None else dw + dw_b), dsrc_b
+
+    return run
+
+
+def _bwd_shard(spec: RingSpec, ring_id_, q_, src_, segs_, out_, lse_, do_, *w):
+    """Backward on one device: dq, d(source) (returned to its owner), and dW_kvb in latent mode."""
+    w_, i = (w[0] if w else None), ring_id_[0]
+    q_seg, kv_seg = segs_ if spec.has_seg else (None, None)
+    t = q_.shape[1]
+    delta_ = jnp.sum(do_.astype(jnp.float32) * out_.astype(jnp.float32), axis=-1)  # [B, T/n, H]
+    dq = jnp.zeros(q_.shape, jnp.float32)
+    dw = jnp.zeros(w_.shape, jnp.float32) if spec.latent else jnp.zeros((), jnp.float32)
+    dsrc = jax.tree.map(lambda a: jnp.zeros(a.shape, jnp.float32), src_)
+    kv = (src_, kv_seg)
+    for s in range(spec.n):
+        nxt = _rotate(kv, spec.n) if s < spec.n - 1 else None
+        with jax.named_scope(f"ring_bwd_step{s}"):
+            make = lambda blk, kv=kv: _bwd_block(spec, q_, kv, q_seg, w_, out_, lse_, do_, delta_, blk)  # noqa: E731
+            dq, dw, dsrc_b = _choose(spec, s, i, t, make, (dq, dw))
+        dsrc = jax.tree.map(jnp.add, dsrc, dsrc_b)
+        if spec.n > 1:
+            dsrc = _rotate(dsrc, spec.n)  # travels with its block; the n-th send brings it home
+        kv = nxt
+    if not spec.latent:
+        return dq.astype(q_.dtype), jax.tree.map(lambda g, a: g.astype(a.dtype), dsrc, src_)
+    dsrc, dw = _psum_latent_grads(spec, dsrc, dw)
+    return dq.astype(q_.dtype), jax.tree.map(lambda g, a: g.astype(a.dtype), dsrc, src_), dw.astype(w_.dtype)
+
+
+def _head_axes(spec: RingSpec) -> tuple[str, ...]:
+    """Mesh axes that split the heads but not the latent: d(latent) is a partial sum over them."""
+    if not spec.latent or spec.n == 1:
+        return ()
+    mesh = spec.mesh
+    latent_rep = set(cp.replicated_axes(mesh, cp.spec_for(mesh, cp.LATENT_BTL)))
+    heads_rep = set(cp.replicated_axes(mesh, cp.spec_for(mesh, cp.HEADS_BTHK)))
+    return tuple(a for a in mesh.axis_names if a in latent_rep and a not in heads_rep)
+
+
+def _vary(spec: RingSpec, zeros):
+    """Zeros of a skipped block typed like a computed block's gradient (varying over the head axes too)."""
+    axes = _head_axes(spec)
+    return jax.lax.pcast(zeros, axes, to="varying") if axes else zeros
+
+
+def _psum_latent_grads(spec: RingSpec, dsrc, dw):
+    """Latent mode: d(latent) sums over heads (psum over the head axes), dW_kvb over its replicated axes."""
+    if spec.n == 1:
+        return dsrc, dw
+    axes = _head_axes(spec)
+    if axes:
+        dsrc = jax.tree.map(lambda g: jax.lax.psum(g, axes), dsrc)
+    return dsrc, jax.lax.psum(dw, cp.replicated_axes(spec.mesh, cp.spec_for(spec.mesh, cp.WEIGHT_LHX)))
+
+
+# ----------------------------------------------------------------------------------------------- custom_vjp
+
+
+def _specs(spec: RingSpec):
+    """shard_map specs: (q, src, segs, w) inputs and the out/lse/dsrc/dw outputs."""
+    mesh = spec.mesh
+    heads, tok, lse = (cp.spec_for(mesh, a) for a in (cp.HEADS_BTHK, cp.TOKENS_BT, cp.LSE_BTH))
+    src = (cp.spec_for(mesh, cp.LATENT_BTL),) * 2 if spec.latent else (heads, heads)
+    segs = (tok, tok) if spec.has_seg else ()
+    w = (cp.spec_for(mesh, cp.WEIGHT_LHX),) if spec.latent else ()
+    return dict(heads=heads, lse=lse, src=src, segs=segs, w=w)
+
+
+def _sharded(spec: RingSpec, fn, in_specs, out_specs):
+    """`fn` per shard under shard_map on the ring's mesh."""
+    return jax.shard_map(functools.partial(fn, spec), mesh=spec.mesh, in_specs=in_specs, out_specs=out_specs)
+
+
+def _run_fwd(spec: RingSpec, q, src, segs, w):
+    """Global (out, lse) of the ring forward."""
+    if spec.n == 1:
+        return _fwd_shard(spec, jnp.zeros((1,), jnp.int32), q, src, segs, *w)
+    sp = _specs(spec)
+    f = _sharded(spec, _fwd_shard, (P(cp.CONTEXT_AXIS), sp["heads"], sp["src"], sp["segs"], *sp["w"]),
+                 (sp["heads"], sp["lse"]))
+    return f(_ring_ids(spec), q, src, segs, *w)
+
+
+def _run_bwd(spec: RingSpec, q, src, segs, w, out, lse, dout):
+    """Global (dq, dsrc[, dw]) of the ring backward."""
+    if spec.n == 1:
+        return _bwd_shard(spec, jnp.zeros((1,), jnp.int32), q, src, segs, out, lse, dout, *w)
+    sp = _specs(spec)
+    outs = (sp["heads"], sp["src"], *sp["w"])
+    f = _sharded(spec, _bwd_shard, (P(cp.CONTEXT_AXIS), sp["heads"], sp["src"], sp["segs"], sp["heads"], sp["lse"],
+                                    sp["heads"], *sp["w"]), outs)
+    return f(_ring_ids(spec), q, src, segs, out, lse, dout, *w)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _ring(spec: RingSpec, q, src, segs, w):
+    """Ring attention output [B, T, H, V] (w = () or (W_kvb,))."""
+    return _run_fwd(spec, q, src, segs, w)[0]
+
+
+def _ring_fwd(spec: RingSpec, q, src, segs, w):
+    out, lse = _run_fwd(spec, q, src, segs, w)
+    return out, (q, src, segs, w, out, lse)  # O(T/n) per device: inputs, output, lse
+
+
+def _ring_bwd(spec: RingSpec, res, dout):
+    q, src, segs, w, out, lse = res
+    grads = _run_bwd(spec, q, src, segs, w, out, lse, dout)
+    dq, dsrc = grads[0], grads[1]
+    dw = (grads[2],) if spec.latent else ()
+    return dq, dsrc, tuple(None for _ in segs), dw
+
+
+_ring.defvjp(_ring_fwd, _ring_bwd)
+
+
+# ----------------------------------------------------------------------------------------------- public API
+
+
+def _make_spec(q_BTHK, src, *, mesh, scale, causal, layout, block_kernel, latent, segs, nope_dim=0) -> RingSpec:
+    """Validate shapes against the mesh and build the static spec."""
+    mesh = cp.ambient_mesh() if mesh is None else mesh
+    n = cp.context_size(mesh)
+    b, t = q_BTHK.shape[:2]
+    cp.check_length(t, n, layout)
+    for name, a in zip(("c_kv", "k_R") if latent else ("keys", "values"), src):
+        if a.shape[:2] != (b, t):
+            raise ValueError(f"ring attention is self-attention: {name} [B, S] = {a.shape[:2]} must equal the "
+                             f"queries' [B, T] = {(b, t)}")
+    has_seg = cp._check_segments(*segs)
+    spec = RingSpec(n, causal, layout, float(q_BTHK.shape[-1] ** -0.5 if scale is None else scale),
+                    get_block_kernel(block_kernel), latent, nope_dim, mesh if n > 1 else None, has_seg)
+    if n > 1:
+        heads = cp.spec_for(mesh, cp.HEADS_BTHK)
+        cp.check_specs(mesh, {"ring attention queries [B, T, H, K]": (q_BTHK.shape, heads)})
+    return spec
+
+
+def ring_attention(q_BTHK, k_BSHK, v_BSHV, *, mesh=None, scale: Optional[float] = None, causal: bool = True,
+                   q_segment_ids=None, kv_segment_ids=None, layout: str = "zigzag", block_kernel: str = "auto"):
+    """Ring attention with expanded K and V passed around the `context` axis.
+
+    Args:
+      q_BTHK, k_BSHK, v_BSHV: global arrays in `layout` order (T = S), sharded or not; shard_map reshards them to
+        (batch axes, 'context', 'tensor', None) from the rules table.
+      mesh: a mesh with a `context` axis; None = the ambient mesh of `jax.set_mesh` (none: one local block).
+      scale: softmax scale (default K^-1/2). causal: causal masking by global token order.
+      q_segment_ids, kv_segment_ids: [B, T] packing ids in the same layout (both or neither); no attention
+        across segments. layout: 'zigzag' (balanced) or 'contiguous'. block_kernel: 'auto' | 'xla' | 'cudnn' |
+        'splash'.
+    Returns:
+      [B, T, H, V] in q's dtype and in `layout` order.
+    """
+    src = (k_BSHK, v_BSHV)
+    segs = (q_segment_ids, kv_segment_ids)
+    spec = _make_spec(q_BTHK, src, mesh=mesh, scale=scale, causal=causal, layout=layout, block_kernel=block_kernel,
+                      latent=False, segs=segs)
+    return _ring(spec, q_BTHK, src, segs if spec.has_seg else (), ())
+
+
+def ring_mla_attention(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, mesh=None, scale: Optional[float] = None,
+                       causal: bool = True, q_segment_ids=None, kv_segment_ids=None, layout: str = "zigzag",
+                       block_kernel: str = "auto"):
+    """Ring attention passing the MLA latent (c_kv [B, S, L], roped k_R [B, S, R]) and re-projecting each block.
+
+    w_LHX is W_kvb [L, H, N+V]; keys are [W_kvb·c_kv]_N ‖ k_R (k_R shared by all heads), values [W_kvb·c_kv]_V, with
+    N = K − R read from the shapes. Gradients flow to q, c_kv, k_R and W_kvb. Other arguments as `ring_attention`.
+    """
+    nope = q_BTHK.shape[-1] - kr_BSR.shape[-1]
+    if w_LHX.shape[0] != ckv_BSL.shape[-1] or w_LHX.shape[-1] <= nope:
+        raise ValueError(f"W_kvb {w_LHX.shape} does not match c_kv rank {ckv_BSL.shape[-1]} and nope dim {nope}")
+    src = (ckv_BSL, kr_BSR)
+    segs = (q_segment_ids, kv_segment_ids)
+    spec = _make_spec(q_BTHK, src, mesh=mesh, scale=scale, causal=causal, layout=layout, block_kernel=block_kernel,
+                      latent=True, segs=segs, nope_dim=nope)
+    return _ring(spec, q_BTHK, src, segs if spec.has_seg else (), (w_LHX,))
+
+
+def device_work(n: int, i: int, q_, k_nBSHK, v_nBSHV, do_, *, causal: bool = True, layout: str = "zigzag",
+                scale: Optional[float] = None, block_kernel: str = "auto"):
+    """Device i's share of an n-device ring, forward and backward, with the communication removed (benchmarks).
+
+    The same visible blocks, block kernels, merges and gradient accumulation as device i of `ring_attention`;
+    k_nBSHK / v_nBSHV stack the n KV blocks the device would receive (step s holds block s: distinct blocks, so
+    XLA cannot merge the steps). Returns (out, dq, dk_n, dv_n).
+    """
+    spec = RingSpec(n, causal, layout, float(q_.shape[-1] ** -0.5 if scale is None else scale),
+                    get_block_kernel(block_kernel), False, 0, None, False)
+    b, t, h, _ = q_.shape
+    kv = [((k_nBSHK[s], v_nBSHV[s]), None) for s in range(n)]
+    pick = lambda s: step_plan(spec, s, t)[0 if s <= i else 1]  # noqa: E731 — i is static here
+    state = (jnp.full((b, t, h), NEG_INF, jnp.float32), jnp.zeros((b, t, h), jnp.float32),
+             jnp.zeros((b, t, h, v_nBSHV.shape[-1]), jnp.float32))
+    for s in range(n):
+        state = _fwd_block(spec, q_, kv[s], None, None, pick(s))(state)
+    m, l, acc = state
+    out_, lse_ = (acc / l[..., None]).astype(q_.dtype), m + jnp.log(l)
+    delta_ = jnp.sum(do_.astype(jnp.float32) * out_.astype(jnp.float32), axis=-1)
+    dq, dw, dk, dv = jnp.zeros(q_.shape, jnp.float32), jnp.zeros((), jnp.float32), [], []
+    for s in range(n):
+        dq, dw, (dk_s, dv_s) = _bwd_block(spec, q_, kv[s], None, None, out_, lse_, do_, delta_, pick(s))((dq, dw))
+        dk.append(dk_s)
+        dv.append(dv_s)
+    return out_, dq, jnp.stack(dk), jnp.stack(dv)
+
+
+# ----------------------------------------------------------------------------------------------- model kernels
+
+
+def ring_kernel(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_segment_ids=None,
+                kv_segment_ids=None, q_idx=None, kv_idx=None):
+    """Model kernel 'ring': ring attention over the ambient mesh's `context` axis, inputs in zigzag layout."""
+    if q_idx is not None or kv_idx is not None:
+        if cp.context_size(cp.ambient_mesh()) > 1:
+            cp._reject_indices(q_idx, kv_idx)
+        from composer2_jax.model.attention import (
+            xla_attention,  # lazy: attention.py imports this module
+        )
+
+        return xla_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
+                             kv_segment_ids=kv_segment_ids, q_idx=q_idx, kv_idx=kv_idx)
+    return ring_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
+                          kv_segment_ids=kv_segment_ids)
+
+
+def ring_latent_kernel(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, scale: float, causal: bool = True, q_segment_ids=None,
+                       kv_segment_ids=None):
+    """Model kernel 'ring_latent': ring attention passing the MLA latent, inputs in zigzag layout."""
+    return ring_mla_attention(q_BTHK, ckv_BSL, kr_BSR, w_LHX, scale=scale, causal=causal,
+                              q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids)
+
+
+ring_latent_kernel.takes_latent = True  # MLAttention passes (q, c_kv, k_R, W_kvb) instead of (q, k, v)
