@@ -60,6 +60,11 @@ class ModelConfig:
     remat_policy: str = "none"
     attention_kernel: str = "xla"
     initializer_range: float = 0.02
+    moe_impl: str = "dropless"
+    moe_capacity_factor: float = 1.25
+    moe_expert_parallel: bool = True
+    moe_gmm_impl: str = "auto"
+    moe_dropless_slack: float = 2.0
 
     def __post_init__(self):
         _validate(self)
@@ -76,6 +81,8 @@ class ModelConfig:
 
 _REMAT_POLICIES = ("none", "full", "dots", "dots_no_batch", "save_attention_out")
 _DTYPES = ("float32", "bfloat16", "float16")
+_MOE_IMPLS = ("dropless", "capacity")
+_GMM_IMPLS = ("auto", "ragged", "padded")
 
 
 def _require(ok: bool, msg: str):
@@ -113,6 +120,10 @@ def _validate(c: ModelConfig):
     _require(c.dtype in _DTYPES and c.param_dtype in _DTYPES,
              f"model.dtype={c.dtype!r} / param_dtype={c.param_dtype!r}; expected one of {_DTYPES}")
     _require(c.num_mtp_layers >= 0, f"model.num_mtp_layers must be >= 0, got {c.num_mtp_layers}")
+    _require(c.moe_impl in _MOE_IMPLS, f"model.moe_impl={c.moe_impl!r}; expected one of {_MOE_IMPLS}")
+    _require(c.moe_gmm_impl in _GMM_IMPLS, f"model.moe_gmm_impl={c.moe_gmm_impl!r}; expected one of {_GMM_IMPLS}")
+    _require(c.moe_capacity_factor > 0, f"model.moe_capacity_factor must be > 0, got {c.moe_capacity_factor}")
+    _require(c.moe_dropless_slack >= 1, f"model.moe_dropless_slack must be >= 1, got {c.moe_dropless_slack}")
 
 
 def base_model_config() -> ml_collections.ConfigDict:
@@ -157,6 +168,11 @@ def base_model_config() -> ml_collections.ConfigDict:
     m.remat_policy = "full"  # activation checkpointing per layer: none | full | dots | dots_no_batch | save_attention_out
     m.attention_kernel = "xla"  # attention implementation by name (see model/attention.py KERNELS)
     m.initializer_range = 0.02  # std of the normal initialiser of all matrices
+    m.moe_impl = "dropless"  # token dispatch: dropless (every assignment computed) | capacity (GShard, drops overflow)
+    m.moe_capacity_factor = 1.25  # capacity mode: slots per expert C = ceil(factor · tokens·k / E) per dispatch group
+    m.moe_expert_parallel = True  # under an ambient mesh, dispatch in shard_map (all-to-all over `expert` if > 1)
+    m.moe_gmm_impl = "auto"  # grouped matmul: auto (per backend) | ragged (lax.ragged_dot) | padded (batched einsum)
+    m.moe_dropless_slack = 2.0  # padded dropless: expert buffer = slack × mean load; heavier skew takes the exact slow path
     return m
 
 
@@ -201,6 +217,33 @@ def preset(name: str) -> ml_collections.ConfigDict:
         else:
             m[k] = v
     return m
+
+
+CPT_LONG_ORIGINAL_LEN = 32768  # stage-1 (cpt_bulk) sequence length the RoPE frequencies were trained at
+CPT_LONG_TARGET_LEN = 262144  # stage-2 (cpt_long) sequence length: 256k with ring attention over `context`
+
+
+def long_context_rope(m: ml_collections.ConfigDict, target_len: int = CPT_LONG_TARGET_LEN,
+                      original_len: int = CPT_LONG_ORIGINAL_LEN) -> ml_collections.ConfigDict:
+    """A copy of model ConfigDict `m` with YaRN set to extend RoPE from `original_len` to `target_len` (cpt_long).
+
+    factor s = target_len / original_len (32k → 256k: s = 8), original_max_position_embeddings = original_len;
+    beta_fast/beta_slow/mscale/mscale_all_dim are kept from m's YaRN block (DeepSeek's 32/1/1/1 when m has none).
+    s = 1 is plain RoPE. A model that already carries YaRN from a shorter L0 (the released Kimi K2.5: 4096 × 64)
+    follows DeepSeek-V3's convention instead: pass original_len=L0, so that s = target_len / L0.
+    """
+    if target_len < original_len or original_len <= 0:
+        raise ValueError(f"long_context_rope extends context: need 0 < original_len={original_len} <= "
+                         f"target_len={target_len}")
+    if target_len % original_len:
+        raise ValueError(f"target_len={target_len} is not a multiple of original_len={original_len}")
+    out = ml_collections.ConfigDict(m.to_dict())
+    old = m.rope_scaling.to_dict() if m.rope_scaling is not None else dict(beta_fast=32.0, beta_slow=1.0, mscale=1.0,
+                                                                            mscale_all_dim=1.0)
+    out.rope_scaling = ml_collections.ConfigDict(dict(old, factor=float(target_len // original_len),
+                                                      original_max_position_embeddings=int(original_len)))
+    out.max_position_embeddings = max(int(target_len), int(m.max_position_embeddings))
+    return out
 
 
 def model_config(m: ml_collections.ConfigDict | dict, **overrides) -> ModelConfig:
