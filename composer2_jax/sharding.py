@@ -9,6 +9,15 @@ Axis types: we build meshes with `AxisType.Auto` on purpose. The code annotates 
 collectives that must be explicit (MoE all-to-all, ring ppermute) live in small `shard_map` functions. JAX >= 0.10
 defaults `jax.make_mesh` to Explicit axes, under which every reshape of a sharded array would need an
 `out_sharding`; that is the opposite style, so every mesh here is made through `make_mesh` below.
+
+Multi-slice (DCN): when the devices report more than one `slice_index` (TPU multislice, or GPU hosts that set it),
+`make_mesh` lays the `data` axis across slices with `mesh_utils.create_hybrid_device_mesh` (DCN shape
+(slices, 1, 1, 1, 1), ICI shape (data/slices, fsdp, expert, tensor, context)), so only the pure data-parallel
+gradient all-reduce crosses the slow network; `data` must then be a multiple of the slice count.
+
+Start-up check: `validate_model_mesh(cfg, mesh, batch, seq_len)` checks every model dimension against the mesh
+axes the table maps it to (experts by `expert`, heads and FFN widths by `tensor`, sequence by `context`, batch by
+data×fsdp×expert, ...) and raises one error naming both numbers; the trainer calls it before building state.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from typing import Mapping, Optional, Sequence
 import jax
 import numpy as np
 from flax import linen as nn
+from jax.experimental import mesh_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 MESH_AXES = ("data", "fsdp", "expert", "tensor", "context")
@@ -82,20 +92,43 @@ class MeshConfig:
 
 
 def make_mesh(cfg: MeshConfig | Mapping[str, int] | None = None, devices: Optional[Sequence] = None) -> Mesh:
-    """A 5-axis Auto-typed mesh over `devices` (default: all)."""
+    """A 5-axis Auto-typed mesh over `devices` (default: all); `data` spans DCN slices when there are several."""
     if cfg is None:
         cfg = MeshConfig()
     elif not isinstance(cfg, MeshConfig):
+        cfg = dict(cfg.to_dict() if hasattr(cfg, "to_dict") else cfg)  # ml_collections ConfigDict or a mapping
         unknown = sorted(set(cfg) - set(MESH_AXES))
         if unknown:
             raise ValueError(f"unknown mesh axes {unknown}; expected names from {MESH_AXES}")
         cfg = MeshConfig(**{a: cfg.get(a, 1) for a in MESH_AXES})  # axes not named are 1
+    all_devices = devices is None or list(devices) == jax.devices()
     devices = list(devices) if devices is not None else jax.devices()
     shape = cfg.shape(len(devices))
     auto = (jax.sharding.AxisType.Auto,) * len(MESH_AXES)
-    if devices == jax.devices():
+    if num_slices(devices) > 1:
+        return Mesh(device_grid(shape, devices), MESH_AXES, axis_types=auto)
+    if all_devices:
         return jax.make_mesh(shape, MESH_AXES, axis_types=auto)
     return Mesh(np.asarray(devices).reshape(shape), MESH_AXES, axis_types=auto)
+
+
+def num_slices(devices: Sequence) -> int:
+    """Distinct `slice_index` values among the devices (1 when the platform does not report slices)."""
+    return len({getattr(d, "slice_index", 0) for d in devices})
+
+
+def device_grid(shape: Sequence[int], devices: Sequence) -> np.ndarray:
+    """Devices arranged as `shape`; with several slices, `data` is split over DCN and the rest stays inside one."""
+    n = num_slices(devices)
+    if n == 1:
+        return np.asarray(devices).reshape(shape)
+    data = shape[MESH_AXES.index("data")]
+    if data % n:
+        raise ValueError(f"the devices span {n} slices, but mesh axis data={data} is not a multiple of {n}: "
+                         f"multi-slice runs put only the data axis on the slow DCN network")
+    ici = (data // n,) + tuple(shape[1:])
+    dcn = (n,) + (1,) * (len(shape) - 1)
+    return mesh_utils.create_hybrid_device_mesh(ici, dcn, devices, allow_split_physical_axes=True)
 
 
 def logical_to_spec(logical: Sequence[Optional[str]], rules=LOGICAL_RULES) -> P:
@@ -108,6 +141,22 @@ def _axis_size(mesh: Mesh, axes) -> int:
         return 1
     axes = (axes,) if isinstance(axes, str) else axes
     return math.prod(mesh.shape[a] for a in axes)
+
+
+def axis_size(mesh, axes) -> int:
+    """Product of the sizes of mesh axes (a name, a tuple of names, or None = 1); absent axes count as 1."""
+    if axes is None:
+        return 1
+    axes = (axes,) if isinstance(axes, str) else axes
+    return math.prod(dict(mesh.shape).get(a, 1) for a in axes)
+
+
+def mesh_axes_of(logical: str, rules=LOGICAL_RULES) -> tuple[str, ...]:
+    """The mesh axes one logical name maps to, as a tuple (empty = replicated)."""
+    for name, axes in rules:
+        if name == logical:
+            return () if axes is None else ((axes,) if isinstance(axes, str) else tuple(axes))
+    raise KeyError(f"logical axis {logical!r} is not in the rules table")
 
 
 def check_divisible(name: str, shape: Sequence[int], spec: P, mesh: Mesh):
@@ -131,3 +180,34 @@ def logical_shardings(abstract_tree, mesh: Mesh, rules=LOGICAL_RULES):
         return NamedSharding(mesh, spec)
 
     return jax.tree_util.tree_map_with_path(one, values, mesh_specs, is_leaf=lambda x: isinstance(x, P))
+
+
+def model_dims(cfg, batch: int, seq_len: int) -> list[tuple[str, str, int]]:
+    """(logical axis, what, size) of every sharded model dimension of `cfg` at this batch and sequence length."""
+    dims = [("activation_batch", "global batch", batch), ("activation_length", "seq_len", seq_len),
+            ("heads", "model.num_heads", cfg.num_heads), ("vocab", "model.vocab_size", cfg.vocab_size),
+            ("embed", "model.hidden_size", cfg.hidden_size), ("mlp", "model.intermediate_size", cfg.intermediate_size)]
+    if cfg.n_routed_experts:
+        dims += [("exp", "model.n_routed_experts", cfg.n_routed_experts),
+                 ("moe_mlp", "model.moe_intermediate_size", cfg.moe_intermediate_size),
+                 ("mlp", "model.moe_intermediate_size × n_shared_experts",
+                  cfg.moe_intermediate_size * max(cfg.n_shared_experts, 1))]
+    return dims
+
+
+def validate_model_mesh(cfg, mesh, batch: int, seq_len: int, rules=LOGICAL_RULES):
+    """Raise if the mesh does not divide a model dimension it shards (errors name both numbers).
+
+    Args:
+      cfg: the frozen `ModelConfig`.
+      mesh: the (concrete or abstract) mesh the trainer will run on.
+      batch: the global batch (sequences per step).
+      seq_len: tokens per sequence.
+    """
+    for logical, what, size in model_dims(cfg, batch, seq_len):
+        axes = mesh_axes_of(logical, rules)
+        n = axis_size(mesh, axes)
+        if size % n:
+            names = "×".join(f"{a}={dict(mesh.shape).get(a, 1)}" for a in axes)
+            raise ValueError(f"{what}={size} is not divisible by mesh axes {names} (= {n}), which shard "
+                             f"logical axis {logical!r}")

@@ -36,6 +36,16 @@ def get_base_config(preset: str = "toy") -> ml_collections.ConfigDict:
         router_bias_rate=1e-3,  # γ of the aux-loss-free routing-bias update (DeepSeek-V3: 1e-3)
         skip_nonfinite=False,  # NaN/inf loss: False stops the run naming the step; True skips the update
     ))
+    c.step.mtp = ml_collections.ConfigDict(dict(  # MTP loss (losses/mtp.py); active only when model.num_mtp_layers > 0
+        weight=0.3,  # λ in L_MTP = λ/D Σ_k (ce_weight·CE_k + distill_weight·KL_k) before switch_step (DeepSeek: 0.3)
+        final_weight=0.1,  # λ after the switch (DeepSeek-V3: 0.1 for the last 4.8T of 14.8T tokens)
+        switch_step=-1,  # step where λ starts moving to final_weight; -1 = keep `weight` throughout
+        ramp_steps=0,  # steps of the linear move from weight to final_weight (0 = a step change)
+        ce_weight=1.0,  # weight of each depth's cross-entropy on t_{i+k+1}
+        distill_weight=0.0,  # weight of the self-distillation KL(sg[p_main(·|x≤i+k)] ‖ q_k(·|i))
+        distill_top_n=0,  # 0 = full-vocabulary KL; N = teacher renormalised over its top-N tokens
+        detach_trunk=False,  # stop the MTP loss's gradient into the trunk and the shared embedding/head
+    ))
     c.data = base_data_config()  # sources, packing, mixture, shuffling (composer2_jax/data/pipeline.py)
     c.data.batch_size = size["batch"]
     c.data.seq_len = size["seq_len"]

@@ -15,7 +15,8 @@ from composer2_jax.losses.lm import chunked_cross_entropy
 from composer2_jax.model import Transformer
 from composer2_jax.train import optim
 from composer2_jax.train.state import init_train_state
-from composer2_jax.train.step import StepConfig, make_train_step, update_router_bias
+from composer2_jax.model.moe import update_router_bias
+from composer2_jax.train.step import StepConfig, make_train_step
 from tests.tolerances import FP32_BLOCK, FP32_FN, SHARDED_FP32
 
 rng = np.random.default_rng(0)
@@ -204,3 +205,40 @@ def test_nonfinite_step_is_skipped_when_configured():
         assert not bool(m["finite"]) and int(new.step) == 1
         lm = np.asarray(new.params["lm_head"])
         assert np.isnan(lm[0, 0]) and (np.array_equal(lm[1:], before["lm_head"][1:]) == skip)
+
+
+def test_qk_clip_in_the_train_step_caps_every_layers_max_logit():
+    """With lr = 0, one step with τ below the current max logits leaves every head's max logit at min(S, τ)."""
+    cfg = get_model_config("toy", num_layers=3)
+    mesh = shd.make_mesh({"fsdp": 1}, devices=jax.devices()[:1])
+    oc = optim.OptimConfig(lr=0.0, warmup_steps=1, weight_decay=0.0)
+    state, _, tx = init_train_state(Transformer(cfg), lambda p, n: optim.make_optimizer(oc, p, n), mesh,
+                                    jax.random.key(0), (2, 16))
+    state = state.replace(params=jax.tree.map(lambda a: a * 6.0 if a.ndim >= 2 else a, state.params))
+    batch = _batch(2, 16)
+
+    def max_logits(params):
+        _, inter = Transformer(cfg).apply({"params": params, "router_state": state.router_state}, batch["tokens"],
+                                          batch["positions"], batch["segment_ids"], mutable=["intermediates"])
+        return jax.tree.leaves(inter["intermediates"])
+
+    before = max_logits(state.params)
+    tau = float(np.median(np.concatenate([np.asarray(x).ravel() for x in before])))
+    new, m = jax.jit(make_train_step(Transformer(cfg), tx, StepConfig(qk_clip_tau=tau, router_bias_rate=0.0)))(
+        state, batch)
+    after = max_logits(new.params)
+    assert float(m["max_attention_logit"]) == pytest.approx(max(float(np.max(x)) for x in before), rel=1e-6)
+    # The first layer sees the same input, so its heads' max logits become exactly min(S, τ); later layers' inputs
+    # change with the clipped layers before them, so for those the weights are checked against γ = min(1, τ/S).
+    np.testing.assert_allclose(np.asarray(after[0]), np.minimum(np.asarray(before[0]), tau), rtol=1e-4)
+    gamma = np.minimum(1.0, tau / np.asarray(before[1]))  # [units, H] of the scanned stack
+    old_q = np.asarray(state.params["stack"]["layer_0"]["attn"]["q_b_proj"])  # [U, Q, H, N+R]
+    new_q = np.asarray(new.params["stack"]["layer_0"]["attn"]["q_b_proj"])
+    n = cfg.qk_nope_head_dim
+    np.testing.assert_allclose(new_q[..., :n], old_q[..., :n] * np.sqrt(gamma)[:, None, :, None], rtol=1e-5)
+    np.testing.assert_allclose(new_q[..., n:], old_q[..., n:] * gamma[:, None, :, None], rtol=1e-5)
+    old_kv = np.asarray(state.params["stack"]["layer_0"]["attn"]["kv_b_proj"])
+    new_kv = np.asarray(new.params["stack"]["layer_0"]["attn"]["kv_b_proj"])
+    np.testing.assert_allclose(new_kv[..., :n], old_kv[..., :n] * np.sqrt(gamma)[:, None, :, None], rtol=1e-5)
+    np.testing.assert_array_equal(new_kv[..., n:], old_kv[..., n:])  # values untouched
+    assert (gamma < 1).any() and (gamma == 1).any()

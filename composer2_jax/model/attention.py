@@ -51,6 +51,17 @@ def xla_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, 
     return jnp.einsum("BHTS,BSHV->BTHV", probs_BHTS.astype(v_BSHV.dtype), v_BSHV)
 
 
+def max_logits_per_head(q_BTHK, k_BSHK, positions_BT, segment_ids_BT, scale: float):
+    """Per-head max of the visible pre-softmax logits [H] (MuonClip's S_h), masked by position and segment.
+
+    Visibility comes from positions (not indices), so it also holds for the zigzag context-parallel layout.
+    A plain einsum: QK-clip at scale wants the attention kernel to emit this maximum itself.
+    """
+    logits_BHTS = jnp.einsum("BTHK,BSHK->BHTS", q_BTHK, k_BSHK, preferred_element_type=jnp.float32) * scale
+    mask = attention_mask(positions_BT, positions_BT, segment_ids_BT, segment_ids_BT, causal=True)
+    return jnp.max(jnp.where(mask, logits_BHTS, -jnp.inf), axis=(0, 2, 3))
+
+
 KERNELS: dict[str, Callable] = {"xla": xla_attention}
 
 # Context-parallel kernels, imported on first use (they import xla_attention from here). A kernel with
@@ -113,10 +124,10 @@ class MLAttention(nn.Module):
         ckv_BTL, kr_BTR = kv_BTX[..., : c.kv_lora_rank], kv_BTX[..., c.kv_lora_rank:]
         return self._norm("kv_a_norm", ckv_BTL), apply_rope(kr_BTR, positions_BT, c)
 
-    def expand(self, ckv_BSL, kr_BSR):
-        """Per-head keys [B, S, H, N+R] and values [B, S, H, V] from the latent."""
+    def expand(self, ckv_BSL, kr_BSR, w=None):
+        """Per-head keys [B, S, H, N+R] and values [B, S, H, V] from the latent (w: W_kvb if already fetched)."""
         c = self.cfg
-        w = self.kv_b_weight()
+        w = self.kv_b_weight() if w is None else w
         kv_BSHX = jnp.einsum("BSL,LHX->BSHX", ckv_BSL, w)
         k_nope, v_BSHV = kv_BSHX[..., : c.qk_nope_head_dim], kv_BSHX[..., c.qk_nope_head_dim:]
         kr_BSHR = jnp.broadcast_to(kr_BSR[:, :, None, :], k_nope.shape[:3] + (c.qk_rope_head_dim,))
@@ -143,14 +154,19 @@ class MLAttention(nn.Module):
                                   apply_rope(q_BTHK[..., c.qk_nope_head_dim:], positions_BT, c)], axis=-1)
         ckv_BTL, kr_BTR = self.latent(x_BTD, positions_BT)
         heads = ("activation_batch", "activation_length", "activation_heads", "activation_kv")
+        w_kvb = self.kv_b_weight()
+        if self.is_mutable_collection("intermediates"):  # requested by QK-clip (train/step.py)
+            k_BTHK, _ = self.expand(ckv_BTL, kr_BTR, w_kvb)
+            self.sow("intermediates", "max_logit", jax.lax.stop_gradient(
+                max_logits_per_head(q_BTHK, k_BTHK, positions_BT, segment_ids_BT, softmax_scale(c))))
         kernel = get_kernel(c.attention_kernel)
         if getattr(kernel, "takes_latent", False):  # context-parallel kernels that pass the latent (ring_latent)
             latent = ("activation_batch", "activation_length", "activation_kv")
             o_BTHV = kernel(constrain(q_BTHK, heads), constrain(ckv_BTL, latent), constrain(kr_BTR, latent),
-                            self.kv_b_weight(), scale=softmax_scale(c), causal=True,
+                            w_kvb, scale=softmax_scale(c), causal=True,
                             q_segment_ids=segment_ids_BT, kv_segment_ids=segment_ids_BT)
             return self.output(constrain(o_BTHV, heads))
-        k_BTHK, v_BTHV = self.expand(ckv_BTL, kr_BTR)
+        k_BTHK, v_BTHV = self.expand(ckv_BTL, kr_BTR, w_kvb)
         q_BTHK, k_BTHK, v_BTHV = (constrain(a, heads) for a in (q_BTHK, k_BTHK, v_BTHV))
         o_BTHV = kernel(q_BTHK, k_BTHK, v_BTHV, scale=softmax_scale(c), causal=True,
                         q_segment_ids=segment_ids_BT, kv_segment_ids=segment_ids_BT)

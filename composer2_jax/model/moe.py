@@ -1,4 +1,4 @@
-"""Mixture of experts: DeepSeek-V3 sigmoid routing and a single-device dropless expert computation.
+"""Mixture of experts: DeepSeek-V3 sigmoid routing, the MoE layer, its statistics and the router-bias update.
 
 Algorithm for x [B, T, D] (N = B·T tokens, k experts per token):
   1. s = sigmoid(x·W_r) in fp32                                              [N, E]
@@ -6,20 +6,37 @@ Algorithm for x [B, T, D] (N = B·T tokens, k experts per token):
   3. group-limited: score each of G groups by the sum of its top-2, keep the best `topk_group` groups
   4. top-k experts on the masked selection scores (or the recorded indices: router replay)
   5. weights = s at those experts, renormalised to sum 1 (norm_topk_prob), × routed_scaling_factor
-  6. sort the N·k (token, expert) pairs by expert, run the experts as grouped matmuls, unsort, weight, sum
-  7. add the always-on shared expert
-Expert parallelism and backend-specific grouped-matmul kernels build on `route` and `grouped_ffn` here.
+  6. dispatch the N·k (token, expert) pairs to the experts, run them as grouped matmuls, combine (weight, sum)
+     — dropless or GShard capacity (`moe_impl`), on one device or across `expert` (model/expert_parallel.py)
+  7. add the always-on shared expert (outside any shard_map: plain GSPMD)
+
+Choosing the implementation (config → `MoE`):
+  * `moe_impl`: 'dropless' (every assignment computed) | 'capacity' (C slots per expert per dispatch group; the
+    overflow is dropped; the dropped fraction is reported)
+  * expert parallelism is taken from the *ambient mesh* (`jax.set_mesh(mesh)`, as `train.state.activate` does):
+    with `moe_expert_parallel` and a mesh of more than one device, steps 1–6 run per shard inside `jax.shard_map`
+    with specs from the rules table, and the all-to-alls run over the axis `exp` maps to (`expert`) when its size
+    is > 1. Without a mesh (or with `moe_expert_parallel=False`) the same block runs as one GSPMD program.
+  * `moe_gmm_impl`: the grouped matmul (model/grouped_matmul.py), 'auto' picks per backend.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import NamedTuple, Optional
 
+import flax
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import linen as nn
 
+from composer2_jax import sharding as shd
 from composer2_jax.config import ModelConfig
+from composer2_jax.model.expert_parallel import (Experts, MoEAxes, capacity, capacity_ffn, check_moe_divisible,
+                                                 dropless_ep, dropless_ffn, moe_axes, shard_moe)
+from composer2_jax.model.grouped_matmul import padded_capacity
 from composer2_jax.model.layers import MLP, constrain, dtype_of, param
 
 
@@ -60,26 +77,37 @@ def _limit_groups(choice_NE, n_group: int, topk_group: int):
     return jnp.where(keep_NE, choice_NE, -jnp.inf)
 
 
-def grouped_ffn(x_ND, idx_Nk, w_Nk, wi_gate_EDF, wi_up_EDF, wo_EFD):
-    """Dropless SwiGLU experts: sort the N·k assignments by expert, grouped matmuls, unsort, combine. [N, D]."""
-    n, k = idx_Nk.shape
-    e = wi_gate_EDF.shape[0]
-    flat = idx_Nk.reshape(-1)  # [N·k]
-    order = jnp.argsort(flat, stable=True)
-    xs_XD = jnp.take(x_ND, order // k, axis=0)  # [N·k, D], grouped by expert
-    sizes_E = jnp.bincount(flat, length=e).astype(jnp.int32)
-    h_XF = jax.nn.silu(jax.lax.ragged_dot(xs_XD, wi_gate_EDF, sizes_E)) * jax.lax.ragged_dot(xs_XD, wi_up_EDF, sizes_E)
-    ys_XD = jax.lax.ragged_dot(h_XF, wo_EFD, sizes_E)
-    y_NkD = jnp.zeros_like(ys_XD).at[order].set(ys_XD).reshape(n, k, -1)
-    return jnp.einsum("NkD,Nk->ND", y_NkD.astype(jnp.float32), w_Nk).astype(x_ND.dtype)
+def grouped_ffn(x_ND, idx_Nk, w_Nk, wi_gate_EDF, wi_up_EDF, wo_EFD, impl: str = "auto"):
+    """Dropless SwiGLU experts on one device: sort the N·k assignments by expert, grouped matmuls, unsort. [N, D]."""
+    return dropless_ffn(x_ND, idx_Nk, w_Nk, Experts(wi_gate_EDF, wi_up_EDF, wo_EFD), impl)
+
+
+# ------------------------------------------------------------------------------------------------- statistics
 
 
 def expert_load(idx_Nk, num_experts: int, valid_N=None):
     """Tokens routed to each expert [E] (fp32), counting only valid tokens."""
-    one_hot_NkE = jax.nn.one_hot(idx_Nk, num_experts, dtype=jnp.float32)
-    if valid_N is not None:
-        one_hot_NkE = one_hot_NkE * valid_N[:, None, None]
-    return jnp.sum(one_hot_NkE, axis=(0, 1))
+    v_N = jnp.ones(idx_Nk.shape[:1], jnp.float32) if valid_N is None else valid_N.astype(jnp.float32)
+    v_X = jnp.broadcast_to(v_N[:, None], idx_Nk.shape).reshape(-1)
+    return jnp.zeros((num_experts,), jnp.float32).at[idx_Nk.reshape(-1)].add(v_X)
+
+
+def balance_terms(scores_BTE, idx_BTk, valid_BT):
+    """Per-sequence sums of the balance loss: (selections [B, E], normalised scores [B, E], valid tokens [B])."""
+    b, _, e = scores_BTE.shape
+    v_BT = valid_BT.astype(jnp.float32)
+    rows_BTk = jnp.broadcast_to(jnp.arange(b)[:, None, None], idx_BTk.shape)
+    sel_BE = jnp.zeros((b, e), jnp.float32).at[rows_BTk, idx_BTk].add(
+        jnp.broadcast_to(v_BT[..., None], idx_BTk.shape))
+    p_BE = jnp.einsum("BTE,BT->BE", scores_BTE / jnp.sum(scores_BTE, axis=-1, keepdims=True), v_BT)
+    return sel_BE, p_BE, jnp.sum(v_BT, axis=1)
+
+
+def balance_from_terms(sel_BE, p_BE, t_B, k: int):
+    """Per-sequence balance loss Σ_i f_i·P_i [B] from the summed terms (see `sequence_balance_loss`)."""
+    e = sel_BE.shape[-1]
+    t_B = jnp.maximum(t_B, 1.0)[:, None]
+    return jnp.sum(sel_BE * e / (k * t_B) * (p_BE / t_B), axis=-1)
 
 
 def sequence_balance_loss(scores_BTE, idx_BTk, valid_BT):
@@ -88,18 +116,82 @@ def sequence_balance_loss(scores_BTE, idx_BTk, valid_BT):
     f_i = E/(k·T) Σ_t 1[i ∈ TopK_t],  P_i = 1/T Σ_t s'_{i,t},  s' = s / Σ_j s_j  (DeepSeek-V3 report, eq. 17-20);
     T counts the valid tokens of each sequence. Multiply by the configured weight α outside.
     """
-    e, k = scores_BTE.shape[-1], idx_BTk.shape[-1]
-    v_BT = valid_BT.astype(jnp.float32)
-    t_B = jnp.maximum(jnp.sum(v_BT, axis=1), 1.0)
-    sel_BTE = jnp.sum(jax.nn.one_hot(idx_BTk, e, dtype=jnp.float32), axis=2) * v_BT[..., None]
-    f_BE = sel_BTE.sum(1) * e / (k * t_B[:, None])
-    p_BTE = scores_BTE / jnp.sum(scores_BTE, axis=-1, keepdims=True) * v_BT[..., None]
-    p_BE = p_BTE.sum(1) / t_B[:, None]
-    return jnp.mean(jnp.sum(f_BE * p_BE, axis=-1))
+    return jnp.mean(balance_from_terms(*balance_terms(scores_BTE, idx_BTk, valid_BT), idx_BTk.shape[-1]))
+
+
+def router_entropy_sum(scores_NE, valid_N):
+    """Σ over valid tokens of the entropy of the normalised router scores s/Σs (nats)."""
+    p_NE = scores_NE / jnp.sum(scores_NE, axis=-1, keepdims=True)
+    h_N = -jnp.sum(p_NE * jnp.log(jnp.maximum(p_NE, 1e-30)), axis=-1)
+    return jnp.sum(h_N * valid_N)
+
+
+# ------------------------------------------------------------------------------------------------- the block
+
+SINGLE_DEVICE = MoEAxes()  # no mesh axes: the block sees every token and every expert
+
+
+def moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up, wo, *, cfg: ModelConfig,
+              axes: MoEAxes = SINGLE_DEVICE):
+    """Route and run the routed experts on one shard's tokens (or all of them without a mesh).
+
+    Returns (y [B, T, D], indices [B, T, k], stats, balance loss per sequence [B]); stats are sums over all tokens
+    (psum over the token axes inside shard_map): load [E], dropped, assigned, entropy, tokens.
+    """
+    b, t, d = x_BTD.shape
+    e, k = cfg.n_routed_experts, cfg.num_experts_per_tok
+    x_ND = x_BTD.reshape(b * t, d)
+    valid_N = valid_BT.reshape(-1).astype(jnp.float32)
+    logits_NE = jnp.einsum("ND,DE->NE", x_ND.astype(jnp.float32), router_DE)
+    r = route(logits_NE, bias_E, cfg, None if replay_BTk is None else replay_BTk.reshape(b * t, k))
+    experts = Experts(wi_gate, wi_up, wo)
+    kept_Nk = jnp.ones((b * t, k), bool)
+    if cfg.moe_impl == "capacity":
+        slots = capacity(b * t, k, e, cfg.moe_capacity_factor)
+        y_ND, kept_Nk = capacity_ffn(x_ND, r.indices, r.weights, experts, slots, valid_N, axes.expert)
+    elif axes.expert:
+        y_ND = dropless_ep(x_ND, r.indices, r.weights, experts, axes.expert, cfg.moe_gmm_impl, cfg.moe_dropless_slack)
+    else:
+        slots = padded_capacity(b * t * k, e, cfg.moe_dropless_slack)
+        y_ND = dropless_ffn(x_ND, r.indices, r.weights, experts, cfg.moe_gmm_impl, slots)
+    if axes.tensor:
+        y_ND = jax.lax.psum(y_ND, axes.tensor)
+    stats = dict(load=expert_load(r.indices, e, valid_N), tokens=jnp.sum(valid_N), assigned=k * jnp.sum(valid_N),
+                 dropped=jnp.sum(jnp.where(kept_Nk, 0.0, valid_N[:, None])),
+                 entropy=router_entropy_sum(r.scores, valid_N))
+    terms = balance_terms(r.scores.reshape(b, t, e), r.indices.reshape(b, t, k), valid_BT)
+    if axes.tokens:
+        stats = jax.lax.psum(stats, axes.tokens)
+    if axes.length:
+        terms = jax.lax.psum(terms, axes.length)
+    return y_ND.reshape(b, t, d), r.indices.reshape(b, t, k), stats, balance_from_terms(*terms, k)
+
+
+def _ambient_rules():
+    """Flax's active logical rules, or the project table when none are active."""
+    return tuple(nn.get_logical_axis_rules()) or shd.LOGICAL_RULES
+
+
+def run_moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up, wo, cfg: ModelConfig):
+    """`moe_block` under shard_map over the ambient mesh (expert parallelism), or as one program without a mesh."""
+    mesh = jax.sharding.get_abstract_mesh()
+    if not cfg.moe_expert_parallel or mesh.empty or mesh.size == 1:
+        return moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up, wo, cfg=cfg)
+    axes = moe_axes(mesh, _ambient_rules())
+    b, t, _ = x_BTD.shape
+    check_moe_divisible(axes, mesh, b, t, cfg.n_routed_experts, cfg.moe_intermediate_size)
+    with_replay = replay_BTk is not None
+
+    def body(x, valid, *rest):
+        replay, rest = (rest[0], rest[1:]) if with_replay else (None, rest)
+        return moe_block(x, valid, replay, *rest, cfg=cfg, axes=axes)
+
+    args = (x_BTD, valid_BT) + ((replay_BTk,) if with_replay else ()) + (router_DE, bias_E, wi_gate, wi_up, wo)
+    return shard_moe(body, mesh, axes, with_replay)(*args)
 
 
 class MoE(nn.Module):
-    """Routed experts + shared expert. Returns (y [B, T, D], aux) with aux = indices, load, balance_loss."""
+    """Routed experts + shared expert. Returns (y [B, T, D], aux): indices, load, balance_loss, dropped, entropy."""
 
     cfg: ModelConfig
 
@@ -113,18 +205,93 @@ class MoE(nn.Module):
         w_router = param(self, "router", (d, e), ("embed", "exp"), init, jnp.float32)  # router kept fp32
         bias_E = self.variable("router_state", "e_score_correction_bias",
                                nn.with_logical_partitioning(lambda: jnp.zeros((e,), jnp.float32), ("exp",))).value
-        x_ND = x_BTD.reshape(b * t, d).astype(dt)
-        logits_NE = jnp.einsum("ND,DE->NE", x_ND.astype(jnp.float32), w_router)
-        replay = None if replay_BTk is None else replay_BTk.reshape(b * t, -1)
-        r = route(logits_NE, bias_E, c, replay)
         wi_gate = param(self, "wi_gate", (e, d, f), ("exp", "embed", "moe_mlp"), init, pd).astype(dt)
         wi_up = param(self, "wi_up", (e, d, f), ("exp", "embed", "moe_mlp"), init, pd).astype(dt)
         wo = param(self, "wo", (e, f, d), ("exp", "moe_mlp", "embed"), init, pd).astype(dt)
-        y_BTD = grouped_ffn(x_ND, r.indices, r.weights, wi_gate, wi_up, wo).reshape(b, t, d)
+        valid_BT = jnp.ones((b, t), bool) if valid_BT is None else valid_BT
+        y_BTD, idx_BTk, stats, seq_loss_B = run_moe_block(x_BTD.astype(dt), valid_BT, replay_BTk, w_router, bias_E,
+                                                          wi_gate, wi_up, wo, c)
         if c.n_shared_experts:
             y_BTD = y_BTD + MLP(c, f * c.n_shared_experts, name="shared_experts")(x_BTD)
-        valid_BT = jnp.ones((b, t), bool) if valid_BT is None else valid_BT
-        idx_BTk = r.indices.reshape(b, t, -1)
-        aux = dict(indices=idx_BTk, load=expert_load(r.indices, e, valid_BT.reshape(-1).astype(jnp.float32)),
-                   balance_loss=sequence_balance_loss(r.scores.reshape(b, t, e), idx_BTk, valid_BT))
+        aux = dict(indices=idx_BTk, load=stats["load"], balance_loss=jnp.mean(seq_loss_B),
+                   dropped=stats["dropped"] / jnp.maximum(stats["assigned"], 1.0),
+                   entropy=stats["entropy"] / jnp.maximum(stats["tokens"], 1.0))
         return constrain(y_BTD, ("activation_batch", "activation_length", "activation_embed")), aux
+
+
+# ------------------------------------------------------------------------------- router bias update and metrics
+
+
+def _bias_slots(router_state) -> list[tuple[tuple, Optional[int]]]:
+    """(path to a bias, unit index or None) for every MoE layer, in `ModelOutput.moe_load` order.
+
+    Layout from `transformer.layer_plan`: MoE layers are never in the dense prefix, so the order is the scanned
+    `stack` (bias [U, E]; units outer, the unit's MoE layers inner) or the unrolled `stack_{u}`, then `layers_{i}`.
+    """
+    def num(name):
+        return int(re.findall(r"\d+", name)[-1])
+
+    def unit_layers(unit):
+        return [(name,) for name in sorted(unit, key=num) if "moe" in unit[name]]
+
+    slots = []
+    if "stack" in router_state:
+        layers = unit_layers(router_state["stack"])
+        n_units = jax.tree.leaves(router_state["stack"])[0].shape[0] if layers else 0
+        slots += [(("stack",) + lay, u) for u in range(n_units) for lay in layers]
+    for name in sorted((n for n in router_state if n.startswith("stack_")), key=num):
+        slots += [((name,) + lay, None) for lay in unit_layers(router_state[name])]
+    for name in sorted((n for n in router_state if n.startswith("layers_")), key=num):
+        if "moe" in router_state[name]:
+            slots.append(((name,), None))
+    return slots
+
+
+def update_router_bias(router_state, moe_load, gamma: float, cfg: Optional[ModelConfig] = None):
+    """Aux-loss-free balancing (DeepSeek-V3 §2.1.2): b_e ← b_e + γ·sign(mean load − load_e), outside the gradient.
+
+    Args:
+      router_state: the `router_state` collection (per MoE layer `.../moe/e_score_correction_bias`; [U, E] in the
+        scanned stack).
+      moe_load: `ModelOutput.moe_load` [L_moe, E], MoE layers in model order (summed over micro-batches is fine).
+      gamma: the bias update speed γ.
+      cfg: optional; when given, the number of MoE layers is checked against `transformer.moe_layer_ids(cfg)`.
+    Returns:
+      The updated router_state (same tree, shapes and dtypes).
+    """
+    load_LE = jax.lax.stop_gradient(jnp.asarray(moe_load, jnp.float32))
+    delta_LE = gamma * jnp.sign(jnp.mean(load_LE, axis=-1, keepdims=True) - load_LE)
+    slots = _bias_slots(router_state)
+    if len(slots) != load_LE.shape[0]:
+        raise ValueError(f"router_state holds {len(slots)} MoE layers but moe_load has {load_LE.shape[0]} rows")
+    if cfg is not None and len(slots) != sum(cfg.is_moe_layer(i) for i in range(cfg.num_layers)):
+        raise ValueError(f"the config has {sum(cfg.is_moe_layer(i) for i in range(cfg.num_layers))} MoE layers "
+                         f"but router_state holds {len(slots)}")
+    rows: dict[tuple, list[int]] = {}
+    for j, (path, _) in enumerate(slots):
+        rows.setdefault(path, []).append(j)
+    new = flax.core.unfreeze(router_state)
+    for path, js in rows.items():
+        moe = functools.reduce(lambda node, key: node[key], path, new)["moe"]
+        bias = moe["e_score_correction_bias"]
+        moe["e_score_correction_bias"] = (bias + delta_LE[np.asarray(js)].reshape(bias.shape)).astype(bias.dtype)
+    return flax.core.freeze(new) if isinstance(router_state, flax.core.FrozenDict) else new
+
+
+def moe_metrics(output) -> dict:
+    """Per-step MoE metrics from a `ModelOutput` (empty for a dense model); loads count routed (token, expert) pairs.
+
+    moe/load [L, E] · moe/max_over_mean [L] and its max over layers moe/max_over_mean_max · moe/dropped_fraction
+    (mean over layers; 0 when dropless) · moe/router_entropy (nats, mean over layers) · moe/balance_loss.
+    """
+    if output.moe_load is None:
+        return {}
+    load_LE = output.moe_load.astype(jnp.float32)
+    ratio_L = jnp.max(load_LE, axis=-1) / jnp.maximum(jnp.mean(load_LE, axis=-1), 1e-9)
+    m = {"moe/load": load_LE, "moe/max_over_mean": ratio_L, "moe/max_over_mean_max": jnp.max(ratio_L),
+         "moe/balance_loss": output.balance_loss}
+    if getattr(output, "moe_dropped", None) is not None:
+        m["moe/dropped_fraction"] = jnp.mean(output.moe_dropped)
+    if getattr(output, "router_entropy", None) is not None:
+        m["moe/router_entropy"] = jnp.mean(output.router_entropy)
+    return m

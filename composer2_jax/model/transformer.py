@@ -18,6 +18,7 @@ from composer2_jax.config import ModelConfig
 from composer2_jax.model.attention import MLAttention
 from composer2_jax.model.layers import MLP, RMSNorm, constrain, dtype_of, param
 from composer2_jax.model.moe import MoE
+from composer2_jax.model.mtp import MTP, MTPOutput
 
 RESIDUAL = ("activation_batch", "activation_length", "activation_embed")
 
@@ -31,6 +32,9 @@ class ModelOutput(NamedTuple):
     routing: Optional[jax.Array]  # [L_moe, B, T, k] int32 expert ids of every MoE layer in order, or None
     moe_load: Optional[jax.Array]  # [L_moe, E] tokens per expert per MoE layer
     balance_loss: jax.Array  # scalar: mean over MoE layers of the sequence-wise balance loss (0 when dense)
+    moe_dropped: Optional[jax.Array] = None  # [L_moe] fraction of (token, expert) pairs dropped (capacity mode)
+    router_entropy: Optional[jax.Array] = None  # [L_moe] mean entropy of the normalised router scores (nats)
+    mtp: Optional[MTPOutput] = None  # MTP depths' outputs (model/mtp.py) when called with mtp_tokens, else None
 
 
 class DecoderLayer(nn.Module):
@@ -97,7 +101,12 @@ def layer_plan(cfg: ModelConfig) -> tuple[list[int], tuple[bool, ...], int, list
 
 
 class Transformer(nn.Module):
-    """Decoder-only LM. Call with tokens [B, T] (+ positions, segment ids, recorded routing)."""
+    """Decoder-only LM. Call with tokens [B, T] (+ positions, segment ids, recorded routing).
+
+    With `cfg.num_mtp_layers` > 0 the MTP modules (model/mtp.py, params under `mtp`) are created at init and run
+    when `mtp_tokens` [B, T, M] (t_{i+k} per depth, from `mtp.mtp_batch`) is passed; `mtp_detach` stops their
+    gradient into the trunk and the shared embedding.
+    """
 
     cfg: ModelConfig
 
@@ -105,7 +114,8 @@ class Transformer(nn.Module):
         return _remat(DecoderLayer, self.cfg.remat_policy)(self.cfg, self.cfg.is_moe_layer(i), name=f"layers_{i}")
 
     @nn.compact
-    def __call__(self, tokens_BT, positions_BT=None, segment_ids_BT=None, routing=None, *, compute_logits=True):
+    def __call__(self, tokens_BT, positions_BT=None, segment_ids_BT=None, routing=None, *, compute_logits=True,
+                 mtp_tokens=None, mtp_detach: bool = False):
         c = self.cfg
         b, t = tokens_BT.shape
         if positions_BT is None:
@@ -127,13 +137,19 @@ class Transformer(nn.Module):
             auxes.append(_expand(aux))
         normed_BTD = RMSNorm(c.rms_norm_eps, c.dtype, c.param_dtype, name="final_norm")(x_BTD)
         logits = self.head(normed_BTD) if compute_logits else None
-        return _output(logits, x_BTD, normed_BTD, [a for a in auxes if a is not None])
+        out = _output(logits, x_BTD, normed_BTD, [a for a in auxes if a is not None])
+        if c.num_mtp_layers and (mtp_tokens is not None or self.is_initializing()):
+            if mtp_tokens is None:  # init: any ids of the right shape create the MTP params
+                mtp_tokens = jnp.broadcast_to(tokens_BT[..., None], (b, t, c.num_mtp_layers))
+            out = out._replace(mtp=MTP(c, name="mtp")(x_BTD, mtp_tokens, embed_VD, positions_BT, segment_ids_BT,
+                                                      mtp_detach))
+        return out
 
     def _stack(self, x_BTD, positions_BT, segment_ids_BT, replay_UPBTk, pattern, n_units):
         """Run the units, under nn.scan or unrolled; aux leaves come back as [U·P_moe, ...]."""
         c = self.cfg
         if c.scan_layers:
-            scanned = nn.scan(Unit, variable_axes={"params": 0, "router_state": 0}, split_rngs={"params": True},
+            scanned = nn.scan(Unit, variable_axes={"params": 0, "router_state": 0, "intermediates": 0}, split_rngs={"params": True},
                               in_axes=(nn.broadcast, nn.broadcast, 0), length=n_units,
                               metadata_params={nn.PARTITION_NAME: "layers"})
             x_BTD, aux = scanned(c, pattern, name="stack")(x_BTD, positions_BT, segment_ids_BT, replay_UPBTk)
@@ -167,7 +183,8 @@ def _output(logits, hidden, normed, auxes: list[dict[str, Any]]) -> ModelOutput:
     if not auxes:
         return ModelOutput(logits, hidden, normed, None, None, jnp.zeros((), jnp.float32))
     aux = jax.tree.map(lambda *a: jnp.concatenate(a), *auxes)
-    return ModelOutput(logits, hidden, normed, aux["indices"], aux["load"], jnp.mean(aux["balance_loss"]))
+    return ModelOutput(logits, hidden, normed, aux["indices"], aux["load"], jnp.mean(aux["balance_loss"]),
+                       aux["dropped"], aux["entropy"])
 
 
 def moe_layer_ids(cfg: ModelConfig) -> list[int]:

@@ -137,7 +137,7 @@ def train(config: ml_collections.ConfigDict) -> RunResult:
     """Run (or resume) one training stage as configured; returns the losses."""
     cfg = model_config(config.model)
     oc = _frozen(config.optim, optim_lib.OptimConfig)
-    sc = _frozen(config.step, StepConfig)
+    sc = dataclasses.replace(_frozen(config.step, StepConfig), qk_clip_tau=oc.qk_clip_tau)
     dc = data_lib.data_config(config.data)
     workdir = Path(config.workdir)
     mesh = shd.make_mesh(dict(config.mesh))

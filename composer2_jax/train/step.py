@@ -15,7 +15,8 @@ from composer2_jax.losses.mtp import (MTPLossConfig, MTPSums, chunked_mtp_sums, 
                                       mtp_weight, teacher_hidden)
 from composer2_jax.model import Transformer
 from composer2_jax.model.mtp import layout_context, mtp_batch, mtp_head, shift_left, update_mtp_router_bias
-from composer2_jax.model.transformer import layer_plan, moe_layer_ids
+from composer2_jax.model.moe import update_router_bias
+from composer2_jax.train.optim import qk_clip
 from composer2_jax.train.state import TrainState
 
 BATCH_KEYS = ("tokens", "targets", "loss_mask", "segment_ids", "positions")
@@ -31,39 +32,12 @@ class StepConfig:
     z_loss_weight: float = 0.0
     router_bias_rate: float = 1e-3
     skip_nonfinite: bool = True
+    qk_clip_tau: Optional[float] = None
     mtp: MTPLossConfig = MTPLossConfig()  # used when model.num_mtp_layers > 0 (a dict from the config is converted)
 
     def __post_init__(self):
         if isinstance(self.mtp, dict):
             object.__setattr__(self, "mtp", MTPLossConfig(**self.mtp))
-
-
-def update_router_bias(router_state, moe_load_LE, rate: float, cfg):
-    """Aux-loss-free balancing (DeepSeek-V3 §2.1.2): b_e ← b_e + γ·sign(mean load − load_e), per MoE layer.
-
-    `moe_load_LE` lists the MoE layers in model order (ModelOutput.routing order): the unrolled prefix/suffix
-    layers `layers_{i}` and the scanned `stack` (one MoE layer per unit under the DeepSeek rule, leading unit axis).
-    """
-    if rate == 0 or moe_load_LE is None:
-        return router_state
-    delta_LE = rate * jnp.sign(jnp.mean(moe_load_LE, axis=-1, keepdims=True) - moe_load_LE)
-    prefix, pattern, n_units, _ = layer_plan(cfg)
-    first_stack_moe = len(prefix) + pattern.index(True) if True in pattern else -1
-    new, j = dict(router_state), 0
-    for i in moe_layer_ids(cfg):
-        if f"layers_{i}" in router_state:  # unrolled prefix / suffix layer
-            new[f"layers_{i}"] = jax.tree.map(lambda b: b + delta_LE[j], router_state[f"layers_{i}"])
-            j += 1
-        elif i == first_stack_moe and "stack" in router_state:  # scanned: all units at once
-            new["stack"] = jax.tree.map(lambda b: b + delta_LE[j:j + n_units], router_state["stack"])
-            j += n_units
-        elif f"stack_{(i - len(prefix)) // len(pattern)}" in router_state:  # unrolled units (scan_layers=False)
-            key = f"stack_{(i - len(prefix)) // len(pattern)}"
-            new[key] = jax.tree.map(lambda b: b + delta_LE[j], router_state[key])
-            j += 1
-    if j != moe_load_LE.shape[0]:
-        raise ValueError(f"router_state covers {j} MoE layers but the load has {moe_load_LE.shape[0]}")
-    return new
 
 
 def microbatches(batch: dict, n: int) -> dict:
@@ -83,18 +57,24 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
 
     def loss_fn(params, router_state, mb, n_tokens, n_mtp_M, lam):
         kw = dict(mtp_tokens=mb["mtp_tokens"], mtp_detach=sc.mtp.detach_trunk) if mtp_on else {}
-        out = model.apply({"params": params, "router_state": router_state}, mb["tokens"], mb["positions"],
-                          mb["segment_ids"], compute_logits=False, **kw)
+        variables = {"params": params, "router_state": router_state}
+        args = (mb["tokens"], mb["positions"], mb["segment_ids"])
+        max_logits = None
+        if sc.qk_clip_tau:  # also collect every attention layer's per-head max logit (MuonClip)
+            out, inter = model.apply(variables, *args, compute_logits=False, mutable=["intermediates"], **kw)
+            max_logits = inter["intermediates"]
+        else:
+            out = model.apply(variables, *args, compute_logits=False, **kw)
         ce = chunked_cross_entropy(out.normed, params["lm_head"], mb["targets"], mb["loss_mask"], sc.loss_chunk)
         loss = (ce.loss_sum + sc.z_loss_weight * ce.z_loss_sum) / n_tokens \
             + sc.balance_loss_weight * out.balance_loss / sc.grad_accum
         sums, mtp_load = _mtp_zeros(cfg, mtp_on), None
         if mtp_on:
-            sums = _mtp_sums(params, out, mb, cfg, sc)
+            sums = mtp_loss_sums(params, out, mb, cfg, sc)
             loss = loss + mtp_objective(sums, n_mtp_M, lam, sc.mtp) \
                 + sc.balance_loss_weight * out.mtp.balance_loss / sc.grad_accum
             mtp_load = out.mtp.moe_load
-        return loss, (ce, out.moe_load, out.balance_loss, sums, mtp_load)
+        return loss, (ce, out.moe_load, out.balance_loss, sums, mtp_load, max_logits)
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
 
@@ -107,29 +87,36 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
         mbs = microbatches(batch, sc.grad_accum)
 
         def accumulate(carry, mb):
-            grads, loss, ce_sum, correct, load, bal, mtp_s, mtp_ld = carry
-            (l, (ce, ld, b, ms, mld)), g = grad_fn(state.params, state.router_state, mb, n_tokens, n_mtp_M, lam)
+            grads, loss, ce_sum, correct, load, bal, mtp_s, mtp_ld, mx = carry
+            (l, (ce, ld, b, ms, mld, m)), g = grad_fn(state.params, state.router_state, mb, n_tokens, n_mtp_M, lam)
             add = lambda a, c: a + c  # noqa: E731
             return (jax.tree.map(add, grads, g), loss + l, ce_sum + ce.loss_sum, correct + ce.correct,
                     None if load is None else load + ld, bal + b, jax.tree.map(add, mtp_s, ms),
-                    None if mtp_ld is None else mtp_ld + mld), None
+                    None if mtp_ld is None else mtp_ld + mld, None if m is None else jax.tree.map(jnp.maximum, mx, m)), None
 
         zeros = jax.tree.map(jnp.zeros_like, state.params)
         load0 = _load_zeros(model)
+        mx0 = _max_logit_init(model, state, mbs) if sc.qk_clip_tau else None
         init = (zeros, jnp.zeros(()), jnp.zeros(()), jnp.zeros(()), load0, jnp.zeros(()), _mtp_zeros(cfg, mtp_on),
-                _mtp_load_zeros(cfg, mtp_on))
-        (grads, loss, ce_sum, correct, load, bal, mtp_sums, mtp_load), _ = jax.lax.scan(accumulate, init, mbs)
+                _mtp_load_zeros(cfg, mtp_on), mx0)
+        (grads, loss, ce_sum, correct, load, bal, mtp_sums, mtp_load, mx), _ = jax.lax.scan(accumulate, init, mbs)
         grad_norm = optax.tree_utils.tree_norm(grads)
         finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
-        router_state = update_router_bias(state.router_state, load, sc.router_bias_rate, model.cfg)
+        if sc.qk_clip_tau:
+            params = apply_qk_clip(params, mx, sc.qk_clip_tau)
+        router_state = state.router_state
+        if load is not None and sc.router_bias_rate:
+            router_state = update_router_bias(router_state, load, sc.router_bias_rate, model.cfg)
         router_state = update_mtp_router_bias(router_state, mtp_load, sc.router_bias_rate, cfg)
         new = TrainState(step=state.step + 1, params=params, opt_state=opt_state, router_state=router_state)
         if sc.skip_nonfinite:  # keep the old state (but count the step) when the loss or gradient is not finite
             new = jax.tree.map(lambda a, b: jnp.where(finite, a, b), new, state.replace(step=state.step + 1))
         metrics = dict(loss=loss, ce=ce_sum / n_tokens, accuracy=correct / n_tokens, grad_norm=grad_norm,
                        tokens=n_tokens, finite=finite, balance_loss=bal / sc.grad_accum)
+        if mx is not None:
+            metrics["max_attention_logit"] = jnp.max(jnp.stack([jnp.max(x) for x in jax.tree.leaves(mx)]))
         if lr_fn is not None:
             metrics["lr"] = lr_fn(state.step)
         if load is not None:
@@ -143,7 +130,7 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
     return step
 
 
-def _mtp_sums(params, out, mb, cfg, sc: StepConfig) -> MTPSums:
+def mtp_loss_sums(params, out, mb, cfg, sc: StepConfig) -> MTPSums:
     """Per-depth MTP sums of one micro-batch: students = MTP depths, teacher = the main head k positions ahead."""
     context = layout_context(cfg)
     teacher = teacher_hidden(jax.lax.stop_gradient(out.normed), cfg.num_mtp_layers,
@@ -167,6 +154,28 @@ def _mtp_load_zeros(cfg, on: bool):
 
     n = sum(mtp_is_moe(cfg, m) for m in range(cfg.num_mtp_layers)) if on else 0
     return jnp.zeros((n, cfg.n_routed_experts), jnp.float32) if n else None
+
+
+def _max_logit_init(model: Transformer, state: TrainState, mbs: dict):
+    """−inf tree shaped like the sown per-layer max logits (for the running max over micro-batches)."""
+    mb = jax.tree.map(lambda x: x[0], mbs)
+    kw = {"mtp_tokens": mb["mtp_tokens"]} if "mtp_tokens" in mb else {}  # MTP blocks sow their max logits too
+    shapes = jax.eval_shape(lambda p, r: model.apply({"params": p, "router_state": r}, mb["tokens"],
+                                                     mb["positions"], mb["segment_ids"], compute_logits=False,
+                                                     mutable=["intermediates"], **kw)[1]["intermediates"],
+                            state.params, state.router_state)
+    return jax.tree.map(lambda s: jnp.full(s.shape, -jnp.inf, s.dtype), shapes)
+
+
+def apply_qk_clip(params: dict, max_logits: dict, tau: float) -> dict:
+    """MuonClip: rescale every attention layer whose per-head max logit exceeds τ (optim.qk_clip)."""
+    out = dict(params)
+    for name, sub in max_logits.items():
+        if name == "attn" and "max_logit" in sub:
+            out["attn"] = qk_clip(params["attn"], sub["max_logit"][0], tau)
+        elif isinstance(sub, dict) and name in params:
+            out[name] = apply_qk_clip(params[name], sub, tau)
+    return out
 
 
 def _load_zeros(model: Transformer):

@@ -1,0 +1,348 @@
+"""Scale planning without the hardware: compile a stage's real train step on a simulated mesh of host CPU
+devices, report per-device memory, the collectives, and a roofline step-time / MFU estimate.
+
+    python -m composer2_jax.plan --preset kimi_k2_5 --stage cpt_bulk \
+        --mesh data=1,fsdp=32,expert=8,tensor=1,context=1 --chip h200
+    python -m composer2_jax.plan --preset kimi_k2_5 --stage cpt_long --search 256 --chip h200
+
+Method:
+  1. Memory: the full model (scanned layers) is lowered and compiled for the mesh; `memory_analysis()` gives
+     argument, output, alias and temporary bytes per device; parameter and optimizer bytes are the shard sizes
+     of the abstract train state (what `init_train_state` allocates).
+  2. FLOPs, HBM bytes and collectives: XLA's cost analysis counts a while-loop body once, so two unrolled
+     models with 1 and 2 scan units are compiled and the per-unit cost is extrapolated linearly to all units.
+  3. Roofline: t = max(FLOPs / peak, bytes / HBM bandwidth) + Σ collective bytes / link bandwidth (ICI inside a
+     node or slice, DCN across), i.e. no compute/communication overlap (a conservative estimate).
+     MFU = model FLOPs (6·N_active + causal attention, `train/metrics.py`) / (t · peak · chips).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import re
+import sys
+import time
+from typing import Optional
+
+STAGES = {  # stage -> (sequence length, attention kernel, global batch in sequences per data-parallel shard)
+    "cpt_bulk": (32768, "xla", 1),
+    "cpt_long": (262144, "ring", 1),
+    "sft": (32768, "xla", 1),
+    "rl": (65536, "xla", 1),
+}
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+               "ragged-all-to-all")
+_DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "s32": 4, "u32": 4, "s8": 1, "u8": 1, "pred": 1, "f64": 8, "s64": 8,
+                "u64": 8, "s16": 2, "u16": 2, "f8e4m3fn": 1, "f8e5m2": 1}
+
+
+def parse_mesh(text: str) -> dict[str, int]:
+    """`data=1,fsdp=8,...` → dict; every axis name must be a mesh axis."""
+    from composer2_jax.sharding import MESH_AXES
+
+    out = {}
+    for part in filter(None, text.split(",")):
+        if "=" not in part:
+            raise ValueError(f"mesh entry {part!r} is not axis=size; expected e.g. data=1,fsdp=8,expert=4")
+        k, v = part.split("=", 1)
+        if k not in MESH_AXES:
+            raise ValueError(f"unknown mesh axis {k!r}; expected names from {MESH_AXES}")
+        out[k] = int(v)
+    return {a: out.get(a, 1) for a in MESH_AXES}
+
+
+@dataclasses.dataclass
+class Collective:
+    """One collective op of the compiled program."""
+
+    kind: str
+    bytes: int  # result bytes per device
+    group: int  # devices per replica group
+    crosses_nodes: bool
+
+    @property
+    def wire_bytes(self) -> float:
+        """Bytes each device sends for this op (ring algorithms)."""
+        n = max(self.group, 1)
+        frac = (n - 1) / n
+        if self.kind == "all-reduce":
+            return 2 * frac * self.bytes
+        if self.kind == "collective-permute":
+            return float(self.bytes)
+        return frac * self.bytes
+
+
+def _shape_bytes(shape_text: str) -> int:
+    """Bytes of an HLO result type such as `bf16[8,128]{1,0}` or a tuple of them."""
+    total = 0
+    for dt, dims in re.findall(r"\b([a-z]+[0-9a-z]*)\[([0-9,]*)\]", shape_text):
+        if dt in _DTYPE_BYTES:
+            total += _DTYPE_BYTES[dt] * math.prod(int(d) for d in dims.split(",") if d)
+    return total
+
+
+def _groups(line: str) -> list[list[int]]:
+    """Replica groups of an HLO collective line (explicit or iota form)."""
+    m = re.search(r"replica_groups=\{(\{[0-9,{} ]*\})\}", line)
+    if m:
+        return [[int(x) for x in g.split(",") if x.strip()] for g in re.findall(r"\{([0-9, ]*)\}", m.group(1))]
+    m = re.search(r"replica_groups=\[([0-9,]+)\]<=\[([0-9,]+)\](T\(([0-9,]+)\))?", line)
+    if m:
+        import numpy as np
+
+        shape = [int(x) for x in m.group(1).split(",")]
+        dims = [int(x) for x in m.group(2).split(",")]
+        ids = np.arange(math.prod(dims)).reshape(dims)
+        if m.group(4):
+            ids = ids.transpose([int(x) for x in m.group(4).split(",")])
+        return ids.reshape(shape).tolist()
+    m = re.search(r"source_target_pairs=\{([0-9,{} ]*)\}", line)
+    if m:
+        return [[int(a), int(b)] for a, b in re.findall(r"\{(\d+),(\d+)\}", m.group(1))]
+    return []
+
+
+def collectives(hlo_text: str, node_size: int) -> list[Collective]:
+    """Collective ops in compiled HLO text with their result bytes and group sizes."""
+    out = []
+    for line in hlo_text.splitlines():
+        m = re.search(r"=\s*(.+?)\s+(" + "|".join(COLLECTIVES) + r")(-start)?\(", line)
+        if not m or "-done" in line.split("=")[0]:
+            continue
+        groups = _groups(line)
+        size = len(groups[0]) if groups and m.group(2) != "collective-permute" else 2
+        crosses = any(len({d // node_size for d in g}) > 1 for g in groups)
+        out.append(Collective(m.group(2), _shape_bytes(m.group(1)), size, crosses))
+    return out
+
+
+def _stage_config(preset: str, stage: str, attention_kernel: Optional[str] = None):
+    from composer2_jax.config import get_model_config
+
+    seq, kernel, _ = STAGES[stage]
+    over = {"attention_kernel": attention_kernel or kernel}
+    return get_model_config(preset, **over), seq
+
+
+def _compile(cfg, mesh, batch: int, seq: int, optimizer: str):
+    """Lower and compile the real train step for abstract inputs on `mesh`."""
+    import jax
+
+    from composer2_jax.model import Transformer
+    from composer2_jax.train import optim
+    from composer2_jax.train.state import abstract_train_state, activate
+    from composer2_jax.train.step import StepConfig, batch_shardings, make_train_step
+
+    model = Transformer(cfg)
+    oc = optim.OptimConfig(name=optimizer)
+    abstract, shardings, tx = abstract_train_state(model, lambda p, n: optim.make_optimizer(oc, p, n), mesh,
+                                                   (batch, seq))
+    bs = batch_shardings(mesh)
+    batch_abs = {k: jax.ShapeDtypeStruct((batch, seq), jax.numpy.int32, sharding=s) for k, s in bs.items()}
+    with activate(mesh):
+        step = jax.jit(make_train_step(model, tx, StepConfig()), donate_argnums=0,
+                       in_shardings=(shardings, bs), out_shardings=(shardings, None))
+        compiled = step.lower(abstract, batch_abs).compile()
+    return compiled, abstract
+
+
+def _shard_bytes(tree) -> int:
+    """Bytes of one device's shards of an abstract tree (max over devices)."""
+    import jax
+
+    total = 0
+    for leaf in jax.tree.leaves(tree):
+        shard = leaf.sharding.shard_shape(leaf.shape)
+        total += math.prod(shard) * leaf.dtype.itemsize
+    return total
+
+
+def _cost(compiled) -> dict:
+    ca = compiled.cost_analysis()
+    ca = ca[0] if isinstance(ca, (list, tuple)) else ca
+    return {"flops": float(ca.get("flops", 0.0)), "bytes": float(ca.get("bytes accessed", 0.0))}
+
+
+def _unit_costs(cfg, mesh, batch, seq, optimizer, node_size):
+    """(cost with one unit, per-unit increment) from two unrolled compiles, collectives included."""
+    from composer2_jax.model.transformer import layer_plan
+
+    prefix, pattern, n_units, suffix = layer_plan(cfg)
+    p = len(pattern) or 1
+    out = []
+    for u in (1, 2):
+        small = dataclasses.replace(cfg, num_layers=len(prefix) + u * p, scan_layers=False)
+        compiled, _ = _compile(small, mesh, batch, seq, optimizer)
+        cost = _cost(compiled)
+        colls = collectives(compiled.as_text(), node_size)
+        cost["ici"] = sum(c.wire_bytes for c in colls if not c.crosses_nodes)
+        cost["dcn"] = sum(c.wire_bytes for c in colls if c.crosses_nodes)
+        cost["kinds"] = _by_kind(colls)
+        out.append(cost)
+    delta = {k: out[1][k] - out[0][k] for k in ("flops", "bytes", "ici", "dcn")}
+    return out[0], delta, n_units, out
+
+
+def _by_kind(colls) -> dict:
+    agg: dict[str, dict] = {}
+    for c in colls:
+        a = agg.setdefault(c.kind, {"count": 0, "bytes": 0, "wire_bytes": 0.0})
+        a["count"] += 1
+        a["bytes"] += c.bytes
+        a["wire_bytes"] += c.wire_bytes
+    return agg
+
+
+def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optional[int] = None,
+         seq_len: Optional[int] = None, optimizer: str = "muon", estimate: bool = True) -> dict:
+    """Compile the stage on the mesh (devices must exist) and return the memory/cost/roofline report."""
+    import jax
+
+    from composer2_jax import chips
+    from composer2_jax import sharding as shd
+    from composer2_jax.params import count_params
+    from composer2_jax.train.loop import validate_layout
+    from composer2_jax.train.metrics import flops_per_token
+
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; expected one of {sorted(STAGES)}")
+    chip = chips.get_chip(chip_name)
+    cfg, seq = _stage_config(preset, stage)
+    seq = seq_len or seq
+    if mesh_shape.get("context", 1) == 1 and cfg.attention_kernel == "ring":
+        cfg = dataclasses.replace(cfg, attention_kernel="xla")
+    n = math.prod(mesh_shape.values())
+    if n != jax.device_count():
+        raise ValueError(f"mesh {mesh_shape} needs {n} devices; this process has {jax.device_count()} "
+                         f"(run through the CLI, which simulates exactly the mesh's device count)")
+    mesh = shd.make_mesh(mesh_shape)
+    dp = mesh_shape["data"] * mesh_shape["fsdp"] * mesh_shape["expert"]
+    batch = batch or dp * STAGES[stage][2]
+    validate_layout(cfg, mesh, batch, seq, 1)
+    shd.validate_model_mesh(cfg, mesh, batch, seq)
+    t0 = time.time()
+    compiled, abstract = _compile(cfg, mesh, batch, seq, optimizer)
+    mem = compiled.memory_analysis()
+    params_b, opt_b = _shard_bytes(abstract.params), _shard_bytes(abstract.opt_state)
+    peak = mem.argument_size_in_bytes + mem.output_size_in_bytes - mem.alias_size_in_bytes + mem.temp_size_in_bytes
+    report = dict(preset=preset, stage=stage, mesh=mesh_shape, chip=chip.name, chips=n, global_batch=batch,
+                  seq_len=seq, tokens_per_step=batch * seq,
+                  per_device=dict(params_bytes=params_b, optimizer_bytes=opt_b,
+                                  argument_bytes=mem.argument_size_in_bytes, output_bytes=mem.output_size_in_bytes,
+                                  alias_bytes=mem.alias_size_in_bytes, temp_bytes=mem.temp_size_in_bytes,
+                                  activation_and_temp_bytes=mem.temp_size_in_bytes, peak_bytes=peak),
+                  hbm_bytes=chip.hbm_bytes, fits=bool(peak <= chip.hbm_bytes), compile_s=round(time.time() - t0, 1))
+    if not estimate:
+        return report
+    base, delta, n_units, raw = _unit_costs(cfg, mesh, batch, seq, optimizer, chip.node_size)
+    tot = {k: base[k] + (n_units - 1) * delta[k] for k in delta}
+    t_compute = tot["flops"] / chip.peak_bf16_flops
+    t_memory = tot["bytes"] / chip.hbm_bw
+    t_comm = tot["ici"] / chip.ici_bw + tot["dcn"] / chip.dcn_bw
+    step_s = max(t_compute, t_memory) + t_comm
+    _, active = count_params(abstract.params, cfg)
+    model_flops = flops_per_token(cfg, active, seq) * batch * seq
+    report.update(
+        compiled_flops_per_device=tot["flops"], hbm_bytes_per_device=tot["bytes"], ici_bytes_per_device=tot["ici"],
+        dcn_bytes_per_device=tot["dcn"], collectives_per_unit=raw[1]["kinds"],
+        roofline=dict(compute_s=t_compute, memory_s=t_memory, comm_s=t_comm, step_s=step_s,
+                      bound="compute" if t_compute >= t_memory else "memory"),
+        model_flops=model_flops, est_mfu=model_flops / (step_s * chip.peak_bf16_flops * n),
+        tokens_per_s=batch * seq / step_s)
+    return report
+
+
+def factorizations(n: int, cfg, seq: int, context_options=(1,)) -> list[dict]:
+    """Meshes of n devices that the model's dimensions allow (experts by expert, heads by tensor, ...)."""
+    out = []
+    for expert in _divisors(n):
+        if cfg.n_routed_experts and cfg.n_routed_experts % expert:
+            continue
+        for tensor in _divisors(n // expert):
+            if cfg.num_heads % tensor or tensor > 8:
+                continue
+            for context in context_options:
+                rest = n // (expert * tensor)
+                if rest % context or seq % (2 * context):
+                    continue
+                out.append(dict(data=1, fsdp=rest // context, expert=expert, tensor=tensor, context=context))
+    return out
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def search(preset: str, stage: str, n: int, chip_name: str, optimizer: str = "muon", limit: int = 6) -> dict:
+    """Fastest fitting mesh of n chips among the allowed factorizations (memory first, then the roofline)."""
+    cfg, seq = _stage_config(preset, stage)
+    ctx = (1, 2, 4, 8, 16) if stage == "cpt_long" else (1,)
+    cands = factorizations(n, cfg, seq, ctx)
+    cands.sort(key=lambda m: (m["tensor"], -m["expert"], m["context"]))  # favour EP, little TP (MoE practice)
+    tried = []
+    for m in cands[: limit * 3]:
+        r = plan(preset, stage, m, chip_name, optimizer=optimizer, estimate=False)
+        tried.append(dict(mesh=m, fits=r["fits"], peak_gb=round(r["per_device"]["peak_bytes"] / 1e9, 1)))
+        if len([t for t in tried if t["fits"]]) >= limit:
+            break
+    fitting = [t for t in tried if t["fits"]]
+    if not fitting:
+        return dict(best=None, tried=tried, reason=f"no tried mesh of {n} chips fits {chip_name} HBM")
+    ranked = []
+    for t in fitting:
+        r = plan(preset, stage, t["mesh"], chip_name, optimizer=optimizer)
+        ranked.append((r["roofline"]["step_s"], r))
+    ranked.sort(key=lambda x: x[0])
+    return dict(best=ranked[0][1], tried=tried)
+
+
+def _human(report: dict) -> str:
+    pd = report["per_device"]
+    g = lambda b: f"{b / 1e9:8.2f} GB"  # noqa: E731
+    lines = [f"{report['preset']} / {report['stage']} on {report['chips']}×{report['chip']} mesh {report['mesh']}",
+             f"  params {g(pd['params_bytes'])}  optimizer {g(pd['optimizer_bytes'])}  activations+temp "
+             f"{g(pd['temp_bytes'])}  peak {g(pd['peak_bytes'])}  HBM {g(report['hbm_bytes'])}  "
+             f"{'FITS' if report['fits'] else 'DOES NOT FIT'}"]
+    if "roofline" in report:
+        r = report["roofline"]
+        lines.append(f"  step ≈ {r['step_s']:.3f} s (compute {r['compute_s']:.3f}, memory {r['memory_s']:.3f}, "
+                     f"comm {r['comm_s']:.3f}); est. MFU {report['est_mfu']:.1%}; {report['tokens_per_s']:,.0f} tok/s")
+        for k, v in sorted(report["collectives_per_unit"].items()):
+            lines.append(f"  per layer unit: {v['count']:3d} × {k:<18} {v['wire_bytes'] / 1e6:10.1f} MB on the wire")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", default="kimi_k2_5")
+    ap.add_argument("--stage", default="cpt_bulk", choices=sorted(STAGES))
+    ap.add_argument("--mesh", default="", help="data=..,fsdp=..,expert=..,tensor=..,context=..")
+    ap.add_argument("--chip", default="h200")
+    ap.add_argument("--batch", type=int, default=None, help="global batch in sequences (default: one per DP shard)")
+    ap.add_argument("--seq_len", type=int, default=None)
+    ap.add_argument("--optimizer", default="muon", choices=["muon", "adamw"])
+    ap.add_argument("--search", type=int, default=0, help="chip count: propose the fastest fitting mesh")
+    ap.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
+    a = ap.parse_args(argv)
+    if not a.mesh and not a.search:
+        ap.error("give --mesh or --search N")
+    n = a.search or math.prod(int(p.split("=")[1]) for p in a.mesh.split(",") if "=" in p)
+    if "jax" not in sys.modules:  # simulate exactly n host devices
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   f" --xla_force_host_platform_device_count={n}").strip()
+        os.environ["JAX_PLATFORMS"] = "cpu"
+    if a.search:
+        out = search(a.preset, a.stage, a.search, a.chip, a.optimizer)
+        print(json.dumps(out, indent=1, default=str) if a.json or out["best"] is None else _human(out["best"]))
+        return out
+    rep = plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer)
+    print(json.dumps(rep, indent=1, default=str) if a.json else _human(rep))
+    return rep
+
+
+if __name__ == "__main__":
+    main()
