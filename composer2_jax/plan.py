@@ -11,6 +11,12 @@ Method:
      of the abstract train state (what `init_train_state` allocates).
   2. FLOPs, HBM bytes and collectives: XLA's cost analysis counts a while-loop body once, so two unrolled
      models with 1 and 2 scan units are compiled and the per-unit cost is extrapolated linearly to all units.
+  Kernels: the planner compiles what an accelerator run executes where the CPU backend has a naive stand-in:
+     blockwise attention (`xla_chunked`: no [T, S] logits; it counts the masked half of causal blocks, as an
+     XLA kernel would) and the padded grouped matmul for experts (`moe_gmm_impl='padded'`: XLA's cost analysis
+     of ragged_dot counts every group densely; the padded FLOPs include the dropless slack). MoE dispatch defaults to
+     capacity mode (factor 1.25): the dropless expert-parallel receive buffers are sized for the worst case
+     (every token to one shard), which is what a dropless plan would have to budget.
   3. Roofline: t = max(FLOPs / peak, bytes / HBM bandwidth) + Σ collective bytes / link bandwidth (ICI inside a
      node or slice, DCN across), i.e. no compute/communication overlap (a conservative estimate).
      MFU = model FLOPs (6·N_active + causal attention, `train/metrics.py`) / (t · peak · chips).
@@ -120,11 +126,13 @@ def collectives(hlo_text: str, node_size: int) -> list[Collective]:
     return out
 
 
-def _stage_config(preset: str, stage: str, attention_kernel: Optional[str] = None):
+def _stage_config(preset: str, stage: str, attention_kernel: Optional[str] = None, moe_impl: str = "capacity"):
     from composer2_jax.config import get_model_config
 
     seq, kernel, _ = STAGES[stage]
-    over = {"attention_kernel": attention_kernel or kernel}
+    kernel = attention_kernel or kernel
+    over = {"attention_kernel": "xla_chunked" if kernel == "xla" else kernel, "moe_gmm_impl": "padded",
+            "moe_impl": moe_impl}
     return get_model_config(preset, **over), seq
 
 
@@ -198,7 +206,8 @@ def _by_kind(colls) -> dict:
 
 
 def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optional[int] = None,
-         seq_len: Optional[int] = None, optimizer: str = "muon", estimate: bool = True) -> dict:
+         seq_len: Optional[int] = None, optimizer: str = "muon", estimate: bool = True,
+         moe_impl: str = "capacity") -> dict:
     """Compile the stage on the mesh (devices must exist) and return the memory/cost/roofline report."""
     import jax
 
@@ -211,10 +220,10 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; expected one of {sorted(STAGES)}")
     chip = chips.get_chip(chip_name)
-    cfg, seq = _stage_config(preset, stage)
+    cfg, seq = _stage_config(preset, stage, moe_impl=moe_impl)
     seq = seq_len or seq
     if mesh_shape.get("context", 1) == 1 and cfg.attention_kernel == "ring":
-        cfg = dataclasses.replace(cfg, attention_kernel="xla")
+        cfg = dataclasses.replace(cfg, attention_kernel="xla_chunked")
     n = math.prod(mesh_shape.values())
     if n != jax.device_count():
         raise ValueError(f"mesh {mesh_shape} needs {n} devices; this process has {jax.device_count()} "
@@ -325,6 +334,8 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=None, help="global batch in sequences (default: one per DP shard)")
     ap.add_argument("--seq_len", type=int, default=None)
     ap.add_argument("--optimizer", default="muon", choices=["muon", "adamw"])
+    ap.add_argument("--moe_impl", default="capacity", choices=["capacity", "dropless"],
+                    help="capacity (factor 1.25, bounded buffers) | dropless (EP receive buffers sized for the worst case)")
     ap.add_argument("--search", type=int, default=0, help="chip count: propose the fastest fitting mesh")
     ap.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
     a = ap.parse_args(argv)
@@ -339,7 +350,7 @@ def main(argv=None):
         out = search(a.preset, a.stage, a.search, a.chip, a.optimizer)
         print(json.dumps(out, indent=1, default=str) if a.json or out["best"] is None else _human(out["best"]))
         return out
-    rep = plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer)
+    rep = plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer, moe_impl=a.moe_impl)
     print(json.dumps(rep, indent=1, default=str) if a.json else _human(rep))
     return rep
 

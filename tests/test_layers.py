@@ -215,3 +215,17 @@ def test_moe_layer_matches_naive_and_has_gradients():
     assert aux["load"].sum() == 12 * cfg.num_experts_per_tok
     g = jax.grad(lambda pp: jnp.sum(m.apply(dict(v, params=pp), x)[0] ** 2))(v["params"])
     assert float(jnp.abs(g["router"]).sum()) > 0 and float(jnp.abs(g["wi_gate"]).sum()) > 0
+
+
+def test_chunked_attention_matches_xla_attention_values_and_grads():
+    from composer2_jax.model.attention import chunked_attention, xla_attention
+
+    q, k, v = (jnp.asarray(rng.normal(size=(2, 32, 3, 8)), jnp.float32) for _ in range(3))
+    seg = jnp.asarray(np.concatenate([np.ones((2, 20)), 2 * np.ones((2, 12))], 1).astype(np.int32))
+    for segs in (None, seg):
+        kw = dict(scale=0.3, causal=True, q_segment_ids=segs, kv_segment_ids=segs)
+        f = lambda q, k, v: jnp.sum(chunked_attention(q, k, v, chunk=8, **kw) ** 2)  # noqa: E731
+        g = lambda q, k, v: jnp.sum(xla_attention(q, k, v, **kw) ** 2)  # noqa: E731
+        np.testing.assert_allclose(f(q, k, v), g(q, k, v), **FP32_FN)
+        for a, b in zip(jax.grad(f, (0, 1, 2))(q, k, v), jax.grad(g, (0, 1, 2))(q, k, v)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), **FP32_BLOCK)

@@ -51,6 +51,30 @@ def xla_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, 
     return jnp.einsum("BHTS,BSHV->BTHV", probs_BHTS.astype(v_BSHV.dtype), v_BSHV)
 
 
+def chunked_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_segment_ids=None,
+                      kv_segment_ids=None, q_idx=None, kv_idx=None, chunk: int = 512):
+    """Memory-efficient XLA attention (Rabe & Staats 2021): query chunks under lax.map with rematerialisation,
+    so peak memory is O(B·H·chunk·S) instead of O(B·H·T·S). Same maths as `xla_attention`."""
+    b, t, s = q_BTHK.shape[0], q_BTHK.shape[1], k_BSHK.shape[1]
+    if t <= chunk or t % chunk:
+        return xla_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
+                             kv_segment_ids=kv_segment_ids, q_idx=q_idx, kv_idx=kv_idx)
+    q_idx = jnp.broadcast_to(jnp.arange(t), (b, t)) if q_idx is None else q_idx
+    q_seg = jnp.zeros((b, t), jnp.int32) if q_segment_ids is None else q_segment_ids
+    kv_seg = None if q_segment_ids is None else kv_segment_ids
+    n = t // chunk
+    split = lambda a: jnp.moveaxis(a.reshape((b, n, chunk) + a.shape[2:]), 1, 0)  # noqa: E731  [n, B, c, ...]
+
+    @jax.checkpoint
+    def one(xs):
+        q_, qi_, qs_ = xs
+        return xla_attention(q_, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=None if kv_seg is None
+                             else qs_, kv_segment_ids=kv_seg, q_idx=qi_, kv_idx=kv_idx)
+
+    o_nBcHV = jax.lax.map(one, (split(q_BTHK), split(q_idx), split(q_seg)))
+    return jnp.moveaxis(o_nBcHV, 0, 1).reshape((b, t) + o_nBcHV.shape[3:])
+
+
 def max_logits_per_head(q_BTHK, k_BSHK, positions_BT, segment_ids_BT, scale: float):
     """Per-head max of the visible pre-softmax logits [H] (MuonClip's S_h), masked by position and segment.
 
@@ -62,7 +86,7 @@ def max_logits_per_head(q_BTHK, k_BSHK, positions_BT, segment_ids_BT, scale: flo
     return jnp.max(jnp.where(mask, logits_BHTS, -jnp.inf), axis=(0, 2, 3))
 
 
-KERNELS: dict[str, Callable] = {"xla": xla_attention}
+KERNELS: dict[str, Callable] = {"xla": xla_attention, "xla_chunked": chunked_attention}
 
 # Context-parallel kernels, imported on first use (they import xla_attention from here). A kernel with
 # `takes_latent = True` is called as kernel(q, c_kv, k_R, W_kvb, ...) instead of kernel(q, k, v, ...).
