@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests.tolerances import SHARDED_FP32
 
@@ -22,6 +23,7 @@ def _losses(workdir):
     return [r["loss"] for r in recs if "loss" in r]
 
 
+@pytest.mark.slow
 def test_two_processes_match_one_process(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     one, two = tmp_path / "one", tmp_path / "two"

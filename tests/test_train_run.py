@@ -64,6 +64,7 @@ def _run(workdir, extra=(), wait=True):
     return proc
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_step_then_resume_gives_identical_losses(tmp_path):
     full, killed = tmp_path / "full", tmp_path / "killed"
     _run(full)
