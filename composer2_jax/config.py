@@ -194,7 +194,7 @@ def _preset_overrides(name: str) -> dict[str, Any]:
         return dict(vocab_size=512, hidden_size=64, num_layers=3, num_heads=4, q_lora_rank=32, kv_lora_rank=32,
                     qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, intermediate_size=128,
                     moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1,
-                    routed_scaling_factor=2.5, max_position_embeddings=4096, dtype="float32",
+                    routed_scaling_factor=2.5, max_position_embeddings=16384, dtype="float32",
                     remat_policy="none",
                     rope_scaling=dict(factor=4.0, original_max_position_embeddings=256, beta_fast=32.0,
                                       beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))
