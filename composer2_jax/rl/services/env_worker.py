@@ -1,0 +1,124 @@
+"""Environment worker: a pool of sandboxes that turns (task, policy) into a graded, rewarded EpisodeRecord.
+
+    task → snapshot (imported once per task) → fork → episode through the harness → grade in a fresh fork with the
+    hidden check copied in only then → reward (success − effort penalty + aux) → close the sandbox.
+
+A failure of the sandbox or of the policy raises out of `run`; the caller (the orchestrator) retries or drops the
+episode and counts it. The sandbox is closed whatever happens.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from composer2_jax.data import tokenizer as tk
+from composer2_jax.env.harness import HarnessConfig, run_episode
+from composer2_jax.env.tool_schemas import TOOL_NAMES
+from composer2_jax.env.testing import make_repo
+from composer2_jax.rl.rewards import EpisodeOutcome, RewardConfig, compute_reward, effort_counts_from_episode
+from composer2_jax.rl.services.grader import grade_task
+from composer2_jax.rl.services.records import EpisodeRecord
+from composer2_jax.rl.services.tool_view import ToolView
+from composer2_jax.rl.tasks import CodingTask
+
+
+class LayerSafeEnv:
+    """An Environment whose layer-changing operations (fork, snapshot, import, close, …) run one at a time.
+
+    Works around a race in `env.layers.LayerStore.gc`: it takes the set of pinned layers before listing the layer
+    directory, so a layer created in between by another thread's fork or snapshot is deleted under it (the mount
+    then fails with ENOENT). Tool calls are not serialised.
+    """
+
+    _SERIAL = ("fork", "snapshot", "import_repo", "close", "restore", "delete_snapshot", "create")
+
+    def __init__(self, env: Any):
+        self.env = env
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.env, name)
+        if name not in self._SERIAL:
+            return attr
+
+        def serial(*args, **kwargs):
+            with self._lock:
+                return attr(*args, **kwargs)
+
+        return serial
+
+
+class EnvWorker:
+    """Runs episodes of generated tasks on one Environment (thread-safe: one sandbox per episode)."""
+
+    def __init__(self, env: Any, tokenizer: tk.Tokenizer, harness: HarnessConfig, reward: RewardConfig,
+                 tools: Sequence[str] = TOOL_NAMES, schemas_in_prompt: bool = True,
+                 repo_root: str | Path | None = None, grade_timeout_s: float = 30.0):
+        env = env if isinstance(env, LayerSafeEnv) else LayerSafeEnv(env)
+        self.env, self.tok, self.harness, self.reward_cfg = env, tokenizer, harness, reward
+        self.view = ToolView(env, tools, schemas_in_prompt)  # what the agent sees; grading uses the env itself
+        self.grade_timeout_s = grade_timeout_s
+        self._root = Path(repo_root or tempfile.mkdtemp(prefix="rl-repos-"))
+        self._snaps: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def snapshot(self, task: CodingTask) -> str:
+        """The task's starting repository as a snapshot id (written and imported on first use)."""
+        with self._lock:
+            snap = self._snaps.get(task.task_id)
+        if snap is not None:
+            return snap
+        repo = make_repo(str(self._root / task.task_id), task.files())
+        snap = self.env.import_repo(repo)
+        with self._lock:
+            return self._snaps.setdefault(task.task_id, snap)
+
+    def run(self, task: CodingTask, policy: Any, admitted_version: int, routing_fn=None,
+            transcript: list | None = None) -> EpisodeRecord:
+        """One episode of `task` with `policy`, graded and rewarded.
+
+        `routing_fn(episode)` gives the per-segment routing records; `transcript`, if given, receives the chat
+        messages of the episode.
+        """
+        sid = self.env.fork(self.snapshot(task))
+        try:
+            result = run_episode(self.view, sid, task.instruction, policy, self.tok, self.harness,
+                                 task_id=task.task_id, group_id=task.task_id)
+            grade = grade_task(self.env, sid, task, self.grade_timeout_s)
+            if transcript is not None:
+                transcript.extend(result.messages)
+        finally:
+            _close_quietly(self.env, sid)
+        counts = effort_counts_from_episode(result.episode)
+        breakdown = compute_reward(EpisodeOutcome(tests=grade.tests, effort=counts,
+                                                  tool_call_errors=result.tool_call_errors), self.reward_cfg)
+        routing = routing_fn(result.episode) if routing_fn is not None else [None] * len(result.episode.segments)
+        return EpisodeRecord(
+            episode=result.episode.with_reward(breakdown.total), routing=routing, task_id=task.task_id,
+            difficulty=task.difficulty, reward=breakdown.total, success=breakdown.success, effort=breakdown.effort,
+            breakdown=breakdown.as_dict(), stop_reason=result.stop_reason, turns=result.turns,
+            tool_calls=len(result.tool_calls), malformed=result.malformed, generated_tokens=result.generated_tokens,
+            wall_s=result.wall_s, grade_s=grade.wall_s, admitted_version=admitted_version)
+
+    def close(self) -> None:
+        """Forget the snapshots (the environment itself belongs to the caller)."""
+        with self._lock:
+            snaps, self._snaps = list(self._snaps.values()), {}
+        for snap in snaps:
+            try:
+                self.env.delete_snapshot(snap)
+            except KeyError:
+                pass
+
+
+def _close_quietly(env: Any, sid: str) -> None:
+    """Close a sandbox that may already be gone."""
+    try:
+        env.close(sid)
+    except KeyError:
+        pass
+

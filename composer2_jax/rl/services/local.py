@@ -1,0 +1,207 @@
+"""The embedded orchestrator: every service in one process (threads + queues + JAX), for a single machine.
+
+    dispatcher thread ── admits a group when the staleness gate allows (≤ (v + η + 1)·G admitted) ──┐
+    episode threads (env workers) ── harness loop: RolloutPolicy ⇄ sandbox tools; grade; reward ──┤ groups
+    rollout thread ── batches reply requests onto the engine; picks up new weights between batches │
+    trainer (caller's thread) ── takes G fresh groups ← GroupBuffer ←──────────────────────────────┘
+                                 → update → publish version t+1 → checkpoint / evaluate / log
+
+Faults: an episode whose sandbox or rollout call fails is retried (`max_retries`) in a fresh fork, then dropped
+and counted; a group left with fewer than `min_group` episodes is dropped and its admission slot released, so
+the trainer never waits for it. A dead rollout thread is restarted by a watchdog (its in-flight requests fail
+and their episodes are retried).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+from composer2_jax.rl.services.buffer import GroupBuffer
+from composer2_jax.rl.services.env_worker import EnvWorker
+from composer2_jax.rl.services.records import Counters, EpisodeRecord, GroupRecord
+from composer2_jax.rl.services.rollout import RolloutPolicy, RolloutWorker, episode_policy
+from composer2_jax.rl.services.routing import episode_routing
+from composer2_jax.rl.services.sampler import TaskSampler
+from composer2_jax.rl.services.staleness import StalenessGate
+from composer2_jax.rl.services.trainer import Trainer
+from composer2_jax.rl.services.weights import WeightStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+    """How the services are driven."""
+
+    eta: int = 1  # staleness bound η (0 = the synchronous loop)
+    samples: int = 4  # rollouts per task (the advantage group)
+    steps: int = 20  # train until this weight version
+    episode_threads: int = 24  # episodes in flight at once (≥ the rollout batch keeps the engine full)
+    max_retries: int = 1  # retries of an episode whose sandbox or rollout call failed
+    min_group: int = 2  # groups with fewer surviving episodes are dropped
+    take_timeout_s: float = 600.0  # the trainer gives up (error naming the counters) after waiting this long
+
+    def __post_init__(self):
+        if self.samples < self.min_group or self.min_group < 1:
+            raise ValueError(f"samples={self.samples} must be ≥ min_group={self.min_group} ≥ 1")
+
+
+class _PendingGroup:
+    """Collects the episodes of one admitted group as they finish."""
+
+    def __init__(self, index: int, task, version: int, n: int, on_done: Callable[["_PendingGroup"], None]):
+        self.index, self.task, self.version, self.n, self.on_done = index, task, version, n, on_done
+        self.records: list[EpisodeRecord] = []
+        self.finished = 0
+        self._lock = threading.Lock()
+
+    def add(self, record: EpisodeRecord | None) -> None:
+        """One episode finished (None: dropped)."""
+        with self._lock:
+            self.finished += 1
+            if record is not None:
+                self.records.append(record)
+            done = self.finished == self.n
+        if done:
+            self.on_done(self)
+
+
+class LocalOrchestrator:
+    """Runs the RL loop in this process; `run(on_version)` trains until `lc.steps`."""
+
+    def __init__(self, trainer: Trainer, rollout: RolloutWorker, env_worker: EnvWorker, sampler: TaskSampler,
+                 lc: LoopConfig, store: WeightStore, counters: Counters):
+        self.trainer, self.rollout, self.env_worker, self.sampler = trainer, rollout, env_worker, sampler
+        self.lc, self.store, self.counters = lc, store, counters
+        g = trainer.tc.groups_per_batch
+        self.gate = StalenessGate(lc.eta, g, admitted=trainer.version * g)
+        self.buffer = GroupBuffer(self.gate, counters)
+        self.stop = threading.Event()
+        self._pool: ThreadPoolExecutor | None = None
+
+    # ------------------------------------------------------------------------------------------------ episodes
+
+    def _routing_fn(self, policy: RolloutPolicy):
+        """Episode → per-segment routing records from the policy's calls."""
+        cfg = self.trainer.model_cfg
+        return lambda ep: episode_routing(ep, policy.calls, self.trainer.num_moe, cfg.num_experts_per_tok)
+
+    def execute(self, task, version: int) -> EpisodeRecord:
+        """One attempt at an episode (raises when a worker fails); here: the env worker in this process."""
+        policy = episode_policy(self.rollout, self.env_worker.tok.vocab_size)
+        record = self.env_worker.run(task, policy, version, self._routing_fn(policy))
+        self.counters.add("replies_cut_at_unknown_id", policy.truncated)
+        self.counters.add("context_overflows", policy.overflows)
+        return record
+
+    def run_episode(self, task, version: int) -> EpisodeRecord | None:
+        """One episode with retries; None (counted) when every attempt failed."""
+        for attempt in range(1 + self.lc.max_retries):
+            if self.stop.is_set():
+                return None
+            try:
+                record = self.execute(task, version)
+                self.counters.add("episodes_done")
+                return record
+            except Exception as e:  # noqa: BLE001 - any failure of a worker is retried or dropped, never fatal
+                self.counters.add("episode_failures")
+                log.warning("episode of %s failed (attempt %d): %s: %s", task.task_id, attempt + 1,
+                            type(e).__name__, e)
+                if attempt < self.lc.max_retries:
+                    self.counters.add("episodes_retried")
+        self.counters.add("episodes_dropped")
+        return None
+
+    def _group_done(self, group: _PendingGroup) -> None:
+        """Hand a finished group to the buffer, or drop it (and return its slot)."""
+        if len(group.records) < self.lc.min_group:
+            self.counters.add("groups_dropped")
+            self.gate.release()
+            return
+        self.buffer.put(GroupRecord(group.index, group.task.task_id, group.version, group.records))
+
+    def _dispatch(self) -> None:
+        """Admit groups while the staleness gate allows; each becomes `samples` episode jobs."""
+        while not self.stop.is_set():
+            index = self.gate.admit(lambda: self.store.version, self.stop)
+            if index is None:
+                return
+            task, version = self.sampler.next(), self.store.version
+            self.counters.add("groups_admitted")
+            group = _PendingGroup(index, task, version, self.lc.samples, self._group_done)
+            for _ in range(self.lc.samples):
+                self._pool.submit(self._episode_job, group)
+
+    def _episode_job(self, group: _PendingGroup) -> None:
+        """One episode of a group (a thread-pool job)."""
+        group.add(self.run_episode(group.task, group.version))
+
+    def _watch_rollout(self) -> None:
+        """Restart the rollout thread if it died."""
+        while not self.stop.wait(0.05):
+            if self.rollout.thread is not None and not self.rollout.thread.is_alive():
+                self.counters.add("rollout_restarts")
+                log.warning("rollout worker died; restarting it")
+                self.rollout.start(self.stop)
+
+    # ------------------------------------------------------------------------------------------------ services
+
+    def publish(self) -> None:
+        """Make the trainer's current weights the newest version for the rollout workers."""
+        self.store.publish(self.trainer.weights())
+
+    def start_services(self) -> list[threading.Thread]:
+        """Start the rollout thread and its watchdog."""
+        watchdog = threading.Thread(target=self._watch_rollout, name="watchdog", daemon=True)
+        threads = [self.rollout.start(self.stop), watchdog]
+        watchdog.start()
+        return threads
+
+    def stop_services(self) -> None:
+        """Fail what the rollout worker still holds (the loop is over)."""
+        self.rollout.close(RuntimeError("the RL loop stopped"))
+
+    # ------------------------------------------------------------------------------------------------ the loop
+
+    def run(self, on_version: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+        """Train until version lc.steps; `on_version(metrics)` after each publication (log, checkpoint, eval)."""
+        self.publish()
+        self._pool = ThreadPoolExecutor(self.lc.episode_threads, thread_name_prefix="episode")
+        threads = self.start_services() + [threading.Thread(target=self._dispatch, name="dispatch", daemon=True)]
+        threads[-1].start()
+        history = []
+        try:
+            while self.trainer.version < self.lc.steps:
+                history.append(self._one_version(on_version))
+        finally:
+            self.stop.set()
+            self.gate.notify()
+            self.stop_services()
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            for t in threads:
+                t.join(timeout=10)
+        return history
+
+    def _one_version(self, on_version) -> dict[str, Any]:
+        """Take a batch, train, publish, report."""
+        t0 = time.monotonic()
+        groups = self.buffer.take(self.trainer.tc.groups_per_batch, self.trainer.version, self.stop,
+                                  self.lc.take_timeout_s)
+        if groups is None:
+            raise RuntimeError(f"no batch of {self.trainer.tc.groups_per_batch} groups within "
+                               f"{self.lc.take_timeout_s} s at version {self.trainer.version}; counters: "
+                               f"{self.counters.snapshot()}")
+        wait_s = time.monotonic() - t0
+        metrics = self.trainer.train(groups)
+        self.publish()
+        self.gate.notify()
+        metrics.update(wait_s=wait_s, train_s=time.monotonic() - t0 - wait_s,
+                       **{f"count/{k}": v for k, v in self.counters.snapshot().items()})
+        if on_version is not None:
+            on_version(metrics)
+        return metrics

@@ -1,0 +1,57 @@
+"""SFT warm-start data: the oracle solves generated tasks through the real harness and sandboxes; its transcripts
+become chat JSONL (`{"messages": [...]}` per line, the format `experiments/sft.py` reads).
+
+The oracle is a scripted harness Policy (bench/agents.py ScriptedPolicy) replaying `rl.tasks.oracle_replies`: its
+tool calls run in forked sandboxes and the observations in the transcript are the sandbox's real answers. Each
+transcript is kept only if the hidden check passes on the final workspace. Rendered with `render_chat` (no BOS,
+the RL tool view's schemas), a transcript is token for token the context the RL harness builds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from composer2_jax.bench.agents import ScriptedPolicy
+from composer2_jax.rl.services.env_worker import EnvWorker
+from composer2_jax.rl.tasks import CodingTask, oracle_reads, oracle_replies
+
+log = logging.getLogger(__name__)
+
+
+def oracle_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: int) -> dict:
+    """One graded oracle episode as {"messages", "task_id", "difficulty", "read_first", "success"}."""
+    read = oracle_reads(task, read_prob, seed)
+    policy = ScriptedPolicy(worker.tok, oracle_replies(task, read), worker.harness)
+    messages: list[dict] = []
+    record = worker.run(task, policy, admitted_version=0, transcript=messages)
+    while messages and messages[-1]["role"] != "assistant":  # trailing observations carry no loss
+        messages.pop()
+    return {"messages": messages, "task_id": task.task_id, "difficulty": task.difficulty, "read_first": read,
+            "success": record.success}
+
+
+def _safe_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: int) -> dict | None:
+    """oracle_record, or None when the sandbox failed (the transcript is then left out and counted)."""
+    try:
+        return oracle_record(worker, task, read_prob, seed)
+    except Exception as e:  # noqa: BLE001 - one broken sandbox must not stop the data generation
+        log.warning("oracle episode of %s failed: %s: %s", task.task_id, type(e).__name__, e)
+        return None
+
+
+def write_oracle_transcripts(worker: EnvWorker, tasks: Sequence[CodingTask], path: str | Path, read_prob: float = 0.5,
+                             seed: int = 0, threads: int = 8) -> dict[str, int]:
+    """Write the passing oracle transcripts of `tasks` as chat JSONL; returns {written, failed}."""
+    with ThreadPoolExecutor(threads, thread_name_prefix="oracle") as pool:
+        records = [r for r in pool.map(lambda t: _safe_record(worker, t, read_prob, seed), tasks) if r is not None]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = [r for r in records if r["success"] == 1.0]
+    with open(path, "w", encoding="utf-8") as f:
+        for r in kept:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return {"written": len(kept), "failed": len(tasks) - len(kept)}

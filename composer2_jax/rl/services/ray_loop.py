@@ -1,0 +1,84 @@
+"""The RL loop over Ray actors: the embedded orchestrator's control logic (staleness gate, group buffer, trainer
+loop) in the driver, with episodes on EnvActors and replies on RolloutActors (ray_actors.py).
+
+Weight publication: after each version the driver puts the host weights in the WeightRegistry; rollout actors
+pull a newer version between batches (an episode in flight picks it up at its next turn). Faults: an episode whose
+EnvActor or RolloutActor died raises in the driver (RayActorError or the actor's error) and is retried on the next
+EnvActor, then dropped and counted, exactly as in the embedded loop; Ray restarts the dead actor.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import ray
+
+from composer2_jax.rl.services.local import LocalOrchestrator, LoopConfig
+from composer2_jax.rl.services.ray_actors import EnvActor, RolloutActor, WeightRegistry, host_weights
+from composer2_jax.rl.services.records import Counters, EpisodeRecord
+from composer2_jax.rl.services.sampler import TaskSampler
+from composer2_jax.rl.services.trainer import Trainer
+from composer2_jax.rl.services.weights import WeightStore
+
+
+class RayOrchestrator(LocalOrchestrator):
+    """The embedded orchestrator with episodes executed on Ray actors."""
+
+    def __init__(self, config, trainer: Trainer, sampler: TaskSampler, lc: LoopConfig, counters: Counters):
+        from composer2_jax.data import tokenizer as tk  # noqa: PLC0415
+        from composer2_jax.rl.orchestrator import frozen  # noqa: PLC0415
+        from composer2_jax.rl.services.rollout import RolloutConfig  # noqa: PLC0415
+
+        tok = tk.make_tokenizer(config.tokenizer.name, config.tokenizer.path or None)
+        rc = frozen(config.rollout, RolloutConfig)
+        r = config.rl.ray
+        self.registry = WeightRegistry.options(**_placement(r.registry_resources)).remote()
+        self.rollouts = [RolloutActor.options(**_placement(r.rollout_resources)).remote(
+            trainer.model_cfg, rc, tok.special_id(tk.IM_END), self.registry) for _ in range(r.rollout_actors)]
+        self.envs = [EnvActor.options(**_placement(r.env_resources)).remote(
+            config.to_json(), trainer.num_moe, trainer.model_cfg.num_experts_per_tok, tok.vocab_size, rc.prompt_len)
+            for _ in range(r.env_actors)]
+        super().__init__(trainer, None, None, sampler, lc, WeightStore(), counters)
+        self._next = itertools.count()
+        self._lock = threading.Lock()
+
+    def execute(self, task, version: int) -> EpisodeRecord:
+        """One episode on the next EnvActor, its replies from the next RolloutActor (round robin)."""
+        with self._lock:
+            i = next(self._next)
+        env, rollout = self.envs[i % len(self.envs)], self.rollouts[i % len(self.rollouts)]
+        return ray.get(env.run.remote(task, version, rollout))
+
+    def publish(self) -> None:
+        """The new version to the driver's store (admission) and to the registry (rollout actors)."""
+        weights = self.trainer.weights()
+        self.store.publish(weights)
+        ray.get(self.registry.publish.remote(host_weights(weights)))
+
+    def start_services(self) -> list[threading.Thread]:
+        """Actors run themselves; nothing to start in the driver."""
+        return []
+
+    def stop_services(self) -> None:
+        """Close the environments' sandboxes and release the actors."""
+        for env in self.envs:
+            try:
+                ray.get(env.shutdown.remote(), timeout=30)
+            except Exception:  # noqa: BLE001 - a dead actor has no sandboxes left to close
+                pass
+        for actor in self.envs + self.rollouts + [self.registry]:
+            ray.kill(actor)
+
+    def actor_stats(self) -> list[dict]:
+        """Counters of each rollout actor."""
+        return ray.get([a.stats.remote() for a in self.rollouts])
+
+
+def _placement(resources) -> dict:
+    """Actor options from a config dict ({num_cpus, num_gpus, resources: {...}}); zero custom resources dropped."""
+    d = resources.to_dict() if hasattr(resources, "to_dict") else dict(resources or {})
+    if "resources" in d:
+        d["resources"] = {k: v for k, v in d["resources"].items() if v}
+    return {k: v for k, v in d.items() if v is not None}
+

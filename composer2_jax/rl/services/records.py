@@ -1,0 +1,106 @@
+"""What flows between the services: one graded episode, one group of episodes of a task, and the run's counters."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import threading
+from typing import Any
+
+import numpy as np
+
+from composer2_jax.rl.trajectory import Episode
+
+
+@dataclasses.dataclass
+class EpisodeRecord:
+    """A finished, graded episode: the trainer's Episode (reward set), per-segment routing, and what to log."""
+
+    episode: Episode  # segments with behaviour log-probs and the policy version of every model turn
+    routing: list[np.ndarray | None]  # per segment [L_moe, len(segment), k] int32 recorded experts; None = dense
+    task_id: str
+    difficulty: str  # "easy" | "hard" (or a benchmark category)
+    reward: float
+    success: float
+    effort: float  # x of the length penalty
+    breakdown: dict[str, float]  # reward/… components
+    stop_reason: str
+    turns: int
+    tool_calls: int
+    malformed: int
+    generated_tokens: int
+    wall_s: float
+    grade_s: float
+    admitted_version: int  # weight version when the group was admitted (the staleness bound starts here)
+
+    @property
+    def min_version(self) -> int:
+        """Oldest policy version that sampled a trained token (−1 if none was trained)."""
+        return self.episode.min_policy_version
+
+    @property
+    def max_version(self) -> int:
+        """Newest policy version that sampled a trained token (> min_version: the episode crossed an update)."""
+        versions = [t.policy_version for t in self.episode.turns if t.trainable]
+        return max(versions) if versions else -1
+
+
+@dataclasses.dataclass
+class GroupRecord:
+    """The rollouts of one task that share an advantage baseline (Dr. GRPO group)."""
+
+    group_id: int  # admission index: groups are admitted 0, 1, 2, … (the staleness gate counts them)
+    task_id: str
+    admitted_version: int
+    episodes: list[EpisodeRecord]
+
+    @property
+    def min_version(self) -> int:
+        """Oldest policy version among the group's trained tokens."""
+        versions = [e.min_version for e in self.episodes if e.min_version >= 0]
+        return min(versions) if versions else self.admitted_version
+
+    @property
+    def rewards(self) -> list[float]:
+        return [e.reward for e in self.episodes]
+
+
+class Counters:
+    """Thread-safe named counts (episodes run, retried, dropped, stale groups, …) that checkpoints carry."""
+
+    def __init__(self, initial: dict[str, int] | None = None):
+        self._c: collections.Counter = collections.Counter(initial or {})
+        self._lock = threading.Lock()
+
+    def add(self, name: str, n: int = 1) -> None:
+        """counts[name] += n."""
+        with self._lock:
+            self._c[name] += n
+
+    def get(self, name: str) -> int:
+        """The count of one name (0 if never added)."""
+        with self._lock:
+            return self._c[name]
+
+    def snapshot(self) -> dict[str, int]:
+        """A copy of every count."""
+        with self._lock:
+            return dict(self._c)
+
+
+def summarize_groups(groups: list[GroupRecord]) -> dict[str, Any]:
+    """Mean reward, pass rate and effort overall and per difficulty, and the version spread, of a batch."""
+    eps = [e for g in groups for e in g.episodes]
+    out: dict[str, Any] = {"episodes": len(eps)}
+    if not eps:
+        return out
+    out.update(reward=float(np.mean([e.reward for e in eps])), pass_rate=float(np.mean([e.success for e in eps])),
+               effort=float(np.mean([e.effort for e in eps])), turns=float(np.mean([e.turns for e in eps])),
+               generated_tokens=float(np.mean([e.generated_tokens for e in eps])),
+               crossed_update=float(np.mean([e.max_version > e.min_version for e in eps])))
+    for diff in sorted({e.difficulty for e in eps}):
+        sub = [e for e in eps if e.difficulty == diff]
+        out[f"pass_rate/{diff}"] = float(np.mean([e.success for e in sub]))
+        out[f"effort/{diff}"] = float(np.mean([e.effort for e in sub]))
+        out[f"reward/{diff}"] = float(np.mean([e.reward for e in sub]))
+    return out

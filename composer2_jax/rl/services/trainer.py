@@ -1,0 +1,203 @@
+"""Trainer service: consumes batches of groups, steps the RL objective, publishes versioned weights.
+
+One `train(groups)` call is one weight version:
+  1. Dr. GRPO advantages Â = R − mean_group(R) over each task's rollouts (rl/advantages.py);
+  2. every segment of every episode packed into [rows, T] chunks carrying its episode's Â, with the sampler's
+     log μ, the policy version of each token and the recorded routing (router replay);
+  3. π_prox = the current weights' log-probs of the whole batch (before any update);
+  4. one optimizer update per chunk (PPO minibatches) on the decoupled-PPO loss;
+  5. version += 1; the new weights are returned for publication, with their delta statistics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from composer2_jax import sharding as shd
+from composer2_jax.config import ModelConfig
+from composer2_jax.losses.rl import PolicyLossConfig
+from composer2_jax.model import Transformer
+from composer2_jax.model.transformer import moe_layer_ids
+from composer2_jax.rl.advantages import dr_grpo_advantages
+from composer2_jax.rl.services.records import GroupRecord, summarize_groups
+from composer2_jax.rl.services.rl_step import RL_BATCH_KEYS, make_logprob_fn, make_update_fn
+from composer2_jax.rl.services.routing import pack_routing
+from composer2_jax.rl.services.weight_delta import delta_stats
+from composer2_jax.rl.services.weights import Weights
+from composer2_jax.rl.trajectory import PackedBatch, Segment, first_fit, pack_segments
+from composer2_jax.train import optim as optim_lib
+from composer2_jax.train.state import TrainState, abstract_train_state, activate, init_train_state
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainerConfig:
+    """Batch layout and objective of the trainer."""
+
+    groups_per_batch: int = 8  # G: tasks per weight version (each with `samples` rollouts)
+    rows: int = 32  # packed rows per optimizer update (fixed shape); more rows → more updates per version
+    seq_len: int = 640  # T: tokens per packed row (≥ the longest segment)
+    loss: PolicyLossConfig = PolicyLossConfig(aggregation="constant", behav_weight="full")
+    temperature: float = 1.0  # the sampler's temperature (π_θ is the full softmax at it)
+    router_replay: bool = True  # replay the sampler's experts in the trainer's forward passes
+    delta_stats: bool = True  # compute bf16 weight-delta statistics per version
+
+    def __post_init__(self):
+        if isinstance(self.loss, dict):
+            object.__setattr__(self, "loss", PolicyLossConfig(**self.loss))
+
+
+def group_advantages(groups: list[GroupRecord]) -> list[float]:
+    """Dr. GRPO advantage of every episode, groups flattened in order."""
+    rewards = np.asarray([r for g in groups for r in g.rewards], np.float32)
+    ids = np.asarray([i for i, g in enumerate(groups) for _ in g.episodes], np.int32)
+    return [float(a) for a in np.asarray(dr_grpo_advantages(rewards, ids, num_groups=len(groups)))]
+
+
+_COMPILED: dict[tuple, tuple[Any, Any, Any]] = {}
+
+
+def compiled_steps(model_cfg: ModelConfig, optim: optim_lib.OptimConfig, loss: PolicyLossConfig, temperature: float,
+                   tx) -> tuple[Any, Any, Any]:
+    """(optimizer, jitted π_prox log-probs, jitted update) of a configuration, shared by the Trainers of one process
+    (a resumed or re-created trainer does not compile again); `tx` is kept from the first such trainer."""
+    key = (model_cfg, optim, loss, temperature)
+    if key not in _COMPILED:
+        model = Transformer(model_cfg)
+        _COMPILED[key] = (tx, jax.jit(make_logprob_fn(model, temperature)),
+                          jax.jit(make_update_fn(model, tx, loss, temperature)))
+    return _COMPILED[key]
+
+
+def trim_segment(seg: Segment, record: np.ndarray | None, seq_len: int) -> tuple[Segment, np.ndarray | None]:
+    """The segment without its trailing untrained turns (no loss, pure cost), cut to seq_len tokens if longer.
+
+    Cutting keeps an exact prefix: every kept token's log-prob depends only on the tokens before it.
+    """
+    last = max((i for i, t in enumerate(seg.turns) if t.trainable), default=len(seg.turns) - 1)
+    turns, n = [], 0
+    for t in seg.turns[:last + 1]:
+        keep = min(len(t.tokens), seq_len - n)
+        if keep <= 0:
+            break
+        turns.append(t if keep == len(t.tokens) else dataclasses.replace(
+            t, tokens=t.tokens[:keep], logprobs=None if t.logprobs is None else t.logprobs[:keep]))
+        n += keep
+    trimmed = Segment(tuple(turns))
+    return trimmed, None if record is None else record[:, :len(trimmed)]
+
+
+def chunk_rows(packed: PackedBatch, rows: int) -> list[slice]:
+    """Row slices of `rows` each covering the packed rows that hold anything."""
+    used = int(packed.tokens.shape[0])
+    return [slice(i, i + rows) for i in range(0, used, rows)]
+
+
+class Trainer:
+    """Owns the train state; `train(groups)` makes the next weight version."""
+
+    def __init__(self, model_cfg: ModelConfig, optim: optim_lib.OptimConfig, tc: TrainerConfig, mesh=None,
+                 seed: int = 0):
+        self.model_cfg, self.tc = model_cfg, tc
+        self.model = Transformer(model_cfg)
+        self.mesh = mesh or shd.make_mesh({"fsdp": -1}, devices=jax.devices()[:1])
+        make_tx = lambda p, names: optim_lib.make_optimizer(optim, p, names)  # noqa: E731
+        shape = (tc.rows, tc.seq_len)
+        self.abstract, self.shardings, self.tx = abstract_train_state(self.model, make_tx, self.mesh, shape)
+        self.state, _, _ = init_train_state(self.model, make_tx, self.mesh, jax.random.key(seed), shape)
+        self.version = 0
+        self.num_moe = len(moe_layer_ids(model_cfg))
+        self.tx, self._logp, self._update = compiled_steps(model_cfg, optim, tc.loss, tc.temperature, self.tx)
+        self._published_host = None
+
+    # ------------------------------------------------------------------------------------------------ state
+
+    def load_params(self, params, router_state) -> None:
+        """Start from given weights (e.g. the SFT checkpoint) with a fresh optimizer state."""
+        with activate(self.mesh):
+            params = jax.device_put(params, self.shardings.params)
+            router_state = jax.device_put(router_state, self.shardings.router_state)
+        self.state = self.state.replace(params=params, router_state=router_state,
+                                        opt_state=self.tx.init(params))
+        self._published_host = None
+
+    def restore(self, state: TrainState, version: int) -> None:
+        """Resume from a checkpointed state and version."""
+        self.state, self.version = state, version
+        self._published_host = None
+
+    def weights(self) -> Weights:
+        """The current weights as a publishable version."""
+        return Weights(self.version, self.state.params, self.state.router_state)
+
+    # ------------------------------------------------------------------------------------------------ batches
+
+    def pack(self, groups: list[GroupRecord]) -> tuple[PackedBatch, np.ndarray | None]:
+        """All segments of the batch packed into rows (a multiple of tc.rows), and their routing records."""
+        advantages = group_advantages(groups)
+        items, records = [], []
+        for ep, adv in zip((e for g in groups for e in g.episodes), advantages):
+            for seg, rec in zip(ep.episode.segments, ep.routing):
+                seg, rec = trim_segment(seg, rec, self.tc.seq_len)
+                items.append((seg, adv))
+                records.append(rec)
+        needed = 1 + max((r for r, _ in first_fit([len(s) for s, _ in items], self.tc.seq_len)), default=0)
+        rows = -(-needed // self.tc.rows) * self.tc.rows
+        packed = pack_segments(items, self.tc.seq_len, batch_size=rows)
+        routing = None
+        if self.num_moe and self.tc.router_replay:
+            k = self.model_cfg.num_experts_per_tok
+            routing = pack_routing(packed.placements, records, rows, self.tc.seq_len, self.num_moe, k)
+        return packed, routing
+
+    def _device_batch(self, packed: PackedBatch, rows: slice) -> dict:
+        """One chunk's arrays on device."""
+        return {k: jnp.asarray(getattr(packed, k)[rows]) for k in RL_BATCH_KEYS}
+
+    # ------------------------------------------------------------------------------------------------ a version
+
+    def train(self, groups: list[GroupRecord]) -> dict[str, Any]:
+        """One weight version from a batch of groups; returns metrics (loss terms, staleness, weight delta)."""
+        packed, routing = self.pack(groups)
+        chunks = chunk_rows(packed, self.tc.rows)
+        if self.tc.delta_stats and self._published_host is None:  # the base of this version's delta
+            self._published_host = jax.device_get(self.state.params)
+        with activate(self.mesh):
+            batches = [self._device_batch(packed, c) for c in chunks]
+            routes = [None if routing is None else jnp.asarray(routing[:, c]) for c in chunks]
+            old = [self._logp(self.state.params, self.state.router_state, b, r) for b, r in zip(batches, routes)]
+            fetched = []
+            for b, r, o in zip(batches, routes, old):
+                self.state, m = self._update(self.state, b, r, o)
+                fetched.append(m)
+        fetched = jax.device_get(fetched)
+        self.version += 1
+        metrics = {k: float(np.mean([m[k] for m in fetched])) for k in fetched[0] if np.ndim(fetched[0][k]) == 0}
+        metrics.update(updates=len(chunks), version=self.version, **_staleness(packed, self.version - 1))
+        metrics.update({f"batch/{k}": v for k, v in summarize_groups(groups).items()})
+        if self.tc.delta_stats:
+            metrics.update({f"weights/{k}": v for k, v in self._delta().items()})
+        return metrics
+
+    def _delta(self) -> dict[str, float]:
+        """Weight-delta statistics of the new version against the previous one."""
+        host = jax.device_get(self.state.params)
+        prev, self._published_host = self._published_host, host
+        return {} if prev is None else delta_stats(prev, host)
+
+
+
+def _staleness(packed: PackedBatch, trainer_version: int) -> dict[str, float]:
+    """Token staleness (trainer version − sampling version) over trained tokens: mean and max."""
+    v = packed.policy_versions[packed.loss_mask > 0]
+    if v.size == 0:
+        return {"staleness_mean": 0.0, "staleness_max": 0.0}
+    lag = trainer_version - v
+    return {"staleness_mean": float(lag.mean()), "staleness_max": float(lag.max())}

@@ -1,0 +1,223 @@
+"""A generated family of verifiable coding tasks with a difficulty knob, learnable by a tiny byte-level model.
+
+Each task is a one-file repository `calc.py` of one-line functions `def NAME(a, b): return a OP b`. One of them
+(the target) subtracts, multiplies or takes a remainder where it must add; the instruction names it. The hidden
+check imports the final `calc.py`, runs the target on fixed inputs and checks that every other function still
+behaves as before. (The fix is always `+`, so what the model must carry from its context into the edit is the
+function's name and, on hard tasks, the operator it currently uses: one retrieval from the instruction, one from
+the file — the skills a tiny byte-level model can pick up in minutes.)
+
+Difficulty knob `level` (0 … MAX_LEVEL): the file holds `level` distractor functions besides the target, and the
+instruction quotes the buggy expression only on easy levels (< HINT_BELOW). So:
+  easy (hinted)    the fix can be written straight from the instruction: one reply, edit_file + submit;
+                   reading the file first is wasted effort.
+  hard (no hint)   the current expression is only in the file: read_file, then copy the right line into edit_file.
+The oracle reads first on every hard task and on a fraction `read_prob` of easy ones, so an SFT model starts with
+needless reads on easy tasks that an effort penalty can remove (docs/rl.md, "learning evidence").
+
+Tasks are plain data (`CodingTask`): the RL environment workers grade them in a fresh sandbox fork with the check
+copied in only then (`rl/services/grader.py`); `write_suite` writes the same tasks as Harbor folders, so the
+benchmark runner (`experiments/evaluate.py --suite DIR`) grades them through test.sh with the same check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import textwrap
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from composer2_jax.data.chat import format_tool_call
+
+# Equal length (fixed offsets), and capitalised: their initials occur nowhere else in a context (prompts, tool calls),
+# so a byte-level model finds a name by its first character alone.
+NAMES = ("Alpha", "Bravo", "Delta", "Gamma", "Kappa", "Omega", "Sigma", "Theta")
+OPS = ("+", "-", "*", "%")  # operators of distractor functions
+RIGHT_OP = "+"  # what the target must compute
+WRONG_OPS = ("-", "*", "%")  # what it computes instead
+MAX_LEVEL = 3
+HINT_BELOW = 2  # levels below this quote the buggy expression in the instruction (easy)
+FILE = "calc.py"
+CASES = ((7, 3), (2, 5), (9, 4), (6, 6), (13, 2))  # inputs of the hidden check (b ≠ 0: % is defined)
+CHECK_NAME = "check_calc.py"
+
+
+@dataclasses.dataclass(frozen=True)
+class CodingTask:
+    """One generated task: the repository, the instruction, and what the hidden check expects."""
+
+    task_id: str
+    level: int
+    functions: tuple[tuple[str, str], ...]  # (name, op) in file order, the target with its wrong op
+    target: str
+    right_op: str
+
+    @property
+    def difficulty(self) -> str:
+        """'easy' (the instruction quotes the bug) or 'hard' (it must be read from the file)."""
+        return "easy" if self.level < HINT_BELOW else "hard"
+
+    @property
+    def wrong_op(self) -> str:
+        return dict(self.functions)[self.target]
+
+    @property
+    def instruction(self) -> str:
+        """What the agent is told."""
+        if self.difficulty == "easy":
+            return f"In {FILE}, {self.target} has a bug: a {self.wrong_op} b should be a {self.right_op} b."
+        return f"In {FILE}, {self.target} should return a {self.right_op} b."
+
+    def files(self) -> dict[str, str]:
+        """The starting repository: {relative path: text}."""
+        return {FILE: "".join(function_line(n, op) for n, op in self.functions)}
+
+    def fixed_files(self) -> dict[str, str]:
+        """The repository after the intended fix."""
+        fixed = [(n, self.right_op if n == self.target else op) for n, op in self.functions]
+        return {FILE: "".join(function_line(n, op) for n, op in fixed)}
+
+
+def function_line(name: str, op: str) -> str:
+    """One function of calc.py."""
+    return f"def {name}(a, b): return a {op} b\n"
+
+
+def make_task(seed: int, level: int) -> CodingTask:
+    """The task of a (seed, level) pair: deterministic, so a task id names it everywhere."""
+    if not 0 <= level <= MAX_LEVEL:
+        raise ValueError(f"level={level}; expected an int in [0, {MAX_LEVEL}]")
+    rng = random.Random(f"calc-{seed}-{level}")
+    names = rng.sample(NAMES, level + 1)
+    target = names[0]
+    functions = [(target, rng.choice(WRONG_OPS))] + [(n, rng.choice(OPS)) for n in names[1:]]
+    rng.shuffle(functions)
+    return CodingTask(f"calc-{seed}-L{level}", level, tuple(functions), target, RIGHT_OP)
+
+
+def split_of(task: CodingTask, heldout_frac: float = 0.2) -> str:
+    """'heldout' for a fixed share of task *contents* (bug, fix and file), else 'train'; stable across runs."""
+    key = f"{task.functions}|{task.target}|{task.right_op}".encode()
+    return "heldout" if zlib.crc32(key) % 1000 < heldout_frac * 1000 else "train"
+
+
+def task_set(n: int, seed: int, levels: Sequence[int] = tuple(range(MAX_LEVEL + 1)), split: str = "train",
+             heldout_frac: float = 0.2, distinct: bool = False) -> list[CodingTask]:
+    """n tasks of one content split, cycling through `levels`, drawn from seeds seed, seed+1, ….
+
+    The split is by content, so a held-out task is never seen in training under any seed (the family is small:
+    level 0 has 8 names × 3 bugs). `distinct` skips contents already drawn (evaluation sets).
+    """
+    if n < 0 or not levels or split not in ("train", "heldout"):
+        raise ValueError(f"n={n}, levels={levels}, split={split!r}; expected n ≥ 0, levels, train | heldout")
+    out, seen, s = [], set(), seed
+    while len(out) < n:
+        task = make_task(s, levels[len(out) % len(levels)])
+        s += 1
+        key = (task.functions, task.target, task.right_op)
+        if split_of(task, heldout_frac) == split and not (distinct and key in seen):
+            out.append(task)
+            seen.add(key)
+        if s - seed > 1000 * (n + 10):
+            raise ValueError(f"cannot draw {n} distinct {split} tasks at levels {levels}; the family is too small")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ hidden check
+
+
+def check_source(task: CodingTask) -> str:
+    """The hidden check: counts passed/failed cases, writes reward.txt and results.json under $LOGS_DIR/verifier."""
+    expect = {n: [eval(f"{a} {task.right_op if n == task.target else op} {b}") for a, b in CASES]  # noqa: S307
+              for n, op in task.functions}
+    return textwrap.dedent(f"""\
+        import json, os, sys
+        sys.path.insert(0, os.getcwd())
+        CASES, EXPECT = {list(CASES)!r}, {expect!r}
+        passed = failed = errors = 0
+        try:
+            import calc
+        except BaseException:
+            calc, errors = None, len(EXPECT)
+        for name, want in EXPECT.items() if calc else ():
+            for (a, b), w in zip(CASES, want):
+                try:
+                    ok = getattr(calc, name)(a, b) == w
+                except BaseException:
+                    ok = False
+                passed, failed = passed + ok, failed + (not ok)
+        out = os.path.join(os.environ.get("LOGS_DIR", "/logs"), "verifier")
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump({{"passed": passed, "failed": failed, "errors": errors}}, f)
+        with open(os.path.join(out, "reward.txt"), "w") as f:
+            f.write("1" if passed and not failed and not errors else "0")
+        """)
+
+
+# ------------------------------------------------------------------------------------------------ the oracle
+
+
+def read_call() -> str:
+    """The oracle's read of calc.py."""
+    return format_tool_call("read_file", {"path": FILE})
+
+
+def fix_call(task: CodingTask) -> str:
+    """The oracle's edit and submit, in one reply."""
+    old = f"{task.target}(a, b): return a {task.wrong_op} b"
+    new = f"{task.target}(a, b): return a {task.right_op} b"
+    return format_tool_call("edit_file", {"path": FILE, "old_string": old, "new_string": new}) + \
+        format_tool_call("submit", {})
+
+
+def oracle_replies(task: CodingTask, read_first: bool) -> list[str]:
+    """The oracle's assistant texts: an optional read, then the fix (always read on hard tasks)."""
+    if task.difficulty == "hard" or read_first:
+        return [read_call(), fix_call(task)]
+    return [fix_call(task)]
+
+
+def oracle_reads(task: CodingTask, read_prob: float, seed: int) -> bool:
+    """Whether the oracle reads first on this task: always when hard, else with probability read_prob."""
+    return task.difficulty == "hard" or random.Random(f"read-{seed}-{task.task_id}").random() < read_prob
+
+
+# ------------------------------------------------------------------------------------------------ Harbor folders
+
+
+def write_task_folder(task: CodingTask, root: Path) -> Path:
+    """The task as a Harbor folder under root (instruction, task.toml, repo, hidden tests, solution)."""
+    path = Path(root) / task.task_id
+    (path / "environment" / "repo").mkdir(parents=True, exist_ok=True)
+    (path / "tests").mkdir(exist_ok=True)
+    (path / "solution").mkdir(exist_ok=True)
+    (path / "instruction.md").write_text(task.instruction + "\n")
+    (path / "task.toml").write_text(
+        f'version = "1.0"\n\n[metadata]\ndifficulty = "{task.difficulty}"\ncategory = "calc-L{task.level}"\n'
+        f'tags = ["generated", "rl-toy"]\ngenerator = "composer2_jax.rl.tasks"\nlevel = {task.level}\n\n'
+        "[verifier]\ntimeout_sec = 30.0\n\n[agent]\ntimeout_sec = 120.0\n\n"
+        "[environment]\ncpus = 1\nmemory_mb = 512\nstorage_mb = 64\nallow_internet = false\n")
+    for rel, text in task.files().items():
+        (path / "environment" / "repo" / rel).write_text(text)
+    (path / "tests" / CHECK_NAME).write_text(check_source(task))
+    (path / "tests" / "test.sh").write_text(
+        '#!/usr/bin/env bash\nLOGS_DIR="${LOGS_DIR:-/logs}" python3 -I -S "${TESTS_DIR:-/tests}/'
+        f'{CHECK_NAME}"\n')
+    fixed = task.fixed_files()[FILE]
+    (path / "solution" / "solve.sh").write_text(f"#!/usr/bin/env bash\ncat > {FILE} <<'EOF'\n{fixed}EOF\n")
+    return path
+
+
+def write_suite(tasks: Sequence[CodingTask], root: str | Path) -> Path:
+    """All tasks as Harbor folders under root (a suite `experiments/evaluate.py --suite ROOT` can run)."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    for task in tasks:
+        write_task_folder(task, root)
+    (root / "suite.json").write_text(json.dumps({"generator": "composer2_jax.rl.tasks",
+                                                 "tasks": [t.task_id for t in tasks]}, indent=1))
+    return root

@@ -1,0 +1,341 @@
+"""RL services without a model: the task family, staleness control, the group buffer, weight-delta statistics,
+router-replay records, grading in a fresh fork, the environment worker, oracle transcripts, and the embedded
+orchestrator under faults (scripted rollouts and a counting trainer stand in for the JAX services)."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from composer2_jax.bench.agents import ScriptedPolicy, call
+from composer2_jax.bench.task import load_suite
+from composer2_jax.data import tokenizer as tk
+from composer2_jax.data.chat import render_chat
+from composer2_jax.env import Environment, SandboxLimits
+from composer2_jax.env import testing as envtest
+from composer2_jax.env.harness import HarnessConfig
+from composer2_jax.rl import tasks
+from composer2_jax.rl.rewards import RewardConfig
+from composer2_jax.rl.services.buffer import GroupBuffer
+from composer2_jax.rl.services.env_worker import EnvWorker
+from composer2_jax.rl.services.grader import grade_task
+from composer2_jax.rl.services.local import LocalOrchestrator, LoopConfig
+from composer2_jax.rl.services.oracle import write_oracle_transcripts
+from composer2_jax.rl.services.records import Counters, GroupRecord
+from composer2_jax.rl.services.routing import CallRecord, episode_routing, pack_routing, segment_routing
+from composer2_jax.rl.services.sampler import TaskSampler
+from composer2_jax.rl.services.staleness import StalenessGate, is_fresh
+from composer2_jax.rl.services.testing import CountingTrainer, FaultyEnv, ScriptedRollout
+from composer2_jax.rl.services.weight_delta import delta_stats
+from composer2_jax.rl.services.weights import Weights, WeightStore
+from composer2_jax.rl.trajectory import Episode, Segment, Turn, pack_segments
+
+TOK = tk.ByteTokenizer()
+HARNESS = HarnessConfig(max_turns=4, max_new_tokens=192, max_total_tokens=1024, context_budget=352,
+                        summary_tokens=64, system_prompt="Fix the bug.", summary_prompt="Summarize your progress.")
+TOOLS = ("read_file", "edit_file", "submit")
+needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
+
+
+# ------------------------------------------------------------------------------------------------ the task family
+
+
+def run_check(task, files, tmp_path):
+    """Run the task's hidden check on a repository of `files`; (reward, results)."""
+    repo, logs = tmp_path / "repo", tmp_path / "logs"
+    envtest.make_repo(str(repo), files)
+    check = tmp_path / tasks.CHECK_NAME
+    check.write_text(tasks.check_source(task))
+    subprocess.run([sys.executable, "-I", "-S", str(check)], cwd=repo, env={**os.environ, "LOGS_DIR": str(logs)},
+                   check=True)
+    return (logs / "verifier" / "reward.txt").read_text(), json.loads((logs / "verifier" / "results.json").read_text())
+
+
+def test_task_family_difficulty_knob_and_check(tmp_path):
+    easy, hard = tasks.make_task(3, 0), tasks.make_task(3, 3)
+    assert easy == tasks.make_task(3, 0)  # deterministic in (seed, level)
+    assert len(easy.functions) == 1 and len(hard.functions) == 4  # level = number of distractors
+    assert easy.difficulty == "easy" and hard.difficulty == "hard"
+    assert f"bug: a {easy.wrong_op} b" in easy.instruction and "bug" not in hard.instruction
+    assert easy.wrong_op in tasks.WRONG_OPS and easy.right_op == "+"
+    reward, results = run_check(hard, hard.fixed_files(), tmp_path / "fixed")
+    assert reward == "1" and results == {"passed": 20, "failed": 0, "errors": 0}
+    reward, results = run_check(hard, hard.files(), tmp_path / "buggy")
+    assert reward == "0" and results["failed"] == 5  # only the target's five cases fail
+    broken = {tasks.FILE: hard.fixed_files()[tasks.FILE].replace(f"def {hard.functions[-1][0]}", "def zzz")}
+    if hard.functions[-1][0] != hard.target:  # a distractor renamed: its cases fail
+        assert run_check(hard, broken, tmp_path / "renamed")[0] == "0"
+
+
+def test_heldout_split_is_disjoint_by_content():
+    train = {(t.functions, t.target, t.right_op) for t in tasks.task_set(3000, 0)}
+    held = tasks.task_set(48, 10**6, levels=(1, 2, 3), split="heldout", distinct=True)
+    assert len(held) == 48 and len({(t.functions, t.target, t.right_op) for t in held}) == 48
+    assert not train & {(t.functions, t.target, t.right_op) for t in held}
+    assert {t.level for t in held} == {1, 2, 3}
+    with pytest.raises(ValueError, match="too small"):  # level 0: 8 names × 3 bugs, a fifth of them held out
+        tasks.task_set(16, 0, levels=(0,), split="heldout", distinct=True)
+
+
+def test_oracle_reads_first_on_hard_tasks_and_sometimes_on_easy():
+    easy = tasks.task_set(200, 0, levels=(0, 1))
+    reads = [tasks.oracle_reads(t, 0.5, 0) for t in easy]
+    assert 0.35 < np.mean(reads) < 0.65
+    assert all(tasks.oracle_reads(t, 0.0, 0) for t in tasks.task_set(20, 0, levels=(2, 3)))
+    assert len(tasks.oracle_replies(easy[0], False)) == 1 and len(tasks.oracle_replies(easy[0], True)) == 2
+
+
+# ------------------------------------------------------------------------------------------------ staleness
+
+
+def test_gate_admits_up_to_version_plus_eta_plus_one_batches():
+    gate = StalenessGate(eta=1, groups_per_batch=3)
+    got = [gate.try_admit(0) for _ in range(7)]
+    assert got == [0, 1, 2, 3, 4, 5, None]  # (0 + 1 + 1)·3 = 6 slots at version 0
+    assert gate.try_admit(1) == 6 and gate.admitted == 7
+    gate.release(2)  # two dropped groups give their slots back; indices are never reused
+    assert [gate.try_admit(1) for _ in range(5)] == [7, 8, 9, 10, None]  # (1 + 1 + 1)·3 = 9 slots
+    sync = StalenessGate(eta=0, groups_per_batch=2)
+    assert [sync.try_admit(0) for _ in range(3)] == [0, 1, None]  # η = 0: one batch at a time
+    assert is_fresh(3, 5, 2) and not is_fresh(2, 5, 2)
+
+
+def _record(version):
+    """An EpisodeRecord-like object whose trained tokens carry `version`."""
+    from composer2_jax.rl.services.records import EpisodeRecord
+
+    seg = Segment((Turn("system", (1,), False), Turn("message", (2, 3), True, (-0.5, -0.5), version)))
+    return EpisodeRecord(Episode((seg,), 1.0), [None], "t", "easy", 1.0, 1.0, 0.0, {}, "submitted", 1, 0, 0, 2, 0.0,
+                         0.0, version)
+
+
+def test_buffer_takes_oldest_fresh_groups_and_drops_stale_ones():
+    gate, counters = StalenessGate(eta=1, groups_per_batch=2), Counters()
+    for _ in range(6):
+        gate.try_admit(10)
+    buf = GroupBuffer(gate, counters)
+    for gid, v in [(3, 5), (1, 4), (2, 5), (0, 2)]:
+        buf.put(GroupRecord(gid, "t", v, [_record(v), _record(v)]))
+    got = buf.take(2, version=5, stop=threading.Event())
+    assert [g.group_id for g in got] == [1, 2]  # group 0 (version 2) is stale at 5 with η = 1: dropped
+    assert counters.get("groups_stale_dropped") == 1 and gate.admitted == 5
+    assert buf.take(2, version=5, stop=threading.Event(), timeout_s=0.05) is None  # only group 3 left
+
+
+# ------------------------------------------------------------------------------------------------ weights
+
+
+def test_weight_delta_counts_identical_bf16_values_and_compresses_the_xor():
+    rng = np.random.default_rng(0)
+    a = {"w": rng.normal(size=(64, 64)).astype(np.float32), "b": np.zeros(64, np.float32)}
+    same = delta_stats(a, a)
+    assert same["identical_frac"] == 1.0 and same["bf16_bytes"] == 2 * (64 * 64 + 64)
+    assert same["compression"] > 50
+    b = {"w": a["w"].copy(), "b": a["b"].copy()}
+    b["w"][:8] += 1.0  # 512 of 4160 values change in bf16
+    stats = delta_stats(a, b)
+    assert stats["identical_frac"] == pytest.approx(1 - 512 / 4160)
+    assert same["xor_zlib_bytes"] < stats["xor_zlib_bytes"] < stats["bf16_bytes"]
+    tiny = {"w": a["w"] * (1 + 1e-5), "b": a["b"]}  # below bf16 resolution: bit-identical
+    assert delta_stats(a, tiny)["identical_frac"] > 0.95
+
+
+def test_weight_store_publishes_increasing_versions_and_waits():
+    store = WeightStore()
+    assert store.version == -1
+    store.publish(Weights(0, {}, {}))
+    with pytest.raises(ValueError, match="does not exceed"):
+        store.publish(Weights(0, {}, {}))
+    threading.Timer(0.05, lambda: store.publish(Weights(1, {}, {}))).start()
+    assert store.wait_for(1, timeout_s=2).version == 1
+    assert store.wait_for(5, timeout_s=0.01) is None
+
+
+# ------------------------------------------------------------------------------------------------ router replay
+
+
+def test_segment_routing_uses_each_calls_decode_routing_over_its_sampled_positions():
+    L, k = 2, 2
+    seg = list(range(10))
+    first = CallRecord(tuple(seg[:3]), tuple(seg[3:5]), np.full((2, L, k), 7), np.full((2, L, k), 1))
+    second = CallRecord(tuple(seg[:7]), tuple(seg[7:9]), np.full((2, L, k), 9), np.full((6, L, k), 3))
+    rec = segment_routing(10, [first, second], L, k)
+    assert rec.shape == (L, 10, k)
+    assert (rec[:, :2] == 3).all()  # prompt positions 0..1 as the last call prefilled them
+    assert (rec[:, 2:4] == 7).all()  # positions 2, 3 produced the first call's tokens 3, 4
+    assert (rec[:, 4:6] == 3).all()  # observation positions from the last prefill
+    assert (rec[:, 6:8] == 9).all()  # positions 6, 7 produced tokens 7, 8
+    assert (rec[:, 8:] == np.arange(k)).all()  # nothing recorded: filler experts 0..k−1
+
+
+def test_routing_records_follow_packed_placements():
+    def seg(n, start):
+        return Segment((Turn("system", (start,), False),
+                        Turn("message", tuple(range(start + 1, start + n)), True, (-1.0,) * (n - 1), 0)))
+
+    ep = Episode((seg(4, 10), seg(3, 50)), 1.0)
+    calls = [CallRecord((10,), (11, 12, 13), np.full((3, 1, 2), 5), np.zeros((0, 1, 2), np.int32)),
+             CallRecord((50,), (51, 52), np.full((2, 1, 2), 6), np.zeros((0, 1, 2), np.int32))]
+    recs = episode_routing(ep, calls, num_layers=1, k=2)
+    assert [r.shape for r in recs] == [(1, 4, 2), (1, 3, 2)]
+    assert (recs[0][:, :3] == 5).all() and (recs[1][:, :2] == 6).all()
+    packed = pack_segments([(s, 1.0) for s in ep.segments], seq_len=8, batch_size=2)
+    out = pack_routing(packed.placements, recs, 2, 8, 1, 2)
+    assert out.shape == (1, 2, 8, 2)
+    assert (out[0, 0, 0:3] == 5).all() and (out[0, 0, 4:6] == 6).all()  # both segments share row 0
+    assert (out[0, 1] == np.arange(2)).all()
+
+
+# ------------------------------------------------------------------------------------------------ sandboxes
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = Environment(pool_size=4, limits=SandboxLimits(timeout_s=30))
+    yield e
+    e.shutdown()
+
+
+@pytest.fixture(scope="module")
+def worker(env, tmp_path_factory):
+    return EnvWorker(env, TOK, HARNESS, RewardConfig(penalty_coef=1e-3), TOOLS, schemas_in_prompt=False,
+                     repo_root=tmp_path_factory.mktemp("repos"))
+
+
+@needs_sandbox
+def test_grading_runs_the_hidden_check_in_a_fresh_fork_and_ignores_planted_results(env, worker):
+    task = tasks.make_task(5, 2)
+    sid = env.fork(worker.snapshot(task))
+    assert grade_task(env, sid, task).reward == 0.0
+    env.call(sid, "write_file", {"path": "calc.py", "content": task.fixed_files()[tasks.FILE]})
+    env.call(sid, "run_terminal_cmd", {"command": "mkdir -p /tmp/logs/verifier && echo 1 > /tmp/logs/verifier/"
+                                                  "reward.txt && sleep 30 &"})
+    g = grade_task(env, sid, task)
+    assert g.reward == 1.0 and g.tests.passed == 15 and g.error is None
+    env.call(sid, "write_file", {"path": "calc.py", "content": "import os\nos.makedirs('/tmp/logs/verifier', "
+                                                              "exist_ok=True)\nopen('/tmp/logs/verifier/reward.txt',"
+                                                              " 'w').write('1')\n"})
+    assert grade_task(env, sid, task).reward == 0.0  # the check writes the verdict after importing calc
+    ls = env.call(sid, "run_terminal_cmd", {"command": "ls /tmp/tests 2>&1 || true"})
+    assert tasks.CHECK_NAME not in ls.content  # the agent's sandbox never saw the check
+    env.close(sid)
+
+
+@needs_sandbox
+def test_env_worker_rewards_success_minus_effort(env, worker):
+    task = tasks.make_task(11, 0)
+    direct = worker.run(task, ScriptedPolicy(TOK, tasks.oracle_replies(task, False), HARNESS), admitted_version=3)
+    careful = worker.run(task, ScriptedPolicy(TOK, tasks.oracle_replies(task, True), HARNESS), admitted_version=3)
+    wrong = worker.run(task, ScriptedPolicy(TOK, [call("submit")], HARNESS), admitted_version=3)
+    assert direct.success == careful.success == 1.0 and wrong.success == 0.0
+    assert direct.stop_reason == "submitted" and (direct.turns, careful.turns) == (1, 2)
+    assert direct.effort < careful.effort and 1.0 > direct.reward > careful.reward > 0.5
+    assert wrong.reward == 0.0  # the penalty is charged to successes only
+    assert direct.admitted_version == 3 and direct.routing == [None]
+    assert env.sandboxes() == []  # every sandbox (episode and grading forks) was closed
+
+
+@needs_sandbox
+def test_env_worker_closes_the_sandbox_when_a_tool_call_raises(env, tmp_path):
+    faulty = FaultyEnv(env, fail=lambda n: n == 1)
+    w = EnvWorker(faulty, TOK, HARNESS, RewardConfig(), TOOLS, schemas_in_prompt=False, repo_root=tmp_path)
+    task = tasks.make_task(1, 0)
+    with pytest.raises(RuntimeError, match="injected environment fault"):
+        w.run(task, ScriptedPolicy(TOK, tasks.oracle_replies(task, False), HARNESS), 0)
+    assert env.sandboxes() == []
+
+
+@needs_sandbox
+def test_oracle_transcripts_render_to_the_rl_context(worker, tmp_path):
+    path = tmp_path / "oracle.jsonl"
+    out = write_oracle_transcripts(worker, tasks.task_set(6, 0), path, read_prob=0.5, threads=3)
+    assert out == {"written": 6, "failed": 0}
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    task = tasks.make_task(0, 0)
+    rec = next(r for r in records if r["task_id"] == task.task_id)
+    policy = ScriptedPolicy(TOK, tasks.oracle_replies(task, rec["read_first"]), HARNESS)
+    episode = worker.run(task, policy, 0).episode
+    rendered = render_chat(rec["messages"], TOK)
+    seg = episode.segments[0]
+    n = len(rendered.ids)
+    assert rendered.ids == seg.tokens()[:n].tolist()  # SFT sees exactly the context RL builds
+    assert rendered.loss_mask[1:] == seg.loss_mask()[1:n].astype(int).tolist()
+    assert rec["messages"][-1]["role"] == "assistant"  # trailing observations dropped
+
+
+@needs_sandbox
+def test_suite_folders_load_and_grade_with_the_benchmark_runner(env, tmp_path):
+    from composer2_jax.bench.agents import scripted_factory
+    from composer2_jax.bench.runner import run_suite
+    from composer2_jax.rl.services.tool_view import ToolView
+
+    suite = load_suite(tasks.write_suite(tasks.task_set(4, 0), tmp_path / "suite"))
+    assert [t.difficulty for t in suite.tasks] == ["easy", "easy", "hard", "hard"]
+    view = ToolView(env, TOOLS + ("run_terminal_cmd",), schemas_in_prompt=False)
+    cfg = HarnessConfig(max_new_tokens=4096, system_prompt=HARNESS.system_prompt)  # the bench oracle uploads files
+    oracle = run_suite(view, suite, scripted_factory("oracle", TOK, cfg), workers=2, tokenizer=TOK, config=cfg)
+    null = run_suite(view, suite, scripted_factory("null", TOK, cfg), workers=2, tokenizer=TOK, config=cfg)
+    assert [t.passed for t in oracle] == [True] * 4 and [t.passed for t in null] == [False] * 4
+
+
+# ------------------------------------------------------------------------------------------------ orchestration
+
+
+def run_loop(env, tmp_path, eta, steps=4, fault=None, faulty_env=None, latency=None, groups=2, samples=3):
+    """The embedded loop with a scripted rollout and a counting trainer; returns (trainer, counters, history)."""
+    store, counters = WeightStore(), Counters()
+    rollout = ScriptedRollout(store, p_correct=0.6, latency=latency, seed=eta)
+    trainer = CountingTrainer(groups, eta)
+    worker = EnvWorker(faulty_env or env, TOK, HARNESS, RewardConfig(), TOOLS, schemas_in_prompt=False,
+                       repo_root=tmp_path)
+    lc = LoopConfig(eta=eta, samples=samples, steps=steps, episode_threads=8, max_retries=1, take_timeout_s=120)
+    orch = LocalOrchestrator(trainer, rollout, worker, TaskSampler(tasks.task_set(40, 0)), lc, store, counters)
+    history = orch.run(on_version=(lambda m: fault(rollout, m)) if fault else None)
+    return trainer, counters, history
+
+
+@needs_sandbox
+@pytest.mark.parametrize("eta", [0, 2])
+def test_loop_respects_the_staleness_bound(env, tmp_path, eta):
+    trainer, counters, history = run_loop(env, tmp_path, eta, latency=lambda rng: rng.expovariate(1 / 0.02))
+    assert trainer.version == 4 and len(trainer.consumed) == 4
+    assert trainer.violations == 0 and max(m["staleness_max"] for m in history) <= eta
+    if eta == 0:  # synchronous: every batch was generated entirely by the version that trains on it
+        assert all(m["staleness_max"] == 0 for m in history)
+    admitted = counters.get("groups_admitted")
+    assert admitted <= (4 + eta + 1) * 2  # admission never ran more than η versions ahead
+    assert all(len(g.episodes) == 3 for batch in trainer.consumed for g in batch)
+    rewards = [e.reward for batch in trainer.consumed for g in batch for e in g.episodes]
+    assert 0 < np.mean([r > 0 for r in rewards]) < 1  # scripted rollouts succeed sometimes
+
+
+@needs_sandbox
+def test_env_faults_are_retried_or_dropped_and_the_trainer_never_stalls(env, tmp_path):
+    rng = random.Random(0)
+    faulty = FaultyEnv(env, fail=lambda n: rng.random() < 0.15)
+    trainer, counters, history = run_loop(env, tmp_path, eta=1, faulty_env=faulty)
+    assert trainer.version == 4 and faulty.raised > 0
+    c = counters.snapshot()
+    assert c["episode_failures"] >= faulty.raised  # every injected fault failed one attempt (stop may add more)
+    assert c["episodes_retried"] >= 1
+    assert c["episodes_done"] >= 4 * 2 * 2  # every consumed group kept at least min_group episodes
+
+
+@needs_sandbox
+def test_a_killed_rollout_worker_is_restarted_and_its_episodes_retried(env, tmp_path):
+    killed = []
+
+    def kill_at_version_2(rollout, metrics):
+        if metrics["version"] == 2 and not killed:
+            rollout.inject_fault(RuntimeError("rollout worker killed"))
+            killed.append(True)
+
+    trainer, counters, _ = run_loop(env, tmp_path, eta=1, fault=kill_at_version_2, steps=5)
+    assert trainer.version == 5 and killed
+    c = counters.snapshot()
+    assert c.get("rollout_restarts", 0) >= 1 and c["episode_failures"] >= 1 and c["episodes_retried"] >= 1

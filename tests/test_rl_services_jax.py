@@ -1,0 +1,145 @@
+"""RL services with a real (micro) model: the rollout worker's behaviour log-probs and routing against the
+trainer's recomputation under router replay, the direction of the policy-gradient update, partial rollouts across
+a weight update, and the whole run (`orchestrator.run_rl`) with a checkpoint and a resume."""
+
+import dataclasses
+import threading
+
+import jax
+import ml_collections
+import numpy as np
+import pytest
+
+from composer2_jax.data import tokenizer as tk
+from composer2_jax.env import testing as envtest
+from composer2_jax.rl.services.records import EpisodeRecord, GroupRecord
+from composer2_jax.rl.services.rollout import RolloutConfig, RolloutPolicy, RolloutWorker
+from composer2_jax.rl.services.routing import episode_routing
+from composer2_jax.rl.services.testing import micro_model_config
+from composer2_jax.rl.services.trainer import Trainer, TrainerConfig
+from composer2_jax.rl.services.weights import Weights, WeightStore
+from composer2_jax.rl.trajectory import SegmentBuilder
+from composer2_jax.train.optim import OptimConfig
+
+TOK = tk.ByteTokenizer()
+CFG = micro_model_config()
+RC = RolloutConfig(batch_size=4, prompt_len=64, max_new_tokens=16, temperature=1.0)
+needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
+
+
+@pytest.fixture(scope="module")
+def trainer():
+    oc = OptimConfig(lr=3e-2, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
+    return Trainer(CFG, oc, TrainerConfig(groups_per_batch=1, rows=4, seq_len=96), seed=1)
+
+
+@pytest.fixture(scope="module")
+def rollout(trainer):
+    store = WeightStore()
+    store.publish(trainer.weights())
+    worker = RolloutWorker(CFG, store, RC, stop_id=TOK.special_id(tk.IM_END))
+    stop = threading.Event()
+    worker.start(stop)
+    yield worker
+    stop.set()
+    worker.close(RuntimeError("test over"))
+
+
+def two_turn_episode(policy: RolloutPolicy, seed: int, reward: float) -> EpisodeRecord:
+    """system + task, a sampled reply, an observation, a second sampled reply — with routing records."""
+    rng = np.random.default_rng(seed)
+    b = SegmentBuilder(rng.integers(0, 256, 5).tolist(), rng.integers(0, 256, 9).tolist(), [1, 2], 256)
+    for turn in range(2):
+        c = policy.generate(b.context, 12)
+        b.append(c.ids, True, c.logprobs, policy_version=c.policy_version)
+        if turn == 0:
+            b.append(rng.integers(0, 256, 6).tolist(), False)
+    ep = b.finish(reward=reward)
+    routing = episode_routing(ep, policy.calls, 1, CFG.num_experts_per_tok)
+    return EpisodeRecord(ep, routing, "t", "easy", reward, reward, 0.0, {}, "submitted", 2, 0, 0, 24, 0.0, 0.0,
+                         ep.min_policy_version)
+
+
+def test_trainer_logprobs_under_router_replay_match_the_samplers(trainer, rollout):
+    eps = [two_turn_episode(RolloutPolicy(rollout.generate), s, 1.0) for s in range(3)]
+    packed, routing = trainer.pack([GroupRecord(0, "t", 0, eps)])
+    assert routing.shape == (1, 4, 96, CFG.num_experts_per_tok)
+    batch = trainer._device_batch(packed, slice(0, 4))
+    logp = np.asarray(trainer._logp(trainer.state.params, trainer.state.router_state, batch, routing))
+    m = packed.loss_mask > 0
+    assert m.sum() == sum(e.episode.num_trainable for e in eps)
+    np.testing.assert_allclose(logp[m], packed.behav_logprobs[m], atol=2e-4)  # π_θ(version 0) = μ
+    wrong = (routing + 1) % CFG.n_routed_experts  # other experts: replay visibly changes the forward pass
+    logp_wrong = np.asarray(trainer._logp(trainer.state.params, trainer.state.router_state, batch, wrong))
+    assert np.abs(logp_wrong[m] - packed.behav_logprobs[m]).max() > 1e-3
+
+
+def test_policy_gradient_raises_the_better_rollout_and_publishes_versions(trainer, rollout):
+    policy = RolloutPolicy(rollout.generate)
+    good, bad = two_turn_episode(policy, 10, 1.0), two_turn_episode(policy, 11, 0.0)
+    group = GroupRecord(0, "t", 0, [good, bad])
+    before = jax.device_get(trainer.state.params)
+    v0 = trainer.version
+
+    def seq_logp(rec):
+        packed, routing = trainer.pack([GroupRecord(0, "t", 0, [rec, rec])])
+        batch = trainer._device_batch(packed, slice(0, 4))
+        lp = np.asarray(trainer._logp(trainer.state.params, trainer.state.router_state, batch, routing))
+        return float(lp[0][packed.loss_mask[0] > 0].sum())
+
+    g0, b0 = seq_logp(good), seq_logp(bad)
+    metrics = [trainer.train([group]) for _ in range(3)]
+    assert trainer.version == v0 + 3 and [m["version"] for m in metrics] == [v0 + 1, v0 + 2, v0 + 3]
+    assert seq_logp(good) > g0 + 0.5 and seq_logp(bad) < b0 - 0.5
+    assert metrics[0]["behav_ratio_mean"] == pytest.approx(1.0, abs=1e-3)  # μ = π_prox on the first version
+    assert metrics[1]["staleness_max"] == 1.0 and metrics[1]["kl_old_k3"] >= 0  # the same samples, one version on
+    assert 0.0 <= metrics[0]["weights/identical_frac"] < 0.5 and metrics[0]["weights/xor_zlib_bytes"] > 0
+    assert all(m["finite"] for m in metrics)
+    after = jax.device_get(trainer.state.params)
+    assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after)))
+
+
+def test_episodes_pick_up_new_weights_between_turns(trainer, rollout):
+    """A partial rollout: turn 1 on the current version, a publication, turn 2 on the next one."""
+    store = rollout.store
+    policy = RolloutPolicy(rollout.generate)
+    rng = np.random.default_rng(0)
+    b = SegmentBuilder(rng.integers(0, 256, 5).tolist(), rng.integers(0, 256, 9).tolist(), [1, 2], 256)
+    c1 = policy.generate(b.context, 12)
+    b.append(c1.ids, True, c1.logprobs, policy_version=c1.policy_version)
+    store.publish(Weights(store.version + 1, trainer.state.params, trainer.state.router_state))  # lands mid-episode
+    b.append(rng.integers(0, 256, 6).tolist(), False)
+    c2 = policy.generate(b.context, 12)
+    b.append(c2.ids, True, c2.logprobs, policy_version=c2.policy_version)
+    ep = b.finish(reward=1.0)
+    versions = [t.policy_version for t in ep.turns if t.trainable]
+    assert versions == [c1.policy_version, store.version] and versions[1] == versions[0] + 1
+    assert ep.min_policy_version == versions[0]
+
+
+@needs_sandbox
+def test_run_rl_trains_checkpoints_and_resumes(tmp_path):
+    from composer2_jax.rl import orchestrator
+    from experiments import rl as rl_exp
+
+    c = rl_exp.get_config("toy")
+    c.model = ml_collections.ConfigDict(dataclasses.asdict(micro_model_config()))
+    c.workdir, c.init_from = str(tmp_path / "rl"), ""
+    c.rl.update(steps=2, groups_per_batch=2, samples=2, eval_every=2, eval_tasks=4, eval_samples=1,
+                episode_threads=8, train_tasks=40, plot=True)
+    c.rl.loop.update(episode_threads=8)
+    c.rollout.update(batch_size=4, prompt_len=192, max_new_tokens=24)
+    c.harness.update(max_new_tokens=24, summary_tokens=16, max_turns=2, context_budget=144)
+    c.trainer.update(rows=4, seq_len=256)
+    c.checkpoint.every = 1
+    r1 = orchestrator.run_rl(c)
+    assert r1.final_version == 2 and len(r1.history) == 2
+    assert [e["eval/version"] for e in r1.evals] == [0.0, 2.0] and r1.evals[0]["eval/episodes"] == 4
+    assert all(m["staleness_max"] <= c.rl.eta for m in r1.history)
+    assert (tmp_path / "rl" / "curves.png").stat().st_size > 10_000
+    lines = (tmp_path / "rl" / "logs" / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 4  # two versions + two evaluations
+    c.rl.steps = 3
+    r2 = orchestrator.run_rl(c)
+    assert r2.final_version == 3 and len(r2.history) == 1  # resumed at version 2, trained one more
+    assert r2.counters["episodes_done"] > r1.counters["episodes_done"]  # counters carried across the resume
