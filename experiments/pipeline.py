@@ -1,10 +1,12 @@
-"""The whole pipeline in one command: CPT bulk → CPT long → SFT (RL and evaluation join as they land).
+"""The whole pipeline in one command: CPT bulk → CPT long → SFT → RL → evaluation.
 
 Run:      python -m experiments.pipeline                 (toy preset, CPU, the stdlib as corpus)
           python -m experiments.pipeline --preset gpu_small --workdir runs/gpu_small_pipeline
-Hardware: toy — a 2-core CPU, about 2-3 minutes in all.
+Hardware: toy — a 2-core CPU with bubblewrap (RL and evaluation use sandboxes), under 10 minutes in all.
 Expected: each stage starts from the previous stage's checkpoint; printed JSON lines show the CPT loss falling
-from ln(512) ≈ 6.24 to below 3.5, long-context CPT continuing from there, and SFT loss on assistant tokens < 1.5.
+from ln(512) ≈ 6.24 to below 3.5, long-context CPT continuing from there, SFT loss on assistant tokens < 1.5, the
+RL stage (experiments/rl.py: oracle-transcript warm start from the SFT weights, then a few async versions) and the
+held-out evaluation of its final weights (pass rate and effort per difficulty).
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ import time
 from pathlib import Path
 
 from composer2_jax.train.loop import train
-from experiments import cpt_bulk, cpt_long, sft
+from experiments import cpt_bulk, cpt_long, rl, sft
 from experiments.main import quiet_logs
 
-STAGES = (("cpt_bulk", cpt_bulk), ("cpt_long", cpt_long), ("sft", sft))
+# A stage is a config module trained by train/loop.py, or a function (preset, root, prev) -> (summary line, the
+# checkpoint folder the next stage starts from) for stages that are not supervised training (RL, evaluation).
+STAGES = (("cpt_bulk", cpt_bulk), ("cpt_long", cpt_long), ("sft", sft), ("rl", rl.run_stage),
+          ("evaluate", rl.evaluate_stage))
 
 
 def main(argv=None):
@@ -32,6 +37,12 @@ def main(argv=None):
     prev, t0, summary = "", time.time(), []
     for name, module in STAGES:
         if name not in args.stages.split(","):
+            continue
+        if callable(module):
+            t = time.time()
+            line, prev = module(args.preset, str(root), prev)
+            summary.append(dict(line, seconds=round(time.time() - t, 1)))
+            print(json.dumps(summary[-1]), flush=True)
             continue
         c = module.get_config(args.preset)
         c.workdir = str(root / name)

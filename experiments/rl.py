@@ -33,7 +33,9 @@ def get_config(preset: str = "toy"):
     c = base.get_base_config(preset)
     c.workdir = f"runs/{preset}/rl"
     c.init_from = f"runs/{preset}/rl/sft/checkpoints"  # version 0 = these weights (the SFT warm start)
-    c.optim.update(lr=3e-4 if toy else 1e-6, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=1.0)
+    # Adam's early steps move every weight by ~lr whatever the gradient's size: 1e-3 collapses the toy policy
+    # (KL(π_θ‖π_prox) ≈ 2 after one update), 1e-4 keeps an update's KL near 0.02.
+    c.optim.update(lr=1e-4 if toy else 1e-6, schedule="constant", warmup_steps=4, weight_decay=0.0, clip_norm=1.0)
     c.checkpoint.update(every=10, async_save=False)
     c.rl = C(dict(
         backend="local",  # local (threads in one process) | ray (actors, launch/ray_cluster.sh)

@@ -53,6 +53,7 @@ class RLResult:
     final_version: int
     workdir: str
     seconds: float
+    start_counters: dict[str, int] = dataclasses.field(default_factory=dict)  # as restored ({} on a fresh run)
 
 
 def frozen(c: ml_collections.ConfigDict | dict, cls, **extra):
@@ -180,7 +181,8 @@ def run_rl(config: ml_collections.ConfigDict, hook: Callable[[dict[str, Any]], N
     writer.close()
     if config.log.write and config.rl.plot:
         plot_curves(workdir / "logs" / "metrics.jsonl", workdir / "curves.png", f"RL {config.preset}")
-    return RLResult(history, evals, counters.snapshot(), trainer.version, str(workdir), time.time() - t0)
+    return RLResult(history, evals, counters.snapshot(), trainer.version, str(workdir), time.time() - t0,
+                    dict(saved.get("counters", {})))
 
 
 def run_loop(config, trainer: Trainer, worker: EnvWorker, sampler: TaskSampler, lc: LoopConfig, rc: RolloutConfig,

@@ -3,9 +3,10 @@
 Each task is a one-file repository `calc.py` of one-line functions `def NAME(a, b): return a OP b`. One of them
 (the target) subtracts, multiplies or takes a remainder where it must add; the instruction names it. The hidden
 check imports the final `calc.py`, runs the target on fixed inputs and checks that every other function still
-behaves as before. (The fix is always `+`, so what the model must carry from its context into the edit is the
-function's name and, on hard tasks, the operator it currently uses: one retrieval from the instruction, one from
-the file — the skills a tiny byte-level model can pick up in minutes.)
+behaves as before. (The fix is always `+` and the target is the only function using its operator, so what the model must
+carry from its context into the edit is one character: the current operator, quoted in the instruction on easy
+tasks, found in the file — on the named function's line — on hard ones. Retrieving it from the instruction is
+within what a tiny byte-level model learns in minutes; finding it in the file mostly is not.)
 
 Difficulty knob `level` (0 … MAX_LEVEL): the file holds `level` distractor functions besides the target, and the
 instruction quotes the buggy expression only on easy levels (< HINT_BELOW). So:
@@ -93,7 +94,8 @@ def make_task(seed: int, level: int) -> CodingTask:
     rng = random.Random(f"calc-{seed}-{level}")
     names = rng.sample(NAMES, level + 1)
     target = names[0]
-    functions = [(target, rng.choice(WRONG_OPS))] + [(n, rng.choice(OPS)) for n in names[1:]]
+    wrong = rng.choice(WRONG_OPS)
+    functions = [(target, wrong)] + [(n, rng.choice([op for op in OPS if op != wrong])) for n in names[1:]]
     rng.shuffle(functions)
     return CodingTask(f"calc-{seed}-L{level}", level, tuple(functions), target, RIGHT_OP)
 
@@ -162,15 +164,20 @@ def check_source(task: CodingTask) -> str:
 
 
 def read_call() -> str:
-    """The oracle's read of calc.py."""
-    return format_tool_call("read_file", {"path": FILE})
+    """The oracle's read of calc.py (a short note, then the call)."""
+    return f"Reading {FILE}." + format_tool_call("read_file", {"path": FILE})
 
 
 def fix_call(task: CodingTask) -> str:
-    """The oracle's edit and submit, in one reply."""
-    old = f"{task.target}(a, b): return a {task.wrong_op} b"
-    new = f"{task.target}(a, b): return a {task.right_op} b"
-    return format_tool_call("edit_file", {"path": FILE, "old_string": old, "new_string": new}) + \
+    """The oracle's fix in one reply: a one-line note of the change, then edit_file and submit.
+
+    The target is the only function using its operator (`make_task`), so the edit names the expression alone; the
+    note comes first so that the operator is fetched from the instruction (or the file) at the start of the reply
+    and the edit copies it from a few tokens back.
+    """
+    old, new = f"return a {task.wrong_op} b", f"return a {task.right_op} b"
+    note = f"a {task.wrong_op} b -> a {task.right_op} b."
+    return note + format_tool_call("edit_file", {"path": FILE, "old_string": old, "new_string": new}) + \
         format_tool_call("submit", {})
 
 

@@ -59,8 +59,8 @@ class ScriptedRollout:
     """Stands in for RolloutWorker: oracle-like replies (right with probability p_correct) after a drawn latency,
     stamped with the store's current version. `inject_fault` kills the serving thread at the next request."""
 
-    def __init__(self, store: WeightStore, p_correct: float = 0.7, latency: Callable[[random.Random], float] | None = None,
-                 seed: int = 0):
+    def __init__(self, store: WeightStore, p_correct: float = 0.7,
+                 latency: Callable[[random.Random], float] | None = None, seed: int = 0):
         self.store, self.p_correct = store, p_correct
         self.latency = latency or (lambda rng: 0.0)
         self.tok = tk.ByteTokenizer()

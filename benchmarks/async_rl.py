@@ -1,0 +1,212 @@
+"""Asynchronous vs synchronous RL at equal compute on a long-tail rollout workload, JSON lines.
+
+    python -m benchmarks.async_rl                          (simulated workload, η = 0, 1, 2, 4; ~1 minute)
+    python -m benchmarks.async_rl --real runs/toy/rl/sft/checkpoints --real-steps 12   (the toy model, η = 0 / 2)
+
+Simulated workload: the real embedded orchestrator (services/local.py: staleness gate, group buffer, episode
+threads, trainer loop, weight publication) drives stand-ins for the JAX services. The rollout engine has `slots`
+concurrent sequences (equal compute: the same slots in every run); an episode holds one slot for a latency drawn
+from a lognormal with σ = --sigma (median --median-ms: a long tail, as agentic episodes have). The trainer step
+takes --train-ms. Learning is modelled, not measured: a sample drawn from version v succeeds with probability
+p(v) = 1 − (1 − p0)·e^(−q/τ) where q is the policy's accumulated progress, and each update adds
+(1 − γ·mean staleness of its batch) to q (stale samples are assumed slightly less useful; γ = --stale-cost).
+Reported per η: samples/s, speed-up over η = 0, wall time to a trailing batch reward ≥ --threshold, the final
+reward (mean of the last 5 batches) and the staleness actually consumed.
+
+--real runs experiments/rl.py's toy config from an SFT checkpoint with η = 0 and η = 2 for the same number of
+versions on this machine's CPU and reports samples/s and the held-out pass rate at the end of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import threading
+import time
+
+import numpy as np
+
+from composer2_jax.data import tokenizer as tk
+from composer2_jax.rl.services.local import LocalOrchestrator, LoopConfig
+from composer2_jax.rl.services.records import Counters, EpisodeRecord, GroupRecord, summarize_groups
+from composer2_jax.rl.services.rollout import Generation
+from composer2_jax.rl.services.sampler import TaskSampler
+from composer2_jax.rl.services.trainer import TrainerConfig
+from composer2_jax.rl.services.weights import Weights, WeightStore
+from composer2_jax.rl.tasks import task_set
+from composer2_jax.rl.trajectory import Episode, Segment, Turn
+
+
+class Progress:
+    """The modelled policy quality: progress q per version, success probability p(q)."""
+
+    def __init__(self, p0: float, tau: float, stale_cost: float):
+        self.p0, self.tau, self.stale_cost = p0, tau, stale_cost
+        self.q = {0: 0.0}
+
+    def p(self, version: int) -> float:
+        """Success probability of the policy at `version`."""
+        return 1.0 - (1.0 - self.p0) * math.exp(-self.q[version] / self.tau)
+
+    def update(self, version: int, mean_staleness: float) -> None:
+        """Version + 1 from a batch whose samples lag by `mean_staleness` on average."""
+        self.q[version + 1] = self.q[version] + max(0.0, 1.0 - self.stale_cost * mean_staleness)
+
+
+class SlotRollout:
+    """Stand-in rollout engine: `slots` concurrent sequences, each reply holds one for a long-tail latency."""
+
+    def __init__(self, store: WeightStore, slots: int, median_s: float, sigma: float, seed: int):
+        self.store, self.median_s, self.sigma = store, median_s, sigma
+        self._slots = threading.Semaphore(slots)
+        self._rng, self._lock = random.Random(seed), threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.busy_s = 0.0
+
+    def start(self, stop: threading.Event) -> threading.Thread:
+        self.thread = threading.Thread(target=stop.wait, daemon=True, name="slots")
+        self.thread.start()
+        return self.thread
+
+    def close(self, error: BaseException) -> None:
+        """Nothing to release."""
+
+    def generate(self, prompt: list[int], max_new_tokens: int) -> Generation:
+        """Hold a slot for the episode's latency; stamped with the version current when generation started."""
+        with self._lock:
+            latency = self.median_s * self._rng.lognormvariate(0.0, self.sigma)
+        with self._slots:
+            version = self.store.version
+            time.sleep(latency)
+            with self._lock:
+                self.busy_s += latency
+        return Generation((1,), (-0.1,), version, None, None)
+
+
+class SimEnvWorker:
+    """Stand-in environment worker: one generation per episode; success ~ Bernoulli(p(version of the reply))."""
+
+    def __init__(self, progress: Progress, seed: int):
+        self.progress, self.tok = progress, tk.ByteTokenizer()
+        self._rng, self._lock = random.Random(seed + 1), threading.Lock()
+
+    def run(self, task, policy, admitted_version: int, routing_fn=None) -> EpisodeRecord:
+        """A one-turn episode graded by the modelled success probability."""
+        c = policy.generate([0], 1)
+        with self._lock:
+            success = float(self._rng.random() < self.progress.p(c.policy_version))
+        seg = Segment((Turn("system", (0,), False), Turn("message", c.ids, True, c.logprobs, c.policy_version)))
+        return EpisodeRecord(Episode((seg,), success), [None], task.task_id, task.difficulty, success, success, 0.0,
+                             {}, "submitted", 1, 0, 0, 1, 0.0, 0.0, admitted_version)
+
+
+class SimTrainer:
+    """Stand-in trainer: a fixed step time, the modelled progress update, the batch's reward and staleness."""
+
+    def __init__(self, groups_per_batch: int, step_s: float, progress: Progress):
+        self.tc = TrainerConfig(groups_per_batch=groups_per_batch)
+        self.step_s, self.progress, self.version = step_s, progress, 0
+        self.model_cfg, self.num_moe = type("NoMoE", (), {"num_experts_per_tok": 1})(), 0
+
+    def weights(self) -> Weights:
+        return Weights(self.version, {}, {})
+
+    def train(self, groups: list[GroupRecord]) -> dict:
+        """Sleep the step time; progress += (1 − γ·staleness)."""
+        lags = [self.version - e.min_version for g in groups for e in g.episodes]
+        time.sleep(self.step_s)
+        self.progress.update(self.version, float(np.mean(lags)))
+        self.version += 1
+        return {"staleness_mean": float(np.mean(lags)), "staleness_max": float(max(lags)),
+                "batch/reward": summarize_groups(groups)["reward"]}
+
+
+def simulate(eta: int, args) -> dict:
+    """One simulated run; the per-η JSON line."""
+    progress = Progress(args.p0, args.tau, args.stale_cost)
+    store, counters = WeightStore(), Counters()
+    rollout = SlotRollout(store, args.slots, args.median_ms / 1000, args.sigma, args.seed)
+    trainer = SimTrainer(args.groups, args.train_ms / 1000, progress)
+    lc = LoopConfig(eta=eta, samples=args.samples, steps=args.steps, episode_threads=args.slots * (eta + 2),
+                    max_retries=0, take_timeout_s=600)
+    orch = LocalOrchestrator(trainer, rollout, SimEnvWorker(progress, args.seed), TaskSampler(task_set(64, 0)), lc,
+                             store, counters)
+    t0, times = time.monotonic(), []
+    history = orch.run(on_version=lambda m: times.append(time.monotonic() - t0))
+    wall = times[-1]
+    rewards = [m["batch/reward"] for m in history]
+    trailing = [float(np.mean(rewards[max(0, i - 2):i + 1])) for i in range(len(rewards))]
+    hit = next((times[i] for i, r in enumerate(trailing) if r >= args.threshold), None)
+    samples = args.steps * args.groups * args.samples
+    return {"bench": "async_rl", "workload": "simulated", "eta": eta, "steps": args.steps, "samples": samples,
+            "wall_s": round(wall, 3), "samples_per_s": round(samples / wall, 2),
+            "time_to_threshold_s": None if hit is None else round(hit, 3), "threshold": args.threshold,
+            "final_reward": round(float(np.mean(rewards[-5:])), 4), "final_p": round(progress.p(trainer.version), 4),
+            "staleness_max": max(m["staleness_max"] for m in history),
+            "staleness_mean": round(float(np.mean([m["staleness_mean"] for m in history])), 3),
+            "slot_utilisation": round(rollout.busy_s / (args.slots * wall), 3)}
+
+
+def real_run(eta: int, args) -> dict:
+    """experiments/rl.py toy from an SFT checkpoint for --real-steps versions; samples/s and final eval."""
+    from composer2_jax.rl import orchestrator  # noqa: PLC0415
+    from experiments import rl as rl_exp  # noqa: PLC0415
+
+    c = rl_exp.get_config("toy")
+    c.init_from, c.workdir = args.real, f"{args.real_workdir}/eta{eta}"
+    c.rl.update(eta=eta, steps=args.real_steps, eval_every=args.real_steps, plot=False)
+    c.checkpoint.every = 10**6
+    r = orchestrator.run_rl(c)
+    walls = [m["wait_s"] + m["train_s"] for m in r.history]
+    samples = args.real_steps * c.rl.groups_per_batch * c.rl.samples
+    ev = r.evals[-1]
+    return {"bench": "async_rl", "workload": "toy-model", "eta": eta, "steps": args.real_steps, "samples": samples,
+            "wall_s": round(sum(walls), 1), "samples_per_s": round(samples / sum(walls), 3),
+            "final_batch_reward": round(float(np.mean([m["batch/reward"] for m in r.history[-3:]])), 4),
+            "eval_pass_rate": round(ev["eval/pass_rate"], 4), "eval_reward": round(ev.get("eval/reward", 0.0), 4),
+            "staleness_max": max(m["staleness_max"] for m in r.history)}
+
+
+def parse_args(argv=None):
+    """Command-line flags."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks.async_rl", description=__doc__.splitlines()[0])
+    p.add_argument("--etas", default="0,1,2,4", help="staleness bounds to run")
+    p.add_argument("--steps", type=int, default=40, help="weight versions per run")
+    p.add_argument("--groups", type=int, default=8, help="groups per batch")
+    p.add_argument("--samples", type=int, default=4, help="rollouts per group")
+    p.add_argument("--slots", type=int, default=32, help="concurrent sequences of the rollout engine (equal compute)")
+    p.add_argument("--median-ms", type=float, default=20.0, help="median episode latency")
+    p.add_argument("--sigma", type=float, default=1.2, help="lognormal σ of the latency (the tail)")
+    p.add_argument("--train-ms", type=float, default=60.0, help="trainer step time")
+    p.add_argument("--p0", type=float, default=0.2, help="modelled initial success probability")
+    p.add_argument("--tau", type=float, default=10.0, help="modelled learning time constant (versions)")
+    p.add_argument("--stale-cost", type=float, default=0.05, help="modelled loss of update value per version lag")
+    p.add_argument("--threshold", type=float, default=0.8, help="reward threshold of time-to-threshold")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--real", default="", help="an SFT checkpoint dir: also run the toy model with η = 0 and 2")
+    p.add_argument("--real-steps", type=int, default=12, help="versions per toy-model run")
+    p.add_argument("--real-workdir", default="runs/bench_async_rl", help="where the toy-model runs write")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> list[dict]:
+    """Print one JSON line per run, then the speed-ups over η = 0."""
+    args = parse_args(argv)
+    rows = [simulate(int(e), args) for e in args.etas.split(",")]
+    base = next((r for r in rows if r["eta"] == 0), rows[0])
+    for r in rows:
+        r["speedup_vs_sync"] = round(r["samples_per_s"] / base["samples_per_s"], 2)
+        print(json.dumps(r), flush=True)
+    if args.real:
+        real = [real_run(e, args) for e in (0, 2)]
+        for r in real:
+            r["speedup_vs_sync"] = round(r["samples_per_s"] / real[0]["samples_per_s"], 2)
+            print(json.dumps(r), flush=True)
+        rows += real
+    return rows
+
+
+if __name__ == "__main__":
+    main()
