@@ -202,17 +202,32 @@ def _preset_overrides(name: str) -> dict[str, Any]:
         return dict(vocab_size=163840, hidden_size=2048, num_layers=12, num_heads=16, q_lora_rank=768,
                     kv_lora_rank=512, intermediate_size=8192, moe_intermediate_size=1024, n_routed_experts=64,
                     num_experts_per_tok=8, max_position_embeddings=262144)
+    # Stand-ins for published MaxText benchmarks, used to check the planner's roofline (docs/scaling.md): the same
+    # width, depth, FFN, heads, head dims and vocabulary, with MLA (q_lora_rank None, kv_lora_rank 512) in place
+    # of GQA — ±3 % of the parameters and equal attention FLOPs (q·k over 96 + 32 = 128 dims, v 128).
+    mla_like = dict(vocab_size=32000, q_lora_rank=None, kv_lora_rank=512, qk_nope_head_dim=96, qk_rope_head_dim=32,
+                    v_head_dim=128, rope_theta=10000.0, rope_scaling=None, max_position_embeddings=4096,
+                    num_mtp_layers=0, rms_norm_eps=1e-5)
+    if name == "llama2_70b_mla":  # Llama-2-70B shape, dense
+        return dict(mla_like, hidden_size=8192, num_layers=80, num_heads=64, intermediate_size=28672,
+                    n_routed_experts=0, n_shared_experts=0, first_k_dense_replace=0)  # all 80 layers scanned
+    if name == "mixtral_8x7b_mla":  # Mixtral-8x7B shape: 8 experts top-2, no shared expert
+        return dict(mla_like, hidden_size=4096, num_layers=32, num_heads=32, intermediate_size=14336,
+                    moe_intermediate_size=14336, n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=0,
+                    n_group=1, topk_group=1, routed_scaling_factor=1.0, first_k_dense_replace=0)
     raise ValueError(f"unknown model preset {name!r}; expected one of {PRESETS}")
 
 
-PRESETS = ("kimi_k2_5", "kimi_k2", "deepseek_v3", "toy", "gpu_small")
+PRESETS = ("kimi_k2_5", "kimi_k2", "deepseek_v3", "toy", "gpu_small", "llama2_70b_mla", "mixtral_8x7b_mla")
 
 
 def preset(name: str) -> ml_collections.ConfigDict:
     """The model ConfigDict of a named preset."""
     m = base_model_config()
     for k, v in _preset_overrides(name).items():
-        if k == "rope_scaling" and v is not None:
+        if k == "rope_scaling" and v is None:
+            m.rope_scaling = None
+        elif k == "rope_scaling":
             m.rope_scaling.update(v)
         else:
             m[k] = v

@@ -4,6 +4,7 @@ devices, report per-device memory, the collectives, and a roofline step-time / M
     python -m composer2_jax.plan --preset kimi_k2_5 --stage cpt_bulk \
         --mesh data=1,fsdp=32,expert=8,tensor=1,context=1 --chip h200
     python -m composer2_jax.plan --preset kimi_k2_5 --stage cpt_long --search 256 --chip h200
+    python -m composer2_jax.plan --validate        (the roofline against published MaxText step times)
 
 Method:
   1. Memory: the full model (scanned layers) is lowered and compiled for the mesh; `memory_analysis()` gives
@@ -224,6 +225,8 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
     seq = seq_len or seq
     if mesh_shape.get("context", 1) == 1 and cfg.attention_kernel == "ring":
         cfg = dataclasses.replace(cfg, attention_kernel="xla_chunked")
+    if mesh_shape.get("context", 1) > 1 and cfg.attention_kernel != "ring":  # a split sequence needs the ring
+        cfg = dataclasses.replace(cfg, attention_kernel="ring")
     n = math.prod(mesh_shape.values())
     if n != jax.device_count():
         raise ValueError(f"mesh {mesh_shape} needs {n} devices; this process has {jax.device_count()} "
@@ -265,6 +268,52 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
     return report
 
 
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """A published step time the roofline is checked against (`--validate`)."""
+
+    name: str
+    preset: str  # a preset this project builds with the same shape (config.py: the *_mla stand-ins)
+    chip: str
+    mesh: str
+    global_batch: int  # sequences per step
+    seq_len: int
+    step_s: float  # measured seconds per step
+    mfu: float  # as published
+    source: str
+
+
+# MaxText on one v6e-256 slice, bf16, FSDP over the slice (tpu-recipes, training/trillium/*-MaxText/README.md:
+# "completed step: …, seconds: …" with libtpu 20241028; MFU from MaxText docs/reference/models/tiering.md).
+REFERENCES = (
+    Reference("Llama-2-70B, v6e-256, SL 4096", "llama2_70b_mla", "v6e", "data=1,fsdp=256", 1024, 4096, 17.373,
+              0.438, "tpu-recipes Llama2-70B-MaxText: 17.373 s/step, 943 tok/s/device, 4,194,304 tokens/step"),
+    Reference("Mixtral-8x7B (dropping), v6e-256, SL 4096", "mixtral_8x7b_mla", "v6e", "data=1,fsdp=256", 2048, 4096,
+              8.409, 0.3523, "tpu-recipes Mixtral-8x7B-MaxText: 8.409 s/step, 3,897 tok/s/device, 8,388,608 "
+                              "tokens/step"),
+)
+
+
+def validate(references=REFERENCES, optimizer: str = "adamw") -> list[dict]:
+    """The roofline against published step times: one row per reference (estimated / measured step time).
+
+    The references are AdamW runs; the roofline assumes no compute/communication overlap, so it should be slower
+    than a well-tuned run (ratio > 1) by about the share of communication the real run hides.
+    """
+    rows = []
+    for ref in references:
+        r = plan(ref.preset, "cpt_bulk", parse_mesh(ref.mesh), ref.chip, batch=ref.global_batch,
+                 seq_len=ref.seq_len, optimizer=optimizer)
+        roof = r["roofline"]
+        rows.append(dict(reference=ref.name, preset=ref.preset, chip=ref.chip, mesh=ref.mesh,
+                         measured_step_s=ref.step_s, measured_mfu=ref.mfu, est_step_s=roof["step_s"],
+                         est_compute_s=roof["compute_s"], est_memory_s=roof["memory_s"], est_comm_s=roof["comm_s"],
+                         est_mfu=r["est_mfu"], ratio_est_over_measured=roof["step_s"] / ref.step_s,
+                         est_peak_gb=round(r["per_device"]["peak_bytes"] / 1e9, 2), fits=r["fits"],
+                         source=ref.source))
+    return rows
+
+
 def factorizations(n: int, cfg, seq: int, context_options=(1,)) -> list[dict]:
     """Meshes of n devices that the model's dimensions allow (experts by expert, heads by tensor, ...)."""
     out = []
@@ -289,7 +338,7 @@ def _divisors(n: int) -> list[int]:
 def search(preset: str, stage: str, n: int, chip_name: str, optimizer: str = "muon", limit: int = 6) -> dict:
     """Fastest fitting mesh of n chips among the allowed factorizations (memory first, then the roofline)."""
     cfg, seq = _stage_config(preset, stage)
-    ctx = (1, 2, 4, 8, 16) if stage == "cpt_long" else (1,)
+    ctx = (1, 2, 4, 8, 16) if stage == "cpt_long" else (1, 2, 4, 8)
     cands = factorizations(n, cfg, seq, ctx)
     cands.sort(key=lambda m: (m["tensor"], -m["expert"], m["context"]))  # favour EP, little TP (MoE practice)
     tried = []
@@ -325,6 +374,11 @@ def _human(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _mesh_devices(text: str) -> int:
+    """Devices of a `data=..,fsdp=..` mesh string, without importing jax."""
+    return math.prod(int(p.split("=")[1]) for p in text.split(",") if "=" in p)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="kimi_k2_5")
@@ -335,17 +389,31 @@ def main(argv=None):
     ap.add_argument("--seq_len", type=int, default=None)
     ap.add_argument("--optimizer", default="muon", choices=["muon", "adamw"])
     ap.add_argument("--moe_impl", default="capacity", choices=["capacity", "dropless"],
-                    help="capacity (factor 1.25, bounded buffers) | dropless (EP receive buffers sized for the worst case)")
+                    help="capacity (factor 1.25, bounded buffers) | dropless (EP receive buffers sized for the worst "
+                         "case)")
     ap.add_argument("--search", type=int, default=0, help="chip count: propose the fastest fitting mesh")
+    ap.add_argument("--validate", action="store_true",
+                    help="check the roofline against published MaxText step times (REFERENCES); one JSON line each")
     ap.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
     a = ap.parse_args(argv)
-    if not a.mesh and not a.search:
-        ap.error("give --mesh or --search N")
-    n = a.search or math.prod(int(p.split("=")[1]) for p in a.mesh.split(",") if "=" in p)
+    if not a.mesh and not a.search and not a.validate:
+        ap.error("give --mesh, --search N or --validate")
+    if a.validate:
+        meshes = {_mesh_devices(r.mesh) for r in REFERENCES}  # (parse_mesh would import jax before XLA_FLAGS)
+        if len(meshes) != 1:
+            raise ValueError(f"--validate needs the references to share one device count, got {sorted(meshes)}")
+        n = meshes.pop()
+    else:
+        n = a.search or _mesh_devices(a.mesh)
     if "jax" not in sys.modules:  # simulate exactly n host devices
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                    f" --xla_force_host_platform_device_count={n}").strip()
         os.environ["JAX_PLATFORMS"] = "cpu"
+    if a.validate:
+        rows = validate()
+        for row in rows:
+            print(json.dumps(row), flush=True)
+        return rows
     if a.search:
         out = search(a.preset, a.stage, a.search, a.chip, a.optimizer)
         print(json.dumps(out, indent=1, default=str) if a.json or out["best"] is None else _human(out["best"]))

@@ -1,6 +1,8 @@
 """The scale planner on small presets and the 8-device CPU mesh: its per-device bytes equal what a real run
 allocates; bad meshes are clear errors; the roofline report is complete."""
 
+import math
+
 import jax
 import pytest
 
@@ -57,3 +59,27 @@ def test_collective_parser_reads_groups_and_bytes():
     line2 = "%ar = f32[4]{0} all-reduce(f32[4]{0} %x), replica_groups={{0,8},{1,9}}, to_apply=%add"
     (c2,) = plan_lib.collectives(line2, node_size=8)
     assert c2.crosses_nodes and c2.wire_bytes == pytest.approx(2 * 0.5 * 16)
+
+
+def test_validate_compares_the_roofline_with_a_reference_step_time():
+    ref = plan_lib.Reference("toy on 8 CPU devices", "toy", "h200", "data=1,fsdp=8", 8, 64, step_s=0.5, mfu=0.4,
+                             source="made up for the test")
+    (row,) = plan_lib.validate((ref,))
+    assert row["measured_step_s"] == 0.5 and row["est_step_s"] > 0
+    assert row["ratio_est_over_measured"] == pytest.approx(row["est_step_s"] / 0.5, rel=1e-2)
+    assert row["est_step_s"] >= max(row["est_compute_s"], row["est_memory_s"])
+
+
+def test_published_references_are_buildable_stand_ins():
+    from flax import linen as nn
+
+    from composer2_jax.params import count_params
+
+    published = {"llama2_70b_mla": (68.98e9, 68.98e9), "mixtral_8x7b_mla": (46.70e9, 12.88e9)}  # total, active
+    for ref in plan_lib.REFERENCES:
+        cfg = get_model_config(ref.preset)
+        boxed = jax.eval_shape(lambda c=cfg: Transformer(c).init(jax.random.key(0), jax.numpy.zeros((1, 8), "int32")))
+        total, active = count_params(nn.unbox(boxed)["params"], cfg)
+        want_total, want_active = published[ref.preset]
+        assert abs(total / want_total - 1) < 0.03 and abs(active / want_active - 1) < 0.03, (ref.preset, total, active)
+        assert ref.global_batch % math.prod(plan_lib.parse_mesh(ref.mesh).values()) == 0

@@ -8,7 +8,10 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 import optax
-from optax.contrib import MuonDimensionNumbers, muon
+from optax.contrib import MuonDimensionNumbers
+
+from composer2_jax import sharding as shd
+from composer2_jax.train import muon as muon_lib
 
 BATCH_AXES = ("layers", "exp")  # leading axes that stack independent matrices (scanned layers, experts)
 ADAM_ONLY = ("embedding", "lm_head", "router")  # Muon is for hidden matrices; these keep AdamW (Kimi K2 / Moonlight)
@@ -33,6 +36,7 @@ class OptimConfig:
     clip_norm: float = 1.0
     muon_beta: float = 0.95
     muon_rms: float = 0.2
+    muon_shard_matrices: bool = True
     qk_clip_tau: Optional[float] = None
 
 
@@ -56,6 +60,7 @@ def optim_config_dict():
     o.clip_norm = 1.0  # global gradient-norm clip (0 = off)
     o.muon_beta = 0.95  # Muon momentum
     o.muon_rms = 0.2  # Muon update RMS matched to AdamW: scale √max(fan_in, fan_out)·0.2 (Moonlight)
+    o.muon_shard_matrices = True  # NS on whole matrices spread over all devices (train/muon.py); False: XLA decides
     o.qk_clip_tau = ml_collections.FieldReference(None, field_type=float)  # MuonClip τ (Kimi K2: 100); None = off
     return o
 
@@ -110,6 +115,12 @@ def muon_dims(params, logical):
     return jax.tree_util.tree_map_with_path(one, params, logical, is_leaf=lambda x: isinstance(x, tuple))
 
 
+def muon_specs(logical):
+    """Each parameter's PartitionSpec from its logical names under the project's rules (what `logical_shardings`
+    places), for the distributed Newton–Schulz of `train/muon.py`."""
+    return jax.tree.map(shd.logical_to_spec, logical, is_leaf=lambda x: isinstance(x, tuple))
+
+
 def make_optimizer(c: OptimConfig, params, logical) -> optax.GradientTransformation:
     """Clip → AdamW or Muon(+AdamW) with the schedule and decay mask."""
     lr = schedule(c)
@@ -117,9 +128,10 @@ def make_optimizer(c: OptimConfig, params, logical) -> optax.GradientTransformat
     if c.name == "adamw":
         opt = optax.adamw(lr, c.b1, c.b2, c.eps, weight_decay=c.weight_decay, mask=mask)
     elif c.name == "muon":
-        opt = muon(lr, beta=c.muon_beta, weight_decay=c.weight_decay, weight_decay_mask=mask,
-                   adam_b1=c.b1, adam_b2=c.b2, adam_weight_decay=c.weight_decay,
-                   muon_weight_dimension_numbers=muon_dims(params, logical), consistent_rms=c.muon_rms)
+        opt = muon_lib.muon(lr, muon_dims(params, logical), beta=c.muon_beta, weight_decay=c.weight_decay,
+                            weight_decay_mask=mask, adam_b1=c.b1, adam_b2=c.b2, adam_eps=c.eps,
+                            adam_weight_decay=c.weight_decay, consistent_rms=c.muon_rms,
+                            specs=muon_specs(logical) if c.muon_shard_matrices else None)
     else:
         raise ValueError(f"unknown optimizer {c.name!r}; expected adamw | muon")
     return optax.chain(optax.clip_by_global_norm(c.clip_norm), opt) if c.clip_norm else opt
