@@ -1,6 +1,7 @@
 """The scale planner on small presets and the 8-device CPU mesh: its per-device bytes equal what a real run
 allocates; bad meshes are clear errors; the roofline report is complete."""
 
+import dataclasses
 import math
 
 import jax
@@ -83,3 +84,16 @@ def test_published_references_are_buildable_stand_ins():
         want_total, want_active = published[ref.preset]
         assert abs(total / want_total - 1) < 0.03 and abs(active / want_active - 1) < 0.03, (ref.preset, total, active)
         assert ref.global_batch % math.prod(plan_lib.parse_mesh(ref.mesh).values()) == 0
+
+
+def test_search_ranks_fitting_meshes_by_tokens_per_second(monkeypatch):
+    out = plan_lib.search("toy", "cpt_bulk", 8, "h200", optimizer="adamw", limit=2, seq_len=64)
+    assert out["best"] is not None and out["best"]["fits"] and len(out["ranked"]) == 2
+    assert out["ranked"][0]["tokens_per_s"] >= out["ranked"][1]["tokens_per_s"]
+    assert out["best"]["mesh"] == out["ranked"][0]["mesh"] and math.prod(out["best"]["mesh"].values()) == 8
+    from composer2_jax import chips
+
+    tiny = dataclasses.replace(chips.CHIPS["h200"], name="tiny", hbm_bytes=1e3)
+    monkeypatch.setitem(chips.CHIPS, "tiny", tiny)
+    none = plan_lib.search("toy", "cpt_bulk", 8, "tiny", optimizer="adamw", limit=1, seq_len=64)
+    assert none["best"] is None and "fits tiny HBM" in none["reason"] and not any(t["fits"] for t in none["tried"])

@@ -2,6 +2,8 @@
 causal and non-causal, packed segments, zigzag and contiguous layouts, expanded and MLA-latent passing, all-gather
 mode; the block-kernel LSE contract; per-device memory falling with the context axis."""
 
+import contextlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -129,6 +131,32 @@ def test_block_results_merge_through_their_lse_and_block_grads_sum_to_the_exact_
     delta = jnp.sum(do * o, -1)
     dq, dk, dv = kernels.xla_bwd(q, k, v, o, lse, do, delta, SCALE, True, seg, seg)
     _assert_close((dq, dk, dv), ref)
+
+
+@pytest.mark.parametrize("causal,packed", [(True, True), (True, False), (False, True)])
+def test_chunked_block_kernel_equals_the_plain_one_forward_and_backward(monkeypatch, causal, packed):
+    """The query-chunked XLA block kernel (the planner's stand-in for a fused kernel) ≡ the plain one, scanned
+    and unrolled (planning.counting_loops)."""
+    from composer2_jax.model import planning
+
+    monkeypatch.setattr(kernels, "CHUNK", 8)
+    t = 32  # four query chunks
+    q, k, v = _normal(0, (B, t, H, N + R)), _normal(1, (B, t, H, N + R)), _normal(2, (B, t, H, V))
+    r = np.random.default_rng(0)
+    seg = jnp.asarray(np.sort(r.integers(0, 3, (B, t)), axis=1).astype(np.int32)) if packed else None
+    o, lse = kernels.xla_fwd(q, k, v, SCALE, causal, seg, seg)
+    do = _normal(3, o.shape)
+    delta = jnp.sum(do * o, -1)
+    want = (o, lse) + kernels.xla_bwd(q, k, v, o, lse, do, delta, SCALE, causal, seg, seg)
+    for mode in (contextlib.nullcontext(), planning.counting_loops()):
+        with mode:
+            got_o, got_lse = kernels.chunked_fwd(q, k, v, SCALE, causal, seg, seg)
+            got = (got_o, got_lse) + kernels.chunked_bwd(q, k, v, o, lse, do, delta, SCALE, causal, seg, seg)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), **SHARDED_FP32)
+    with planning.accelerator_kernels():
+        assert kernels.get_block_kernel("auto").name == "xla_chunked"
+    assert kernels.get_block_kernel("auto").name == "xla"
 
 
 # ----------------------------------------------------------------------------------------------- ring ≡ dense

@@ -53,9 +53,9 @@ def xla_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, 
 
 def chunked_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_segment_ids=None,
                       kv_segment_ids=None, q_idx=None, kv_idx=None, chunk: int = 512):
-    """Memory-efficient XLA attention (Rabe & Staats 2021): query chunks under lax.map with rematerialisation,
+    """Memory-efficient XLA attention (Rabe & Staats 2021): query chunks under a scan with rematerialisation,
     so peak memory is O(B·H·chunk·S) instead of O(B·H·T·S). Same maths as `xla_attention`."""
-    b, t, s = q_BTHK.shape[0], q_BTHK.shape[1], k_BSHK.shape[1]
+    b, t = q_BTHK.shape[0], q_BTHK.shape[1]
     if t <= chunk or t % chunk:
         return xla_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
                              kv_segment_ids=kv_segment_ids, q_idx=q_idx, kv_idx=kv_idx)
@@ -71,7 +71,11 @@ def chunked_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = Tr
         return xla_attention(q_, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=None if kv_seg is None
                              else qs_, kv_segment_ids=kv_seg, q_idx=qi_, kv_idx=kv_idx)
 
-    o_nBcHV = jax.lax.map(one, (split(q_BTHK), split(q_idx), split(q_seg)))
+    from composer2_jax.model import planning  # noqa: PLC0415
+
+    # lax.map is a scan; the planner's cost compiles unroll it (XLA's cost analysis counts a loop body once).
+    _, o_nBcHV = jax.lax.scan(lambda _, xs: (None, one(xs)), None, (split(q_BTHK), split(q_idx), split(q_seg)),
+                              unroll=n if planning.count_loops() else 1)
     return jnp.moveaxis(o_nBcHV, 0, 1).reshape((b, t) + o_nBcHV.shape[3:])
 
 

@@ -13,6 +13,7 @@ Every kernel exposes the same two functions (shapes per block; all fp32 results)
 s ≤ t. Off-diagonal blocks are either fully visible or skipped by the ring, so no kernel needs positions.
 
 Kernels: 'xla' (CPU/TPU default; masks by arithmetic, so a diagonal block computes its masked half too),
+'xla_chunked' (the same, CHUNK query rows at a time under a rematerialised scan: O(CHUNK·S) memory per block),
 'cudnn' (GPU: cuDNN flash attention with fp32 softmax stats, v padded to the qk head dim; backward fused with the
 global o/lse, or recomputed by the XLA formula), 'splash' (TPU Pallas splash attention forward when importable,
 XLA backward). `get_block_kernel('auto')` picks by backend.
@@ -209,14 +210,121 @@ def splash_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=N
 
 SPLASH = BlockKernel("splash", splash_fwd, xla_bwd)
 
-BLOCK_KERNELS = {"xla": XLA, "cudnn": CUDNN, "splash": SPLASH}
+
+# ------------------------------------------------------------------------------ query-chunked XLA (memory-bounded)
+
+CHUNK = 512  # query rows per chunk of the chunked XLA kernel
+
+
+def _chunks(t: int) -> int:
+    return t // CHUNK if t > CHUNK and t % CHUNK == 0 else 1
+
+
+def _causal_chunk_mask(i, c: int, s: int):
+    """[1, 1, c, S] visibility of query chunk i of a diagonal block (query row i·c + r sees keys ≤ i·c + r)."""
+    rows = i * c + jnp.arange(c)
+    return (rows[:, None] >= jnp.arange(s)[None, :])[None, None]
+
+
+def _seg_mask(qs_BC, ks_BS):
+    return None if qs_BC is None else (qs_BC[:, :, None] == ks_BS[:, None, :])[:, None]
+
+
+def _and(a, b):
+    return a if b is None else b if a is None else a & b
+
+
+def _loop(body, init, xs, n: int):
+    """lax.scan over n chunks; unrolled in the planner's counting mode (planning.py)."""
+    from composer2_jax.model import planning  # noqa: PLC0415
+
+    return jax.lax.scan(body, init, xs, unroll=n if planning.count_loops() else 1)
+
+
+def _split(x, n: int):
+    """[B, T, ...] → [n, B, T/n, ...]."""
+    return jnp.moveaxis(x.reshape((x.shape[0], n, x.shape[1] // n) + x.shape[2:]), 1, 0)
+
+
+def _merge(x):
+    """[n, B, c, ...] → [B, n·c, ...]."""
+    return jnp.moveaxis(x, 0, 1).reshape((x.shape[1], x.shape[0] * x.shape[2]) + x.shape[3:])
+
+
+def chunked_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None):
+    """`xla_fwd` one chunk of CHUNK query rows at a time (rematerialised): O(CHUNK·S) logits, same results."""
+    n = _chunks(q_BTHK.shape[1])
+    if n == 1:
+        return xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS)
+    c, s = q_BTHK.shape[1] // n, k_BSHK.shape[1]
+    qs = _split(q_seg_BT, n) if q_seg_BT is not None else jnp.zeros((n,), jnp.int32)
+
+    @jax.checkpoint
+    def body(_, x):
+        i, q_c, qs_c = x
+        mask = _and(_causal_chunk_mask(i, c, s) if causal else None,
+                    _seg_mask(qs_c, kv_seg_BS) if q_seg_BT is not None else None)
+        s_BHCS = _logits(q_c, k_BSHK, scale, mask)
+        m_BHC = jnp.max(s_BHCS, axis=-1)
+        p_BHCS = jnp.exp(s_BHCS - m_BHC[..., None])
+        if mask is not None:
+            p_BHCS = jnp.where(mask, p_BHCS, 0.0)
+        l_BHC = jnp.sum(p_BHCS, axis=-1)
+        empty = l_BHC == 0.0
+        l_BHC = jnp.where(empty, 1.0, l_BHC)
+        o_BCHV = jnp.einsum("BHCS,BSHV->BCHV", p_BHCS.astype(v_BSHV.dtype), v_BSHV,
+                            preferred_element_type=jnp.float32) / jnp.swapaxes(l_BHC, 1, 2)[..., None]
+        lse_BHC = jnp.where(empty, NEG_INF, m_BHC + jnp.log(l_BHC))
+        return None, (o_BCHV, jnp.swapaxes(lse_BHC, 1, 2))
+
+    _, (o, lse) = _loop(body, None, (jnp.arange(n), _split(q_BTHK, n), qs), n)
+    return _merge(o), _merge(lse)
+
+
+def chunked_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT=None,
+                kv_seg_BS=None):
+    """`xla_bwd` one query chunk at a time: dq per chunk, dk and dv accumulated over the chunks."""
+    del o_BTHV
+    n = _chunks(q_BTHK.shape[1])
+    if n == 1:
+        return xla_bwd(q_BTHK, k_BSHK, v_BSHV, None, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT, kv_seg_BS)
+    c, s = q_BTHK.shape[1] // n, k_BSHK.shape[1]
+    qs = _split(q_seg_BT, n) if q_seg_BT is not None else jnp.zeros((n,), jnp.int32)
+
+    def body(acc, x):
+        i, q_c, lse_c, do_c, delta_c, qs_c = x
+        mask = _and(_causal_chunk_mask(i, c, s) if causal else None,
+                    _seg_mask(qs_c, kv_seg_BS) if q_seg_BT is not None else None)
+        p_BHCS = jnp.exp(_logits(q_c, k_BSHK, scale, mask) - jnp.swapaxes(lse_c, 1, 2)[..., None])
+        if mask is not None:
+            p_BHCS = jnp.where(mask, p_BHCS, 0.0)
+        dv = jnp.einsum("BHCS,BCHV->BSHV", p_BHCS.astype(do_c.dtype), do_c, preferred_element_type=jnp.float32)
+        dp_BHCS = jnp.einsum("BCHV,BSHV->BHCS", do_c, v_BSHV, preferred_element_type=jnp.float32)
+        ds_BHCS = p_BHCS * (dp_BHCS - jnp.swapaxes(delta_c, 1, 2)[..., None]) * scale
+        dq = jnp.einsum("BHCS,BSHK->BCHK", ds_BHCS.astype(k_BSHK.dtype), k_BSHK, preferred_element_type=jnp.float32)
+        dk = jnp.einsum("BHCS,BCHK->BSHK", ds_BHCS.astype(q_c.dtype), q_c, preferred_element_type=jnp.float32)
+        return (acc[0] + dk, acc[1] + dv), dq
+
+    zeros = (jnp.zeros(k_BSHK.shape, jnp.float32), jnp.zeros(v_BSHV.shape, jnp.float32))
+    xs = (jnp.arange(n), _split(q_BTHK, n), _split(lse_BTH, n), _split(do_BTHV, n), _split(delta_BTH, n), qs)
+    (dk, dv), dq = _loop(body, zeros, xs, n)
+    return _merge(dq), dk, dv
+
+
+XLA_CHUNKED = BlockKernel("xla_chunked", chunked_fwd, chunked_bwd)
+
+BLOCK_KERNELS = {"xla": XLA, "xla_chunked": XLA_CHUNKED, "cudnn": CUDNN, "splash": SPLASH}
 
 
 def get_block_kernel(name: str = "auto") -> BlockKernel:
-    """A block kernel by name; 'auto' = cuDNN on GPU, splash on TPU (if importable), XLA otherwise."""
+    """A block kernel by name; 'auto' = cuDNN on GPU, splash on TPU (if importable), XLA otherwise (the chunked
+    XLA kernel in the planner's accelerator mode, model/planning.py)."""
     if name == "auto":
+        from composer2_jax.model import planning  # noqa: PLC0415
+
         backend = jax.default_backend()
-        name = "cudnn" if backend == "gpu" else "splash" if backend == "tpu" and _splash_module() else "xla"
+        cpu = "xla_chunked" if planning.use_accelerator_kernels() else "xla"
+        name = "cudnn" if backend == "gpu" else "splash" if backend == "tpu" and _splash_module() else cpu
     if name not in BLOCK_KERNELS:
         raise ValueError(f"unknown block kernel {name!r}; expected 'auto' or one of {sorted(BLOCK_KERNELS)}")
     return BLOCK_KERNELS[name]
