@@ -305,7 +305,9 @@ def chunked_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, sca
         dk = jnp.einsum("BHCS,BCHK->BSHK", ds_BHCS.astype(q_c.dtype), q_c, preferred_element_type=jnp.float32)
         return (acc[0] + dk, acc[1] + dv), dq
 
-    zeros = (jnp.zeros(k_BSHK.shape, jnp.float32), jnp.zeros(v_BSHV.shape, jnp.float32))
+    # Accumulators derived from k and v, so that inside shard_map they vary over the same mesh axes as the chunks'
+    # contributions (a scan's carry must keep its type).
+    zeros = (jnp.zeros_like(k_BSHK, jnp.float32), jnp.zeros_like(v_BSHV, jnp.float32))
     xs = (jnp.arange(n), _split(q_BTHK, n), _split(lse_BTH, n), _split(do_BTHV, n), _split(delta_BTH, n), qs)
     (dk, dv), dq = _loop(body, zeros, xs, n)
     return _merge(dq), dk, dv
