@@ -3,10 +3,13 @@
 Run:      python -m experiments.rl                                  (toy: transcripts → SFT warm start → async RL)
           python -m experiments.rl --config.rl.eta=0                (the synchronous loop)
           python -m experiments.rl --config.rl.backend=ray          (the same services as Ray actors)
-Hardware: toy — a 2-core CPU with bubblewrap (run as root); about 10 minutes (SFT ~3, RL ~6, evaluations ~1).
-Expected: toy held-out pass rate (64 tasks, pass@1 at T = 1) rises by ≥ 20 points over the SFT start; the effort of
-          easy tasks falls (needless read_file calls dropped) while the hard-task pass rate holds. Curves:
-          runs/toy/rl/curves.png; per-version metrics: runs/toy/rl/logs/metrics.jsonl (see docs/rl.md).
+Hardware: toy — a 2-core CPU with bubblewrap (run as root): transcripts ~1 min, SFT 3–4, evaluations ~1 each,
+          RL ~30 s a version on shared cores.
+Expected: the issue's target (benchmarks/rl_learning.py: held-out pass@1 at T = 1 ≥ 20 points over the SFT start,
+          easy effort < 0.9× start, hard pass ≥ start − 0.05) is NOT reached yet. Measured (docs/rl.md, "The toy
+          experiment"): the 165-step SFT start passes 0.28–0.32 (easy 0.45–0.52, hard 0.08–0.19); RL at lr 1e-4
+          moves it +4 points in 10 versions (noise), at 2e-4–5e-4 it drifts down or collapses. Curves:
+          runs/toy/rl/curves.png; per-version metrics: runs/toy/rl/logs/metrics.jsonl.
 """
 
 from __future__ import annotations
@@ -62,13 +65,16 @@ def get_config(preset: str = "toy"):
     c.loss = C(dict(clip_eps_low=0.2, clip_eps_high=0.28, aggregation="constant", behav_weight="full",
                     behav_mask="none"))  # PolicyLossConfig: decoupled PPO, Dr. GRPO normaliser, clip-higher
     c.reward = C(dict(penalty_coef=1e-3, penalty_k=1e-3, penalty_q=1.0, penalty_on="success"))  # RewardConfig
-    c.harness = C(dict(max_turns=4, max_new_tokens=192, max_total_tokens=1024, context_budget=352, summary_tokens=64,
-                       max_observation_chars=512, system_prompt="Fix the bug.",
+    # toy: the oracle needs ≤ 2 turns (read, fix); a 2-turn cap ends failed episodes early (cheaper versions).
+    c.harness = C(dict(max_turns=2 if toy else 4, max_new_tokens=192, max_total_tokens=1024, context_budget=352,
+                       summary_tokens=64, max_observation_chars=512, system_prompt="Fix the bug.",
                        summary_prompt="Summarize your progress."))  # HarnessConfig
     c.env = C(dict(tools=["read_file", "edit_file", "submit"], schemas_in_prompt=False, pool_size=16,
                    grade_timeout_s=30.0, command_timeout_s=30.0))
-    c.sft = C(dict(transcripts=1500, read_prob=0.5, seed=0, steps=300 if toy else 2000, lr=3e-3 if toy else 2e-5,
-                   seq_len=1024, batch_size=8, init_from=""))  # the warm start (experiments/sft.py)
+    # The toy warm start is deliberately short (RL starts from an imperfect policy): at lr 3e-3 the held-out pass@1
+    # at T = 1 is ~0.1 after 140 steps, ~0.31 after 165, ~0.36–0.47 after 190 (the hard-task ceiling is ~1/3).
+    c.sft = C(dict(transcripts=600 if toy else 1500, read_prob=0.5, seed=0, steps=165 if toy else 2000,
+                   lr=3e-3 if toy else 2e-5, seq_len=1024, batch_size=8, init_from=""))  # experiments/sft.py
     return c
 
 
@@ -162,8 +168,12 @@ def main(argv) -> dict:
 
     from experiments.main import quiet_logs  # noqa: PLC0415
 
-    config_flags.DEFINE_config_file("config", f"{__file__}:toy", "experiment config", lock_config=True)
-    flags.FLAGS(argv)
+    saved_argv, sys.argv = sys.argv, list(argv)  # config_flags registers --config.KEY overrides from sys.argv
+    try:
+        config_flags.DEFINE_config_file("config", f"{__file__}:toy", "experiment config", lock_config=True)
+        flags.FLAGS(argv)
+    finally:
+        sys.argv = saved_argv
     quiet_logs()
     config = flags.FLAGS.config
     summary = prepare(config)

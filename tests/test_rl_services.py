@@ -62,7 +62,9 @@ def test_task_family_difficulty_knob_and_check(tmp_path):
     assert len(easy.functions) == 1 and len(hard.functions) == 4  # level = number of distractors
     assert easy.difficulty == "easy" and hard.difficulty == "hard"
     assert f"bug: a {easy.wrong_op} b" in easy.instruction and "bug" not in hard.instruction
-    assert easy.wrong_op in tasks.WRONG_OPS and easy.right_op == "+"
+    assert easy.wrong_op == tasks.EASY_WRONG_OP and easy.right_op == "+"  # easy: the same fix every time
+    assert {tasks.make_task(s, 3).wrong_op for s in range(40)} == set(tasks.WRONG_OPS)  # hard: read it in the file
+    assert tasks.fix_call(easy) == tasks.fix_call(tasks.make_task(4, 1))
     reward, results = run_check(hard, hard.fixed_files(), tmp_path / "fixed")
     assert reward == "1" and results == {"passed": 20, "failed": 0, "errors": 0}
     reward, results = run_check(hard, hard.files(), tmp_path / "buggy")
@@ -78,7 +80,7 @@ def test_heldout_split_is_disjoint_by_content():
     assert len(held) == 48 and len({(t.functions, t.target, t.right_op) for t in held}) == 48
     assert not train & {(t.functions, t.target, t.right_op) for t in held}
     assert {t.level for t in held} == {1, 2, 3}
-    with pytest.raises(ValueError, match="too small"):  # level 0: 8 names × 3 bugs, a fifth of them held out
+    with pytest.raises(ValueError, match="too small"):  # level 0: 16 names × 1 bug, a fifth of them held out
         tasks.task_set(16, 0, levels=(0,), split="heldout", distinct=True)
 
 

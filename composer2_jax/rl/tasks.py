@@ -1,20 +1,22 @@
-"""A generated family of verifiable coding tasks with a difficulty knob, learnable by a tiny byte-level model.
+"""A generated family of verifiable coding tasks with a difficulty knob, sized for a tiny byte-level model.
 
 Each task is a one-file repository `calc.py` of one-line functions `def NAME(a, b): return a OP b`. One of them
-(the target) subtracts, multiplies or takes a remainder where it must add; the instruction names it. The hidden
-check imports the final `calc.py`, runs the target on fixed inputs and checks that every other function still
-behaves as before. (The fix is always `+` and the target is the only function using its operator, so what the model must
-carry from its context into the edit is one character: the current operator, quoted in the instruction on easy
-tasks, found in the file — on the named function's line — on hard ones. Retrieving it from the instruction is
-within what a tiny byte-level model learns in minutes; finding it in the file mostly is not.)
+(the target) computes the wrong operator where it must add; the instruction names it. The hidden check imports the
+final `calc.py`, runs the target on fixed inputs and checks that every other function still behaves as before.
+The fix is always `+`, and the target is the only function using its wrong operator, so the edit names the
+expression alone (`return a - b` → `return a + b`).
 
-Difficulty knob `level` (0 … MAX_LEVEL): the file holds `level` distractor functions besides the target, and the
-instruction quotes the buggy expression only on easy levels (< HINT_BELOW). So:
-  easy (hinted)    the fix can be written straight from the instruction: one reply, edit_file + submit;
-                   reading the file first is wasted effort.
-  hard (no hint)   the current expression is only in the file: read_file, then copy the right line into edit_file.
+Difficulty knob `level` (0 … MAX_LEVEL): the file holds `level` distractor functions besides the target.
+  easy (level < HINT_BELOW)   the bug is always `a - b`, quoted in the instruction: the fix text is the same on
+                              every easy task (one reply: note, edit_file, submit) and needs nothing from the
+                              context but the difficulty; reading the file first is wasted effort.
+  hard (level ≥ HINT_BELOW)   the bug is one of WRONG_OPS (`-`, `*`, `%`), not quoted: the operator is only on
+                              the named function's line of the file, so read_file first, then edit that expression.
+Why so: the tiny toy model learns the tool-call format and constant text in a few hundred SFT steps, but not to
+retrieve a character from its context (docs/rl.md, "The toy experiment"); easy tasks are what a policy can master,
+hard tasks measure that an effort penalty does not make it skip the read it needs (their pass rate must not fall).
 The oracle reads first on every hard task and on a fraction `read_prob` of easy ones, so an SFT model starts with
-needless reads on easy tasks that an effort penalty can remove (docs/rl.md, "learning evidence").
+needless reads on easy tasks that the effort penalty can remove.
 
 Tasks are plain data (`CodingTask`): the RL environment workers grade them in a fresh sandbox fork with the check
 copied in only then (`rl/services/grader.py`); `write_suite` writes the same tasks as Harbor folders, so the
@@ -34,11 +36,14 @@ from pathlib import Path
 from composer2_jax.data.chat import format_tool_call
 
 # Equal length (fixed offsets), and capitalised: their initials occur nowhere else in a context (prompts, tool calls),
-# so a byte-level model finds a name by its first character alone.
-NAMES = ("Alpha", "Bravo", "Delta", "Gamma", "Kappa", "Omega", "Sigma", "Theta")
+# so a byte-level model finds a name by its first character alone. Sixteen, so that even level 0 (one content per
+# name on easy tasks) has held-out contents.
+NAMES = ("Alpha", "Bravo", "Cobra", "Delta", "Eagle", "Gamma", "Hotel", "Kappa", "Lemon", "Mango", "Omega", "Pixel",
+         "Sigma", "Theta", "Viola", "Zebra")
 OPS = ("+", "-", "*", "%")  # operators of distractor functions
 RIGHT_OP = "+"  # what the target must compute
-WRONG_OPS = ("-", "*", "%")  # what it computes instead
+WRONG_OPS = ("-", "*", "%")  # what it computes instead on hard tasks
+EASY_WRONG_OP = "-"  # what it computes instead on easy tasks (always: the fix text is constant)
 MAX_LEVEL = 3
 HINT_BELOW = 2  # levels below this quote the buggy expression in the instruction (easy)
 FILE = "calc.py"
@@ -94,7 +99,7 @@ def make_task(seed: int, level: int) -> CodingTask:
     rng = random.Random(f"calc-{seed}-{level}")
     names = rng.sample(NAMES, level + 1)
     target = names[0]
-    wrong = rng.choice(WRONG_OPS)
+    wrong = EASY_WRONG_OP if level < HINT_BELOW else rng.choice(WRONG_OPS)
     functions = [(target, wrong)] + [(n, rng.choice([op for op in OPS if op != wrong])) for n in names[1:]]
     rng.shuffle(functions)
     return CodingTask(f"calc-{seed}-L{level}", level, tuple(functions), target, RIGHT_OP)
@@ -111,7 +116,7 @@ def task_set(n: int, seed: int, levels: Sequence[int] = tuple(range(MAX_LEVEL + 
     """n tasks of one content split, cycling through `levels`, drawn from seeds seed, seed+1, ….
 
     The split is by content, so a held-out task is never seen in training under any seed (the family is small:
-    level 0 has 8 names × 3 bugs). `distinct` skips contents already drawn (evaluation sets).
+    level 0 has 16 contents, one per name). `distinct` skips contents already drawn (evaluation sets).
     """
     if n < 0 or not levels or split not in ("train", "heldout"):
         raise ValueError(f"n={n}, levels={levels}, split={split!r}; expected n ≥ 0, levels, train | heldout")
@@ -172,8 +177,8 @@ def fix_call(task: CodingTask) -> str:
     """The oracle's fix in one reply: a one-line note of the change, then edit_file and submit.
 
     The target is the only function using its operator (`make_task`), so the edit names the expression alone; the
-    note comes first so that the operator is fetched from the instruction (or the file) at the start of the reply
-    and the edit copies it from a few tokens back.
+    note comes first so that the operator is fetched (from the file, on hard tasks) at the start of the reply and the
+    edit copies it from a few tokens back. On easy tasks the whole reply is the same text every time.
     """
     old, new = f"return a {task.wrong_op} b", f"return a {task.right_op} b"
     note = f"a {task.wrong_op} b -> a {task.right_op} b."
