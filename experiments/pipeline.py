@@ -2,7 +2,9 @@
 
 Run:      python -m experiments.pipeline                 (toy preset, CPU, the stdlib as corpus)
           python -m experiments.pipeline --preset gpu_small --workdir runs/gpu_small_pipeline
-Hardware: toy — a 2-core CPU with bubblewrap (RL and evaluation use sandboxes), under 10 minutes in all.
+Hardware: toy — a 2-core CPU, 458 s in all (2026-11-30); RL and evaluation run the model's tool calls in bubblewrap
+          sandboxes (root, `apt-get install bubblewrap`); on a host without them those two stages print why and are
+          skipped.
 Expected: each stage starts from the previous stage's checkpoint; printed JSON lines show the CPT loss falling
 from ln(512) ≈ 6.24 to below 3.5, long-context CPT continuing from there, SFT loss on assistant tokens < 1.5, the
 RL stage (experiments/rl.py: oracle-transcript warm start from the SFT weights, then a few async versions) and the
@@ -27,7 +29,7 @@ STAGES = (("cpt_bulk", cpt_bulk), ("cpt_long", cpt_long), ("sft", sft), ("rl", r
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="CPT bulk → long → SFT on one machine")
+    ap = argparse.ArgumentParser(description="CPT bulk → long → SFT → RL → evaluation on one machine")
     ap.add_argument("--preset", default="toy")
     ap.add_argument("--workdir", default="", help="default: runs/pipeline-<preset>-<time>")
     ap.add_argument("--stages", default=",".join(n for n, _ in STAGES), help="comma-separated subset, in order")
@@ -35,8 +37,14 @@ def main(argv=None):
     quiet_logs()
     root = Path(args.workdir or f"runs/pipeline-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
     prev, t0, summary = "", time.time(), []
+    sandbox_problem = _sandbox_problem()
     for name, module in STAGES:
         if name not in args.stages.split(","):
+            continue
+        if callable(module) and sandbox_problem:  # RL and evaluation run the model's tool calls in sandboxes
+            summary.append(dict(stage=name, skipped=f"no sandboxes on this host ({sandbox_problem}); install "
+                                                    f"bubblewrap (apt-get install bubblewrap, docs/env.md) to run it"))
+            print(json.dumps(summary[-1]), flush=True)
             continue
         if callable(module):
             t = time.time()
@@ -62,6 +70,17 @@ def main(argv=None):
         print(json.dumps(line), flush=True)
     print(json.dumps(dict(pipeline=str(root), stages=len(summary), seconds=round(time.time() - t0, 1))))
     return summary
+
+
+def _sandbox_problem() -> str | None:
+    """Why bubblewrap sandboxes cannot start here (None when they can)."""
+    from composer2_jax.env.runtime import check_host  # noqa: PLC0415
+
+    try:
+        check_host()
+    except (OSError, PermissionError) as e:
+        return str(e)
+    return None
 
 
 if __name__ == "__main__":
