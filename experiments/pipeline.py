@@ -74,13 +74,9 @@ def main(argv=None):
 
 def _sandbox_problem() -> str | None:
     """Why bubblewrap sandboxes cannot start here (None when they can)."""
-    from composer2_jax.env.runtime import check_host  # noqa: PLC0415
+    from composer2_jax.env.runtime import host_problem  # noqa: PLC0415
 
-    try:
-        check_host()
-    except (OSError, PermissionError) as e:
-        return str(e)
-    return None
+    return host_problem()
 
 
 if __name__ == "__main__":

@@ -171,8 +171,7 @@ CASES = [  # (context, causal, layout, packed, other mesh axes)
 ]
 
 
-@pytest.mark.parametrize("n,causal,layout,packed,other", CASES)
-def test_ring_matches_dense_forward_and_gradients(n, causal, layout, packed, other):
+def _check_ring_against_dense(n, causal, layout, packed, other, block_kernel):
     q, k, v = _normal(0, (B, T, H, N + R)), _normal(1, (B, T, H, N + R)), _normal(2, (B, T, H, V))
     ct = _normal(3, (B, T, H, V))
     seg = _segments(packed)
@@ -185,30 +184,21 @@ def test_ring_matches_dense_forward_and_gradients(n, causal, layout, packed, oth
     def ring(q, k, v):
         s = None if seg is None else to(seg)
         return back(ring_attention(to(q), to(k), to(v), mesh=mesh, scale=SCALE, causal=causal, q_segment_ids=s,
-                                   kv_segment_ids=s, layout=layout, block_kernel="xla"))
+                                   kv_segment_ids=s, layout=layout, block_kernel=block_kernel))
 
     _assert_close(_value_and_vjp(ring, (q, k, v), ct), _value_and_vjp(dense, (q, k, v), ct))
+
+
+@pytest.mark.parametrize("n,causal,layout,packed,other", CASES)
+def test_ring_matches_dense_forward_and_gradients(n, causal, layout, packed, other):
+    _check_ring_against_dense(n, causal, layout, packed, other, "xla")
 
 
 @pytest.mark.parametrize("n,causal,layout,packed,other", [CASES[0], CASES[3], CASES[5]])
 def test_ring_with_the_chunked_block_kernel_matches_dense(monkeypatch, n, causal, layout, packed, other):
     """The planner's block kernel inside the ring's shard_map (scan carries must keep their varying axes)."""
     monkeypatch.setattr(kernels, "CHUNK", T // (4 * n))  # every block of T/(2n) rows is two chunks
-    q, k, v = _normal(0, (B, T, H, N + R)), _normal(1, (B, T, H, N + R)), _normal(2, (B, T, H, V))
-    ct = _normal(3, (B, T, H, V))
-    seg = _segments(packed)
-    mesh = _mesh(n, **other)
-    to, back = _layout(n, layout)
-
-    def dense(q, k, v):
-        return xla_attention(q, k, v, scale=SCALE, causal=causal, q_segment_ids=seg, kv_segment_ids=seg)
-
-    def ring(q, k, v):
-        s = None if seg is None else to(seg)
-        return back(ring_attention(to(q), to(k), to(v), mesh=mesh, scale=SCALE, causal=causal, q_segment_ids=s,
-                                   kv_segment_ids=s, layout=layout, block_kernel="xla_chunked"))
-
-    _assert_close(_value_and_vjp(ring, (q, k, v), ct), _value_and_vjp(dense, (q, k, v), ct))
+    _check_ring_against_dense(n, causal, layout, packed, other, "xla_chunked")
 
 
 def test_ring_without_mesh_is_one_local_block():

@@ -32,6 +32,15 @@ def check_host() -> None:
         raise OSError("/proc/sys/user/max_user_namespaces is missing; expected a kernel with user namespaces") from None
 
 
+def host_problem() -> str | None:
+    """Why this host cannot run sandboxes (the message of `check_host`), or None if it can."""
+    try:
+        check_host()
+    except (OSError, PermissionError) as e:
+        return str(e)
+    return None
+
+
 def _check_searchable(path: str, uid: int, gid: int) -> None:
     """Every ancestor of path must be searchable by the sandbox's host uid (bwrap binds from there)."""
     current = os.path.abspath(path)
