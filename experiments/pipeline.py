@@ -18,6 +18,7 @@ import json
 import time
 from pathlib import Path
 
+from composer2_jax.env.runtime import host_problem
 from composer2_jax.train.loop import train
 from experiments import cpt_bulk, cpt_long, rl, sft
 from experiments.main import quiet_logs
@@ -37,7 +38,7 @@ def main(argv=None):
     quiet_logs()
     root = Path(args.workdir or f"runs/pipeline-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
     prev, t0, summary = "", time.time(), []
-    sandbox_problem = _sandbox_problem()
+    sandbox_problem = host_problem()
     for name, module in STAGES:
         if name not in args.stages.split(","):
             continue
@@ -70,13 +71,6 @@ def main(argv=None):
         print(json.dumps(line), flush=True)
     print(json.dumps(dict(pipeline=str(root), stages=len(summary), seconds=round(time.time() - t0, 1))))
     return summary
-
-
-def _sandbox_problem() -> str | None:
-    """Why bubblewrap sandboxes cannot start here (None when they can)."""
-    from composer2_jax.env.runtime import host_problem  # noqa: PLC0415
-
-    return host_problem()
 
 
 if __name__ == "__main__":

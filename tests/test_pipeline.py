@@ -6,7 +6,7 @@ from experiments import pipeline
 
 
 def test_sandbox_stages_are_skipped_with_the_reason(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(pipeline, "_sandbox_problem", lambda: "bubblewrap binary 'bwrap' not found on PATH")
+    monkeypatch.setattr(pipeline, "host_problem", lambda: "bubblewrap binary 'bwrap' not found on PATH")
     summary = pipeline.main(["--workdir", str(tmp_path), "--stages", "rl,evaluate"])
     assert [s["stage"] for s in summary] == ["rl", "evaluate"]
     assert all("bwrap' not found" in s["skipped"] and "apt-get install bubblewrap" in s["skipped"] for s in summary)

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 from flax import linen as nn
 
 from composer2_jax.config import ModelConfig
+from composer2_jax.model import planning
 from composer2_jax.model.layers import RMSNorm, apply_rope, constrain, dtype_of, param, softmax_scale
 
 # The q and kv latent norms use a fixed eps of 1e-6 in DeepSeek's and Kimi's reference code, whatever
@@ -70,8 +71,6 @@ def chunked_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = Tr
         q_, qi_, qs_ = xs
         return xla_attention(q_, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=None if kv_seg is None
                              else qs_, kv_segment_ids=kv_seg, q_idx=qi_, kv_idx=kv_idx)
-
-    from composer2_jax.model import planning  # noqa: PLC0415
 
     # lax.map is a scan; the planner's cost compiles unroll it (XLA's cost analysis counts a loop body once).
     _, o_nBcHV = jax.lax.scan(lambda _, xs: (None, one(xs)), None, (split(q_BTHK), split(q_idx), split(q_seg)),

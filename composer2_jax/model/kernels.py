@@ -26,6 +26,8 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from composer2_jax.model import planning
+
 NEG_INF = -1e30  # finite: exp(NEG_INF − m) underflows to 0 without inf − inf = NaN
 
 
@@ -56,9 +58,8 @@ def _logits(q_BTHK, k_BSHK, scale, mask):
     return s_BHTS if mask is None else jnp.where(mask, s_BHTS, NEG_INF)
 
 
-def xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None):
-    """Block forward in plain XLA: (o [B, T, H, V] fp32, lse [B, T, H] fp32)."""
-    mask = block_mask(q_BTHK.shape[1], k_BSHK.shape[1], causal, q_seg_BT, kv_seg_BS)
+def _masked_fwd(q_BTHK, k_BSHK, v_BSHV, scale, mask):
+    """(o [B, T, H, V], lse [B, T, H]) fp32 of one block under a [B|1, 1, T, S] mask (None: all visible)."""
     s_BHTS = _logits(q_BTHK, k_BSHK, scale, mask)
     m_BHT = jnp.max(s_BHTS, axis=-1)
     p_BHTS = jnp.exp(s_BHTS - m_BHT[..., None])
@@ -73,13 +74,9 @@ def xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None
     return o_BTHV, jnp.swapaxes(lse_BHT, 1, 2)
 
 
-def xla_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT=None,
-            kv_seg_BS=None):
-    """Block backward in plain XLA from the final (o, lse): fp32 (dq, dk, dv)."""
-    del o_BTHV  # enters through delta
-    mask = block_mask(q_BTHK.shape[1], k_BSHK.shape[1], causal, q_seg_BT, kv_seg_BS)
-    s_BHTS = _logits(q_BTHK, k_BSHK, scale, mask)
-    p_BHTS = jnp.exp(s_BHTS - jnp.swapaxes(lse_BTH, 1, 2)[..., None])
+def _masked_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, mask):
+    """FA-2 block backward (module docstring) from the final lse and delta: fp32 (dq, dk, dv)."""
+    p_BHTS = jnp.exp(_logits(q_BTHK, k_BSHK, scale, mask) - jnp.swapaxes(lse_BTH, 1, 2)[..., None])
     if mask is not None:
         p_BHTS = jnp.where(mask, p_BHTS, 0.0)
     dv_BSHV = jnp.einsum("BHTS,BTHV->BSHV", p_BHTS.astype(do_BTHV.dtype), do_BTHV, preferred_element_type=jnp.float32)
@@ -88,6 +85,20 @@ def xla_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, 
     dq_BTHK = jnp.einsum("BHTS,BSHK->BTHK", ds_BHTS.astype(k_BSHK.dtype), k_BSHK, preferred_element_type=jnp.float32)
     dk_BSHK = jnp.einsum("BHTS,BTHK->BSHK", ds_BHTS.astype(q_BTHK.dtype), q_BTHK, preferred_element_type=jnp.float32)
     return dq_BTHK, dk_BSHK, dv_BSHV
+
+
+def xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None):
+    """Block forward in plain XLA: (o [B, T, H, V] fp32, lse [B, T, H] fp32)."""
+    mask = block_mask(q_BTHK.shape[1], k_BSHK.shape[1], causal, q_seg_BT, kv_seg_BS)
+    return _masked_fwd(q_BTHK, k_BSHK, v_BSHV, scale, mask)
+
+
+def xla_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT=None,
+            kv_seg_BS=None):
+    """Block backward in plain XLA from the final (o, lse): fp32 (dq, dk, dv)."""
+    del o_BTHV  # enters through delta
+    mask = block_mask(q_BTHK.shape[1], k_BSHK.shape[1], causal, q_seg_BT, kv_seg_BS)
+    return _masked_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, mask)
 
 
 XLA = BlockKernel("xla", xla_fwd, xla_bwd)
@@ -220,24 +231,18 @@ def _chunks(t: int) -> int:
     return t // CHUNK if t > CHUNK and t % CHUNK == 0 else 1
 
 
-def _causal_chunk_mask(i, c: int, s: int):
-    """[1, 1, c, S] visibility of query chunk i of a diagonal block (query row i·c + r sees keys ≤ i·c + r)."""
+def _chunk_mask(i, c: int, s: int, causal: bool, qs_BC, kv_seg_BS):
+    """[B|1, 1, c, S] visibility of query chunk i (rows i·c … i·c + c − 1) of a block; None when all visible."""
+    seg = block_mask(c, s, False, qs_BC, kv_seg_BS)
+    if not causal:
+        return seg
     rows = i * c + jnp.arange(c)
-    return (rows[:, None] >= jnp.arange(s)[None, :])[None, None]
-
-
-def _seg_mask(qs_BC, ks_BS):
-    return None if qs_BC is None else (qs_BC[:, :, None] == ks_BS[:, None, :])[:, None]
-
-
-def _and(a, b):
-    return a if b is None else b if a is None else a & b
+    tri = (rows[:, None] >= jnp.arange(s)[None, :])[None, None]  # diagonal block: row r sees keys ≤ r
+    return tri if seg is None else tri & seg
 
 
 def _loop(body, init, xs, n: int):
     """lax.scan over n chunks; unrolled in the planner's counting mode (planning.py)."""
-    from composer2_jax.model import planning  # noqa: PLC0415
-
     return jax.lax.scan(body, init, xs, unroll=n if planning.count_loops() else 1)
 
 
@@ -262,20 +267,8 @@ def chunked_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=
     @jax.checkpoint
     def body(_, x):
         i, q_c, qs_c = x
-        mask = _and(_causal_chunk_mask(i, c, s) if causal else None,
-                    _seg_mask(qs_c, kv_seg_BS) if q_seg_BT is not None else None)
-        s_BHCS = _logits(q_c, k_BSHK, scale, mask)
-        m_BHC = jnp.max(s_BHCS, axis=-1)
-        p_BHCS = jnp.exp(s_BHCS - m_BHC[..., None])
-        if mask is not None:
-            p_BHCS = jnp.where(mask, p_BHCS, 0.0)
-        l_BHC = jnp.sum(p_BHCS, axis=-1)
-        empty = l_BHC == 0.0
-        l_BHC = jnp.where(empty, 1.0, l_BHC)
-        o_BCHV = jnp.einsum("BHCS,BSHV->BCHV", p_BHCS.astype(v_BSHV.dtype), v_BSHV,
-                            preferred_element_type=jnp.float32) / jnp.swapaxes(l_BHC, 1, 2)[..., None]
-        lse_BHC = jnp.where(empty, NEG_INF, m_BHC + jnp.log(l_BHC))
-        return None, (o_BCHV, jnp.swapaxes(lse_BHC, 1, 2))
+        mask = _chunk_mask(i, c, s, causal, qs_c if q_seg_BT is not None else None, kv_seg_BS)
+        return None, _masked_fwd(q_c, k_BSHK, v_BSHV, scale, mask)
 
     _, (o, lse) = _loop(body, None, (jnp.arange(n), _split(q_BTHK, n), qs), n)
     return _merge(o), _merge(lse)
@@ -293,16 +286,8 @@ def chunked_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, sca
 
     def body(acc, x):
         i, q_c, lse_c, do_c, delta_c, qs_c = x
-        mask = _and(_causal_chunk_mask(i, c, s) if causal else None,
-                    _seg_mask(qs_c, kv_seg_BS) if q_seg_BT is not None else None)
-        p_BHCS = jnp.exp(_logits(q_c, k_BSHK, scale, mask) - jnp.swapaxes(lse_c, 1, 2)[..., None])
-        if mask is not None:
-            p_BHCS = jnp.where(mask, p_BHCS, 0.0)
-        dv = jnp.einsum("BHCS,BCHV->BSHV", p_BHCS.astype(do_c.dtype), do_c, preferred_element_type=jnp.float32)
-        dp_BHCS = jnp.einsum("BCHV,BSHV->BHCS", do_c, v_BSHV, preferred_element_type=jnp.float32)
-        ds_BHCS = p_BHCS * (dp_BHCS - jnp.swapaxes(delta_c, 1, 2)[..., None]) * scale
-        dq = jnp.einsum("BHCS,BSHK->BCHK", ds_BHCS.astype(k_BSHK.dtype), k_BSHK, preferred_element_type=jnp.float32)
-        dk = jnp.einsum("BHCS,BCHK->BSHK", ds_BHCS.astype(q_c.dtype), q_c, preferred_element_type=jnp.float32)
+        mask = _chunk_mask(i, c, s, causal, qs_c if q_seg_BT is not None else None, kv_seg_BS)
+        dq, dk, dv = _masked_bwd(q_c, k_BSHK, v_BSHV, lse_c, do_c, delta_c, scale, mask)
         return (acc[0] + dk, acc[1] + dv), dq
 
     # Accumulators derived from k and v, so that inside shard_map they vary over the same mesh axes as the chunks'
@@ -322,8 +307,6 @@ def get_block_kernel(name: str = "auto") -> BlockKernel:
     """A block kernel by name; 'auto' = cuDNN on GPU, splash on TPU (if importable), XLA otherwise (the chunked
     XLA kernel in the planner's accelerator mode, model/planning.py)."""
     if name == "auto":
-        from composer2_jax.model import planning  # noqa: PLC0415
-
         backend = jax.default_backend()
         cpu = "xla_chunked" if planning.use_accelerator_kernels() else "xla"
         name = "cudnn" if backend == "gpu" else "splash" if backend == "tpu" and _splash_module() else cpu

@@ -9,6 +9,7 @@ episode and counts it. The sandbox is closed whatever happens.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -17,8 +18,8 @@ from typing import Any
 
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env.harness import HarnessConfig, run_episode
-from composer2_jax.env.tool_schemas import TOOL_NAMES
 from composer2_jax.env.testing import make_repo
+from composer2_jax.env.tool_schemas import TOOL_NAMES
 from composer2_jax.rl.rewards import EpisodeOutcome, RewardConfig, compute_reward, effort_counts_from_episode
 from composer2_jax.rl.services.grader import grade_task
 from composer2_jax.rl.services.records import EpisodeRecord
@@ -109,16 +110,12 @@ class EnvWorker:
         with self._lock:
             snaps, self._snaps = list(self._snaps.values()), {}
         for snap in snaps:
-            try:
+            with contextlib.suppress(KeyError):  # already deleted
                 self.env.delete_snapshot(snap)
-            except KeyError:
-                pass
 
 
 def _close_quietly(env: Any, sid: str) -> None:
     """Close a sandbox that may already be gone."""
-    try:
+    with contextlib.suppress(KeyError):
         env.close(sid)
-    except KeyError:
-        pass
 

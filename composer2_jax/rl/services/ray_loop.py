@@ -9,6 +9,7 @@ EnvActor, then dropped and counted, exactly as in the embedded loop; Ray restart
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 
@@ -63,10 +64,8 @@ class RayOrchestrator(LocalOrchestrator):
     def stop_services(self) -> None:
         """Close the environments' sandboxes and release the actors."""
         for env in self.envs:
-            try:
+            with contextlib.suppress(Exception):  # a dead actor has no sandboxes left to close
                 ray.get(env.shutdown.remote(), timeout=30)
-            except Exception:  # noqa: BLE001 - a dead actor has no sandboxes left to close
-                pass
         for actor in self.envs + self.rollouts + [self.registry]:
             ray.kill(actor)
 

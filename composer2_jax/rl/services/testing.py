@@ -109,8 +109,8 @@ class ScriptedRollout:
 
 def _wait_either(a: threading.Event, b: threading.Event) -> None:
     """Return when either event is set."""
-    while not (a.wait(0.02) or b.is_set()):
-        pass
+    while not b.is_set() and not a.wait(0.02):
+        continue  # a.wait blocks up to 20 ms per round
 
 
 class CountingTrainer:
