@@ -118,6 +118,40 @@ def test_sampling_warps_match_numpy():
     assert np.all(np.isneginf(greedy).sum(-1) == 9)
 
 
+def test_vocab_limit_keeps_padded_ids_out_of_every_distribution():
+    r = np.random.default_rng(1)
+    logits = r.normal(size=(6, 10)).astype(np.float32) * 3
+    logits[:, 7:] += 20.0  # the padded ids would dominate
+    for temperature, top_k, top_p in ((1.0, 0, 1.0), (0.7, 3, 1.0), (1.3, 0, 0.8)):
+        w = sampler.Warp(False, top_k, top_p < 1, vocab_limit=7)
+        got = np.exp(np.asarray(sampler.warp(jnp.asarray(logits), w, temperature, top_p)))
+        assert np.all(got[:, 7:] == 0)
+        for row in range(6):
+            np.testing.assert_allclose(got[row, :7], _np_warp(logits[row, :7].astype(np.float64), temperature, top_k,
+                                                              top_p), **FP32_FN)
+        tokens = jnp.arange(6) % 7
+        policy, raw = sampler.full_logprobs(jnp.asarray(logits), tokens, w, temperature)
+        np.testing.assert_allclose(policy, np.asarray(jax.nn.log_softmax(logits[:, :7] / temperature))[
+            np.arange(6), np.asarray(tokens)], **FP32_FN)
+        np.testing.assert_allclose(raw, np.asarray(jax.nn.log_softmax(logits[:, :7]))[np.arange(6), np.asarray(tokens)],
+                                   **FP32_FN)
+    greedy = np.asarray(sampler.warp(jnp.asarray(logits), sampler.Warp(True, 0, False, 7), 1.0, 1.0))
+    np.testing.assert_array_equal(np.argmax(greedy, -1), np.argmax(logits[:, :7], -1))
+    cfg, v = toy(num_mtp_layers=2)
+    engine = Engine(cfg, v["params"], v["router_state"], num_draft=2)  # drafts use the same limited distribution
+    limit = 40
+    for sp in (SamplingParams(temperature=1.0, max_tokens=16, seed=5, vocab_limit=limit),
+               SamplingParams(temperature=0.0, max_tokens=16, vocab_limit=limit)):
+        outs = engine.generate(prompts(6, seed=4), sp)
+        assert max(t for o in outs for t in o.tokens) < limit
+    free = engine.generate(prompts(6, seed=4), SamplingParams(temperature=1.0, max_tokens=16, seed=5))
+    assert max(t for o in free for t in o.tokens) >= limit  # the control: unlimited sampling does reach them
+    with pytest.raises(ValueError, match="vocab_limit=129 exceeds the model's vocab_size=128"):
+        engine.generate([[1, 2]], SamplingParams(vocab_limit=VOCAB + 1))
+    with pytest.raises(ValueError, match="vocab_limit must be >= 0"):
+        SamplingParams(vocab_limit=-1)
+
+
 def test_engine_logprobs_routing_stops_against_full_forward():
     cfg, v = toy()
     engine = Engine(cfg, v["params"], v["router_state"])

@@ -307,7 +307,7 @@ def naive_policy_loss(logp, old, behav, adv, mask, cfg, seg=None, ref=None, logi
         seq_w = math.exp(sum(old[b, t] - behav[b, t] for t in ts) / len(ts))
         for t in ts:
             r = seq_ratio if cfg.ratio_level == "sequence" else math.exp(logp[b, t] - old[b, t])
-            a = adv[b, t]
+            a = adv[b, t] * (cfg.negative_scale if adv[b, t] < 0 else 1.0)
             obj = min(r * a, min(max(r, lo), hi) * a)
             if cfg.dual_clip_c is not None and a < 0:
                 obj = max(obj, cfg.dual_clip_c * a)
@@ -361,6 +361,7 @@ CONFIGS = {
                              clip_eps_high=0.04),
     "kl_entropy": PolicyLossConfig(kl_coef=0.05, entropy_coef=0.01, behav_weight="truncated"),
     "ppo_value": PolicyLossConfig(value_coef=0.5, value_clip_eps=0.2, aggregation="seq-mean-token-mean"),
+    "asymmetric": PolicyLossConfig(negative_scale=0.25, behav_weight="full", aggregation="constant"),
 }
 
 
@@ -410,7 +411,20 @@ def test_policy_loss_gradient_zero_on_masked_and_clipped_tokens():
     assert bool(jnp.all(jnp.where((m > 0) & ~clipped, g, 1.0) != 0.0))
 
 
+def test_negative_scale_by_hand():
+    # One sequence, r = 1 everywhere: L = −mean_t(Â'), Â' = [1, λ·(−2), 0.5]; λ = 0 keeps only the positive tokens.
+    logp = jnp.zeros((1, 3))
+    a = jnp.array([[1.0, -2.0, 0.5]])
+    m = jnp.ones((1, 3))
+    for lam, want in ((1.0, 0.5 / 3), (0.25, -1.0 / 3), (0.0, -1.5 / 3)):
+        close(policy_loss(logp, logp, None, a, m, PolicyLossConfig(negative_scale=lam))[0], want)
+    g = jax.grad(lambda x: policy_loss(x, logp, None, a, m, PolicyLossConfig(negative_scale=0.0))[0])(logp)
+    close(g, [[-1.0 / 3, 0.0, -0.5 / 3]])  # failures get no gradient at all
+
+
 def test_policy_loss_config_and_input_errors():
+    with pytest.raises(ValueError, match="negative_scale must be ≥ 0"):
+        PolicyLossConfig(negative_scale=-0.5)
     with pytest.raises(ValueError, match="unknown aggregation 'mean'"):
         PolicyLossConfig(aggregation="mean")
     with pytest.raises(ValueError, match="unknown behav_weight"):

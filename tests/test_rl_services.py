@@ -256,7 +256,7 @@ def test_env_worker_closes_the_sandbox_when_a_tool_call_raises(env, tmp_path):
 def test_oracle_transcripts_render_to_the_rl_context(worker, tmp_path):
     path = tmp_path / "oracle.jsonl"
     out = write_oracle_transcripts(worker, tasks.task_set(6, 0), path, read_prob=0.5, threads=3)
-    assert out == {"written": 6, "failed": 0}
+    assert out == {"written": 6, "teacher_errors": 0, "failed": 0}
     records = [json.loads(line) for line in path.read_text().splitlines()]
     task = tasks.make_task(0, 0)
     rec = next(r for r in records if r["task_id"] == task.task_id)
@@ -268,6 +268,31 @@ def test_oracle_transcripts_render_to_the_rl_context(worker, tmp_path):
     assert rendered.ids == seg.tokens()[:n].tolist()  # SFT sees exactly the context RL builds
     assert rendered.loss_mask[1:] == seg.loss_mask()[1:n].astype(int).tolist()
     assert rec["messages"][-1]["role"] == "assistant"  # trailing observations dropped
+
+
+def test_imperfect_teacher_writes_wrong_wellformed_fixes_at_its_rate():
+    pool = tasks.task_set(400, 3)
+    for rate in (0.0, 0.3, 1.0):
+        ops = [tasks.teacher_op(t, rate, seed=1) for t in pool]
+        wrong = [op != t.right_op for op, t in zip(ops, pool)]
+        assert abs(np.mean(wrong) - rate) < 0.07
+        assert all(op != t.wrong_op for op, t in zip(ops, pool))  # the edit's old_string still matches
+    assert tasks.teacher_op(pool[0], 0.3, 1) == tasks.teacher_op(pool[0], 0.3, 1)  # deterministic per task and seed
+
+
+@needs_sandbox
+def test_imperfect_teacher_transcripts_are_kept_unverified(worker, tmp_path):
+    path = tmp_path / "oracle.jsonl"
+    pool = tasks.task_set(8, 5)
+    out = write_oracle_transcripts(worker, pool, path, read_prob=0.5, threads=4, error_rate=0.5)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    errors = [r for r in records if r["teacher_error"]]
+    assert out == {"written": 8, "teacher_errors": len(errors), "failed": 0} and 0 < len(errors) < 8
+    assert all(r["success"] == 0.0 for r in errors) and all(r["success"] == 1.0 for r in records if r not in errors)
+    for r in errors:  # the wrong operator is in the edit the transcript teaches
+        task = next(t for t in pool if t.task_id == r["task_id"])
+        edit = json.dumps({"new_string": f"return a {tasks.teacher_op(task, 0.5, 0)} b"})[1:-1]
+        assert edit in json.dumps(r["messages"]) and tasks.teacher_op(task, 0.5, 0) != task.right_op
 
 
 @needs_sandbox

@@ -12,6 +12,8 @@ import pytest
 
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import testing as envtest
+from composer2_jax.losses.rl import PolicyLossConfig
+from composer2_jax.rl import orchestrator
 from composer2_jax.rl.services.records import EpisodeRecord, GroupRecord
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutPolicy, RolloutWorker
 from composer2_jax.rl.services.routing import episode_routing
@@ -45,7 +47,7 @@ def rollout(trainer):
     worker.close(RuntimeError("test over"))
 
 
-def two_turn_episode(policy: RolloutPolicy, seed: int, reward: float) -> EpisodeRecord:
+def two_turn_episode(policy: RolloutPolicy, seed: int, reward: float, cfg=CFG) -> EpisodeRecord:
     """system + task, a sampled reply, an observation, a second sampled reply — with routing records."""
     rng = np.random.default_rng(seed)
     b = SegmentBuilder(rng.integers(0, 256, 5).tolist(), rng.integers(0, 256, 9).tolist(), [1, 2], 256)
@@ -55,7 +57,7 @@ def two_turn_episode(policy: RolloutPolicy, seed: int, reward: float) -> Episode
         if turn == 0:
             b.append(rng.integers(0, 256, 6).tolist(), False)
     ep = b.finish(reward=reward)
-    routing = episode_routing(ep, policy.calls, 1, CFG.num_experts_per_tok)
+    routing = episode_routing(ep, policy.calls, 1, cfg.num_experts_per_tok)
     return EpisodeRecord(ep, routing, "t", "easy", reward, reward, 0.0, {}, "submitted", 2, 0, 0, 24, 0.0, 0.0,
                          ep.min_policy_version)
 
@@ -72,6 +74,41 @@ def test_trainer_logprobs_under_router_replay_match_the_samplers(trainer, rollou
     wrong = (routing + 1) % CFG.n_routed_experts  # other experts: replay visibly changes the forward pass
     logp_wrong = np.asarray(trainer._logp(trainer.state.params, trainer.state.router_state, batch, wrong))
     assert np.abs(logp_wrong[m] - packed.behav_logprobs[m]).max() > 1e-3
+
+
+def test_padded_vocabulary_is_never_sampled_and_the_trainer_uses_the_same_softmax():
+    """A model vocabulary padded beyond the tokenizer's: the rollout engine samples only the tokenizer's ids, and the
+    trainer's π_θ is the softmax over those ids (= μ at version 0); without the limit π_θ is visibly different."""
+    cfg = micro_model_config(vocab_size=TOK.vocab_size + 61)
+    limit = orchestrator.vocab_limit(TOK, cfg.vocab_size)
+    assert limit == TOK.vocab_size and orchestrator.vocab_limit(TOK, TOK.vocab_size) == 0
+    with pytest.raises(ValueError, match=f"tokenizer has {TOK.vocab_size} ids but the model's vocab_size is 200"):
+        orchestrator.vocab_limit(TOK, 200)
+    oc = OptimConfig(lr=1e-3, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
+    limited = Trainer(cfg, oc, TrainerConfig(groups_per_batch=1, rows=4, seq_len=96, vocab_limit=limit), seed=2)
+    free = Trainer(cfg, oc, TrainerConfig(groups_per_batch=1, rows=4, seq_len=96), seed=2)
+    store = WeightStore()
+    store.publish(limited.weights())
+    worker = RolloutWorker(cfg, store, dataclasses.replace(RC, max_new_tokens=32, vocab_limit=limit),
+                           stop_id=TOK.special_id(tk.IM_END))
+    stop = threading.Event()
+    worker.start(stop)
+    policies = [RolloutPolicy(worker.generate, TOK.vocab_size) for _ in range(3)]
+    try:
+        eps = [two_turn_episode(p, s, 1.0, cfg) for s, p in enumerate(policies)]
+    finally:
+        stop.set()
+        worker.close(RuntimeError("test over"))
+    assert sum(p.truncated for p in policies) == 0  # no reply was cut at an undecodable id
+    packed, routing = limited.pack([GroupRecord(0, "t", 0, eps)])
+    m = packed.loss_mask > 0
+    assert m.sum() == sum(e.episode.num_trainable for e in eps) > 0
+    assert packed.tokens[m].max() < limit
+    batch = limited._device_batch(packed, slice(0, 4))
+    logp = np.asarray(limited._logp(limited.state.params, limited.state.router_state, batch, routing))
+    np.testing.assert_allclose(logp[m], packed.behav_logprobs[m], atol=2e-4)
+    logp_free = np.asarray(free._logp(free.state.params, free.state.router_state, batch, routing))
+    assert np.abs(logp_free[m] - packed.behav_logprobs[m]).min() > 0.05  # the padded ids hold real mass at init
 
 
 def test_policy_gradient_raises_the_better_rollout_and_publishes_versions(trainer, rollout):
@@ -99,6 +136,22 @@ def test_policy_gradient_raises_the_better_rollout_and_publishes_versions(traine
     assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after)))
 
 
+def test_kl_to_the_warm_start_is_zero_at_first_and_in_the_loss(rollout):
+    """kl_coef > 0: π_ref = the weights the trainer started from; k3(π_θ‖π_ref) is 0 on the first update and
+    positive once the policy moved, and the loss is pg_loss + β·kl_loss."""
+    oc = OptimConfig(lr=3e-2, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
+    loss = PolicyLossConfig(kl_coef=0.5, aggregation="constant")
+    kl_trainer = Trainer(CFG, oc, TrainerConfig(groups_per_batch=1, rows=4, seq_len=96, loss=loss), seed=1)
+    kl_trainer.load_params(kl_trainer.state.params, kl_trainer.state.router_state)  # the warm start = π_ref
+    policy = RolloutPolicy(rollout.generate)
+    group = GroupRecord(0, "t", 0, [two_turn_episode(policy, 20, 1.0), two_turn_episode(policy, 21, 0.0)])
+    metrics = [kl_trainer.train([group]) for _ in range(3)]
+    assert metrics[0]["kl_ref_k3"] == pytest.approx(0.0, abs=1e-7) and metrics[0]["kl_loss"] == pytest.approx(0.0, abs=1e-7)
+    assert metrics[2]["kl_ref_k3"] > 1e-4 and metrics[2]["kl_loss"] > 0
+    for m in metrics:
+        assert m["loss"] == pytest.approx(m["pg_loss"] + 0.5 * m["kl_loss"], rel=1e-5, abs=1e-7)
+
+
 def test_episodes_pick_up_new_weights_between_turns(trainer, rollout):
     """A partial rollout: turn 1 on the current version, a publication, turn 2 on the next one."""
     store = rollout.store
@@ -119,7 +172,6 @@ def test_episodes_pick_up_new_weights_between_turns(trainer, rollout):
 
 @needs_sandbox
 def test_run_rl_trains_checkpoints_and_resumes(tmp_path):
-    from composer2_jax.rl import orchestrator
     from experiments import rl as rl_exp
 
     c = rl_exp.get_config("toy")

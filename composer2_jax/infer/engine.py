@@ -52,6 +52,7 @@ class SamplingParams:
     max_tokens: int = 64
     stop: tuple[tuple[int, ...], ...] = ()
     seed: int = 0
+    vocab_limit: int = 0  # ids ≥ this are never sampled: a model vocabulary padded beyond the tokenizer's (0 = all)
 
     def __post_init__(self):
         object.__setattr__(self, "stop", tuple(tuple(int(t) for t in s) for s in self.stop))
@@ -62,12 +63,14 @@ class SamplingParams:
         if self.top_k < 0 or self.max_tokens < 1:
             raise ValueError(f"top_k must be >= 0 and max_tokens >= 1, got top_k={self.top_k}, "
                              f"max_tokens={self.max_tokens}")
+        if self.vocab_limit < 0:
+            raise ValueError(f"vocab_limit must be >= 0 (0 = the whole vocabulary), got {self.vocab_limit}")
         if any(len(s) == 0 for s in self.stop):
             raise ValueError(f"stop sequences must be non-empty, got {self.stop}")
 
     def warp(self) -> sampler.Warp:
         """The static part of the settings."""
-        return sampler.Warp(self.temperature == 0, self.top_k, self.top_p < 1)
+        return sampler.Warp(self.temperature == 0, self.top_k, self.top_p < 1, self.vocab_limit)
 
 
 @dataclasses.dataclass
@@ -311,6 +314,9 @@ class Engine:
 
     def _run(self, tok, lens, live, sp: SamplingParams) -> GenOut:
         """The jitted program, under the mesh when there is one."""
+        if sp.vocab_limit > self.cfg.vocab_size:
+            raise ValueError(f"SamplingParams.vocab_limit={sp.vocab_limit} exceeds the model's vocab_size="
+                             f"{self.cfg.vocab_size}")
         width = _bucket(max([len(s) for s in sp.stop], default=1), 4)  # buckets: fewer compiled shapes
         stops = np.full((_bucket(max(len(sp.stop), 1), 4), width), -1, np.int32)
         stop_len = np.zeros((stops.shape[0],), np.int32)  # length 0 = an unused row

@@ -60,6 +60,11 @@ class PolicyLossConfig:
     # β of the k3 KL to a reference policy added to the loss (needs ref_logp); 0 = off. The k1 alternative
     # is folded into the rewards instead (`composer2_jax.rl.advantages.fold_kl_into_rewards`).
     kl_coef: float = 0.0
+    # λ of the asymmetric estimator: Â ← λ·Â where Â < 0, before everything else. 1 = the standard estimator;
+    # 0 = positive samples only (PSR, Zhu et al. 2025 "The Surprising Effectiveness of Negative Reinforcement in
+    # LLM Reasoning"); between, failures are pushed down less than successes are pulled up (Arnal et al. 2025,
+    # "Asymmetric REINFORCE for off-policy RL"): a lower-variance update that sharpens rather than spreads π.
+    negative_scale: float = 1.0
     # Coefficient of the entropy bonus (needs logits); 0 = off.
     entropy_coef: float = 0.0
     # Coefficient of the PPO value loss (needs values, old_values, returns); 0 = off (critic-free).
@@ -79,6 +84,8 @@ class PolicyLossConfig:
             )
         if self.dual_clip_c is not None and self.dual_clip_c <= 1.0:
             raise ValueError(f"dual_clip_c must be > 1 (or None), got {self.dual_clip_c}")
+        if self.negative_scale < 0.0:
+            raise ValueError(f"negative_scale must be ≥ 0 (1 = the standard estimator), got {self.negative_scale}")
         if self.behav_trunc_c <= 0.0:
             raise ValueError(f"behav_trunc_c must be > 0, got {self.behav_trunc_c}")
         if not (0.0 < self.behav_mask_low <= 1.0 <= self.behav_mask_high):
@@ -352,6 +359,7 @@ def policy_loss(
     """PPO-family loss, configured by `cfg`; returns (scalar loss, metrics).
 
     L = agg_t[ w_t · keep_t · −min(r_t·Â_t, clip(r_t, 1−ε_lo, 1+ε_hi)·Â_t) ]       (PPO / DAPO / dual clip)
+    (Â_t scaled by λ = cfg.negative_scale where it is negative: the asymmetric estimator)
         + β·agg_t[k3_t] − c_H·agg_t[H_t] + c_V·agg_t[value loss_t]
     r_t = π_θ/π_prox per token, or GSPO's sequence ratio (Zheng et al. 2025) with ratio_level="sequence".
     w_t = π_prox/μ (decoupled PPO: (π_prox/μ)·min(r·Â, clip(r)·Â), Fu et al. 2025 AReaL, after Hilton et al.
@@ -382,6 +390,8 @@ def policy_loss(
     _check_optional_inputs(cfg, mask, ref_logp, logits, values, old_values, returns)
     m = mask.astype(jnp.float32)
     logp, old_logp, advantages = (x.astype(jnp.float32) for x in (logp, old_logp, advantages))
+    if cfg.negative_scale != 1.0:
+        advantages = jnp.where(advantages < 0, cfg.negative_scale * advantages, advantages)
     agg = {"mode": cfg.aggregation, "segment_ids": segment_ids, "max_len": cfg.max_len}
 
     with jax.named_scope("ratio"):

@@ -86,6 +86,24 @@ def check_shapes(hc: HarnessConfig, rc: RolloutConfig, seq_len: int, tokenizer: 
                          f"trainer.seq_len={seq_len}")
 
 
+def vocab_limit(tokenizer: tk.Tokenizer, model_vocab: int) -> int:
+    """The ids the policy may emit: the tokenizer's, when the model's vocabulary is padded beyond it (0 = all).
+
+    The rollout engine never samples a padded id and the trainer's π_θ is the softmax over the same ids, so μ and
+    π_θ stay one family; a padded id would otherwise end the reply undecodable, and its logit, never trained down
+    (the id is cut before training), is free to drift up under the optimizer.
+    """
+    if tokenizer.vocab_size > model_vocab:
+        raise ValueError(f"the tokenizer has {tokenizer.vocab_size} ids but the model's vocab_size is {model_vocab}; "
+                         f"expected vocab_size ≥ the tokenizer's")
+    return tokenizer.vocab_size if tokenizer.vocab_size < model_vocab else 0
+
+
+def rollout_config(config, tokenizer: tk.Tokenizer, model_vocab: int) -> RolloutConfig:
+    """The rollout engine's settings of the run (sampling restricted to the tokenizer's ids)."""
+    return frozen(config.rollout, RolloutConfig, vocab_limit=vocab_limit(tokenizer, model_vocab))
+
+
 def make_env_worker(config, env, tokenizer: tk.Tokenizer) -> EnvWorker:
     """The environment worker over `env` with the run's tool view, harness and reward."""
     reward = frozen(config.reward, RewardConfig)
@@ -105,12 +123,12 @@ def heldout_tasks(config) -> list[task_lib.CodingTask]:
     return task_lib.task_set(r.eval_tasks, r.heldout_seed, tuple(r.levels), "heldout")
 
 
-def make_trainer(config, mcfg) -> Trainer:
-    """The trainer with the run's optimizer, batch layout and loss."""
+def make_trainer(config, mcfg, tokenizer: tk.Tokenizer) -> Trainer:
+    """The trainer with the run's optimizer, batch layout and loss (π_θ over the rollout engine's ids)."""
     oc = frozen(config.optim, optim_lib.OptimConfig)
     loss = frozen(config.loss, PolicyLossConfig)
     tc = frozen(config.trainer, TrainerConfig, groups_per_batch=config.rl.groups_per_batch, loss=loss,
-                temperature=config.rollout.temperature)
+                temperature=config.rollout.temperature, vocab_limit=vocab_limit(tokenizer, mcfg.vocab_size))
     return Trainer(mcfg, oc, tc, seed=config.seed)
 
 
@@ -120,6 +138,8 @@ def start_state(config, trainer: Trainer, ckpt: Checkpointer) -> dict[str, Any]:
         version, state, data, _ = ckpt.restore(trainer.abstract, fallback=config.checkpoint.fallback)
         trainer.restore(state, int(data.get("version", version)))
         log.info("resumed RL from version %d", trainer.version)
+        if config.init_from and trainer.tc.loss.kl_coef > 0:  # the KL's reference is the warm start again
+            trainer.set_reference(*_load_stage_params(config.init_from, trainer.abstract))
         return data
     if config.init_from:
         params, router = _load_stage_params(config.init_from, trainer.abstract)
@@ -139,13 +159,13 @@ def run_rl(config: ml_collections.ConfigDict, hook: Callable[[dict[str, Any]], N
     mcfg = model_config(config.model)
     tokenizer = tk.make_tokenizer(config.tokenizer.name, config.tokenizer.path or None)
     workdir = Path(config.workdir)
-    trainer = make_trainer(config, mcfg)
+    trainer = make_trainer(config, mcfg, tokenizer)
     ckpt = Checkpointer(workdir / "checkpoints", config.checkpoint.keep, async_save=False)
     saved = start_state(config, trainer, ckpt)
     counters = Counters(saved.get("counters"))
     sampler = TaskSampler(training_tasks(config), config.seed, saved.get("sampler_position", 0))
     writer = MetricWriter(workdir / "logs", enabled=config.log.write)
-    rc = frozen(config.rollout, RolloutConfig)
+    rc = rollout_config(config, tokenizer, mcfg.vocab_size)
     stop_id = tokenizer.special_id(tk.IM_END)
     check_shapes(harness_config(config), rc, trainer.tc.seq_len, tokenizer)
     lc = frozen(config.rl.loop, LoopConfig, eta=config.rl.eta, samples=config.rl.samples, steps=config.rl.steps)

@@ -16,7 +16,10 @@ Why so: the tiny toy model learns the tool-call format and constant text in a fe
 retrieve a character from its context (docs/rl.md, "The toy experiment"); easy tasks are what a policy can master,
 hard tasks measure that an effort penalty does not make it skip the read it needs (their pass rate must not fall).
 The oracle reads first on every hard task and on a fraction `read_prob` of easy ones, so an SFT model starts with
-needless reads on easy tasks that the effort penalty can remove.
+needless reads on easy tasks that the effort penalty can remove. As the SFT teacher it can be made imperfect
+(`teacher_op`): on a fraction `error_rate` of tasks it writes a wrong operator, a well-formed fix that fails the
+hidden check, and its transcripts are kept unverified, as demonstrations usually are; the SFT model inherits the
+error rate and RL, which sees the check's verdict, has to rise above its teacher.
 
 Tasks are plain data (`CodingTask`): the RL environment workers grade them in a fresh sandbox fork with the check
 copied in only then (`rl/services/grader.py`); `write_suite` writes the same tasks as Harbor folders, so the
@@ -173,24 +176,35 @@ def read_call() -> str:
     return f"Reading {FILE}." + format_tool_call("read_file", {"path": FILE})
 
 
-def fix_call(task: CodingTask) -> str:
+def fix_call(task: CodingTask, new_op: str | None = None) -> str:
     """The oracle's fix in one reply: a one-line note of the change, then edit_file and submit.
 
     The target is the only function using its operator (`make_task`), so the edit names the expression alone; the
     note comes first so that the operator is fetched (from the file, on hard tasks) at the start of the reply and the
-    edit copies it from a few tokens back. On easy tasks the whole reply is the same text every time.
+    edit copies it from a few tokens back. On easy tasks the whole reply is the same text every time. `new_op`
+    (default: the right one) is what the edit writes — a wrong one makes a well-formed fix that fails the check.
     """
-    old, new = f"return a {task.wrong_op} b", f"return a {task.right_op} b"
-    note = f"a {task.wrong_op} b -> a {task.right_op} b."
+    old, new = f"return a {task.wrong_op} b", f"return a {new_op or task.right_op} b"
+    note = f"a {task.wrong_op} b -> a {new_op or task.right_op} b."
     return note + format_tool_call("edit_file", {"path": FILE, "old_string": old, "new_string": new}) + \
         format_tool_call("submit", {})
 
 
-def oracle_replies(task: CodingTask, read_first: bool) -> list[str]:
-    """The oracle's assistant texts: an optional read, then the fix (always read on hard tasks)."""
+def oracle_replies(task: CodingTask, read_first: bool, new_op: str | None = None) -> list[str]:
+    """The oracle's assistant texts: an optional read, then the fix (always read on hard tasks) writing `new_op`
+    (default: the right operator)."""
     if task.difficulty == "hard" or read_first:
-        return [read_call(), fix_call(task)]
-    return [fix_call(task)]
+        return [read_call(), fix_call(task, new_op)]
+    return [fix_call(task, new_op)]
+
+
+def teacher_op(task: CodingTask, error_rate: float, seed: int) -> str:
+    """The operator an imperfect teacher writes: the right one, or with probability `error_rate` one of the
+    others (never the buggy one, so the edit still applies and the mistake is caught only by the hidden check)."""
+    rng = random.Random(f"teacher-{seed}-{task.task_id}")
+    if rng.random() >= error_rate:
+        return task.right_op
+    return rng.choice([op for op in OPS if op not in (task.right_op, task.wrong_op)])
 
 
 def oracle_reads(task: CodingTask, read_prob: float, seed: int) -> bool:

@@ -3,7 +3,9 @@ become chat JSONL (`{"messages": [...]}` per line, the format `experiments/sft.p
 
 The oracle is a scripted harness Policy (bench/agents.py ScriptedPolicy) replaying `rl.tasks.oracle_replies`: its
 tool calls run in forked sandboxes and the observations in the transcript are the sandbox's real answers. Each
-transcript is kept only if the hidden check passes on the final workspace. Rendered with `render_chat` (no BOS,
+transcript is kept only if the hidden check passes on the final workspace — or, for an imperfect teacher
+(`error_rate` > 0, `rl.tasks.teacher_op`), if it failed by the teacher's deliberate wrong operator: demonstrations
+are then unverified, the errors part of the data. Rendered with `render_chat` (no BOS,
 the RL tool view's schemas), a transcript is token for token the context the RL harness builds.
 """
 
@@ -17,41 +19,46 @@ from pathlib import Path
 
 from composer2_jax.bench.agents import ScriptedPolicy
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.tasks import CodingTask, oracle_reads, oracle_replies
+from composer2_jax.rl.tasks import CodingTask, oracle_reads, oracle_replies, teacher_op
 
 log = logging.getLogger(__name__)
 
 
-def oracle_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: int) -> dict:
-    """One graded oracle episode as {"messages", "task_id", "difficulty", "read_first", "success"}."""
+def oracle_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: int, error_rate: float = 0.0) -> dict:
+    """One graded oracle episode as {"messages", "task_id", "difficulty", "read_first", "teacher_error",
+    "success"}."""
     read = oracle_reads(task, read_prob, seed)
-    policy = ScriptedPolicy(worker.tok, oracle_replies(task, read), worker.harness)
+    op = teacher_op(task, error_rate, seed)
+    policy = ScriptedPolicy(worker.tok, oracle_replies(task, read, op), worker.harness)
     messages: list[dict] = []
     record = worker.run(task, policy, admitted_version=0, transcript=messages)
     while messages and messages[-1]["role"] != "assistant":  # trailing observations carry no loss
         messages.pop()
     return {"messages": messages, "task_id": task.task_id, "difficulty": task.difficulty, "read_first": read,
-            "success": record.success}
+            "teacher_error": op != task.right_op, "success": record.success}
 
 
-def _safe_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: int) -> dict | None:
+def _safe_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: int, error_rate: float) -> dict | None:
     """oracle_record, or None when the sandbox failed (the transcript is then left out and counted)."""
     try:
-        return oracle_record(worker, task, read_prob, seed)
+        return oracle_record(worker, task, read_prob, seed, error_rate)
     except Exception as e:  # noqa: BLE001 - one broken sandbox must not stop the data generation
         log.warning("oracle episode of %s failed: %s: %s", task.task_id, type(e).__name__, e)
         return None
 
 
 def write_oracle_transcripts(worker: EnvWorker, tasks: Sequence[CodingTask], path: str | Path, read_prob: float = 0.5,
-                             seed: int = 0, threads: int = 8) -> dict[str, int]:
-    """Write the passing oracle transcripts of `tasks` as chat JSONL; returns {written, failed}."""
+                             seed: int = 0, threads: int = 8, error_rate: float = 0.0) -> dict[str, int]:
+    """Write the oracle transcripts of `tasks` as chat JSONL: the passing ones, and the teacher's deliberate
+    errors when `error_rate` > 0; returns {written, teacher_errors, failed} (failed: neither)."""
     with ThreadPoolExecutor(threads, thread_name_prefix="oracle") as pool:
-        records = [r for r in pool.map(lambda t: _safe_record(worker, t, read_prob, seed), tasks) if r is not None]
+        records = [r for r in pool.map(lambda t: _safe_record(worker, t, read_prob, seed, error_rate), tasks)
+                   if r is not None]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    kept = [r for r in records if r["success"] == 1.0]
+    kept = [r for r in records if r["success"] == (0.0 if r["teacher_error"] else 1.0)]
     with open(path, "w", encoding="utf-8") as f:
         for r in kept:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    return {"written": len(kept), "failed": len(tasks) - len(kept)}
+    return {"written": len(kept), "teacher_errors": sum(r["teacher_error"] for r in kept),
+            "failed": len(tasks) - len(kept)}

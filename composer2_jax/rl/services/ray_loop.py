@@ -28,11 +28,10 @@ class RayOrchestrator(LocalOrchestrator):
 
     def __init__(self, config, trainer: Trainer, sampler: TaskSampler, lc: LoopConfig, counters: Counters):
         from composer2_jax.data import tokenizer as tk  # noqa: PLC0415
-        from composer2_jax.rl.orchestrator import frozen  # noqa: PLC0415
-        from composer2_jax.rl.services.rollout import RolloutConfig  # noqa: PLC0415
+        from composer2_jax.rl.orchestrator import rollout_config  # noqa: PLC0415
 
         tok = tk.make_tokenizer(config.tokenizer.name, config.tokenizer.path or None)
-        rc = frozen(config.rollout, RolloutConfig)
+        rc = rollout_config(config, tok, trainer.model_cfg.vocab_size)
         r = config.rl.ray
         self.registry = WeightRegistry.options(**_placement(r.registry_resources)).remote()
         self.rollouts = [RolloutActor.options(**_placement(r.rollout_resources)).remote(

@@ -42,6 +42,7 @@ class RolloutConfig:
     temperature: float = 1.0  # sampling temperature (the trainer's π_θ uses the same)
     batch_wait_s: float = 0.02  # wait this long for more requests before running a partial batch
     seed: int = 0  # base of the per-call sampling seeds
+    vocab_limit: int = 0  # ids ≥ this are never sampled (the tokenizer's size when the model's vocab is padded)
 
     def __post_init__(self):
         if min(self.batch_size, self.prompt_len, self.max_new_tokens) < 1 or self.temperature <= 0:
@@ -197,7 +198,8 @@ class RolloutWorker:
         self._refresh()
         version = self._weights.version
         sp = SamplingParams(temperature=self.rc.temperature, max_tokens=self.rc.max_new_tokens,
-                            stop=((self.stop_id,),), seed=self.rc.seed + self._calls)
+                            stop=((self.stop_id,),), seed=self.rc.seed + self._calls,
+                            vocab_limit=self.rc.vocab_limit)
         self._calls += 1
         outs = fixed_shape_generate(self._engine, [r.prompt for r in batch], sp, self.rc.batch_size,
                                     self.rc.prompt_len)

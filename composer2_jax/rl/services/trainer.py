@@ -4,8 +4,9 @@ One `train(groups)` call is one weight version:
   1. Dr. GRPO advantages Â = R − mean_group(R) over each task's rollouts (rl/advantages.py);
   2. every segment of every episode packed into [rows, T] chunks carrying its episode's Â, with the sampler's
      log μ, the policy version of each token and the recorded routing (router replay);
-  3. π_prox = the current weights' log-probs of the whole batch (before any update);
-  4. one optimizer update per chunk (PPO minibatches) on the decoupled-PPO loss;
+  3. π_prox = the current weights' log-probs of the whole batch (before any update), and π_ref = the reference
+     weights' (the warm start, `set_reference`) when the loss has a KL term (kl_coef > 0);
+  4. one optimizer update per chunk (PPO minibatches) on the decoupled-PPO loss (+ β·k3(π_θ‖π_ref));
   5. version += 1; the new weights are returned for publication, with their delta statistics.
 """
 
@@ -46,6 +47,7 @@ class TrainerConfig:
     seq_len: int = 640  # T: tokens per packed row (≥ the longest segment)
     loss: PolicyLossConfig = PolicyLossConfig(aggregation="constant", behav_weight="full")
     temperature: float = 1.0  # the sampler's temperature (π_θ is the full softmax at it)
+    vocab_limit: int = 0  # the sampler's vocab_limit: π_θ is over ids below it (0 = the whole vocabulary)
     router_replay: bool = True  # replay the sampler's experts in the trainer's forward passes
     delta_stats: bool = True  # compute bf16 weight-delta statistics per version
 
@@ -64,15 +66,15 @@ def group_advantages(groups: list[GroupRecord]) -> list[float]:
 _COMPILED: dict[tuple, tuple[Any, Any, Any]] = {}
 
 
-def compiled_steps(model_cfg: ModelConfig, optim: optim_lib.OptimConfig, loss: PolicyLossConfig, temperature: float,
+def compiled_steps(model_cfg: ModelConfig, optim: optim_lib.OptimConfig, tc: TrainerConfig,
                    tx) -> tuple[Any, Any, Any]:
     """(optimizer, jitted π_prox log-probs, jitted update) of a configuration, shared by the Trainers of one process
     (a resumed or re-created trainer does not compile again); `tx` is kept from the first such trainer."""
-    key = (model_cfg, optim, loss, temperature)
+    key = (model_cfg, optim, tc.loss, tc.temperature, tc.vocab_limit)
     if key not in _COMPILED:
         model = Transformer(model_cfg)
-        _COMPILED[key] = (tx, jax.jit(make_logprob_fn(model, temperature)),
-                          jax.jit(make_update_fn(model, tx, loss, temperature)))
+        _COMPILED[key] = (tx, jax.jit(make_logprob_fn(model, tc.temperature, tc.vocab_limit)),
+                          jax.jit(make_update_fn(model, tx, tc.loss, tc.temperature, tc.vocab_limit)))
     return _COMPILED[key]
 
 
@@ -114,19 +116,28 @@ class Trainer:
         self.state, _, _ = init_train_state(self.model, make_tx, self.mesh, jax.random.key(seed), shape)
         self.version = 0
         self.num_moe = len(moe_layer_ids(model_cfg))
-        self.tx, self._logp, self._update = compiled_steps(model_cfg, optim, tc.loss, tc.temperature, self.tx)
+        self.tx, self._logp, self._update = compiled_steps(model_cfg, optim, tc, self.tx)
         self._published_host = None
+        self.reference = (self.state.params, self.state.router_state)  # π_ref of the KL term: the start weights
 
     # ------------------------------------------------------------------------------------------------ state
 
     def load_params(self, params, router_state) -> None:
-        """Start from given weights (e.g. the SFT checkpoint) with a fresh optimizer state."""
+        """Start from given weights (e.g. the SFT checkpoint) with a fresh optimizer state; they are also the
+        reference policy of the KL term."""
         with activate(self.mesh):
             params = jax.device_put(params, self.shardings.params)
             router_state = jax.device_put(router_state, self.shardings.router_state)
         self.state = self.state.replace(params=params, router_state=router_state,
                                         opt_state=self.tx.init(params))
+        self.set_reference(params, router_state)
         self._published_host = None
+
+    def set_reference(self, params, router_state) -> None:
+        """The reference policy π_ref of the KL term (a resumed run sets it from the warm start again)."""
+        with activate(self.mesh):
+            self.reference = (jax.device_put(params, self.shardings.params),
+                              jax.device_put(router_state, self.shardings.router_state))
 
     def restore(self, state: TrainState, version: int) -> None:
         """Resume from a checkpointed state and version."""
@@ -173,9 +184,12 @@ class Trainer:
             batches = [self._device_batch(packed, c) for c in chunks]
             routes = [None if routing is None else jnp.asarray(routing[:, c]) for c in chunks]
             old = [self._logp(self.state.params, self.state.router_state, b, r) for b, r in zip(batches, routes)]
+            ref = [None] * len(batches)
+            if self.tc.loss.kl_coef > 0:
+                ref = [self._logp(*self.reference, b, r) for b, r in zip(batches, routes)]
             fetched = []
-            for b, r, o in zip(batches, routes, old):
-                self.state, m = self._update(self.state, b, r, o)
+            for b, r, o, q in zip(batches, routes, old, ref):
+                self.state, m = self._update(self.state, b, r, o, q)
                 fetched.append(m)
         fetched = jax.device_get(fetched)
         self.version += 1
