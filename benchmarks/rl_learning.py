@@ -5,8 +5,9 @@
 Runs experiments/rl.py end to end — oracle transcripts through real sandboxes, the SFT warm start, asynchronous RL
 (η = 2) through the real harness, tools and grading — with the held-out evaluation (pass@1 at T = 1) at the SFT
 start and at the end, and checks the targets: held-out pass rate +≥ 20 points over the start; easy-task effort
-< 0.9× the start's; hard-task pass rate ≥ start − 0.05; ≤ 15 minutes on 2 CPU cores. Not met yet: docs/rl.md,
-"The toy experiment", has the measured runs. Needs bubblewrap (as the RL tests do).
+< 0.9× the start's; hard-task pass rate ≥ start − 0.05; ≤ 15 minutes on 2 CPU cores. Measured 2026-11-30 on a
+2-core machine: all met — 0.148 → 0.453, easy effort 0.83×, hard 0.047 → 0.156, 756 s (three runs in docs/rl.md,
+"The toy experiment", and benchmarks/RESULTS.md). Needs bubblewrap and setpriv (as the RL tests do).
 """
 
 from __future__ import annotations

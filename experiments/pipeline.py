@@ -2,7 +2,7 @@
 
 Run:      python -m experiments.pipeline                 (toy preset, CPU, the stdlib as corpus)
           python -m experiments.pipeline --preset gpu_small --workdir runs/gpu_small_pipeline
-Hardware: toy — a 2-core CPU, 458 s in all (2026-11-30); RL and evaluation run the model's tool calls in bubblewrap
+Hardware: toy — a 2-core CPU, 274 s in all (2026-11-30); RL and evaluation run the model's tool calls in bubblewrap
           sandboxes (root, `apt-get install bubblewrap`); on a host without them those two stages print why and are
           skipped.
 Expected: each stage starts from the previous stage's checkpoint; printed JSON lines show the CPT loss falling

@@ -4,12 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# bubblewrap: the sandboxes of composer2_jax.env are real Linux namespaces.
-if ! command -v bwrap >/dev/null 2>&1; then
+# bubblewrap: the sandboxes of composer2_jax.env are real Linux namespaces; setpriv (util-linux) starts them as
+# an unprivileged uid.
+if ! command -v bwrap >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap util-linux >/dev/null
   else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap util-linux >/dev/null
   fi
 fi
 python -m pip install -q -r requirements-dev.txt
