@@ -412,7 +412,8 @@ def test_policy_loss_gradient_zero_on_masked_and_clipped_tokens():
 
 
 def test_negative_scale_by_hand():
-    # One sequence, r = 1 everywhere: L = −mean_t(Â'), Â' = [1, λ·(−2), 0.5]; λ = 0 keeps only the positive tokens.
+    # One sequence, r = 1 everywhere: L = −mean_t(Â'), Â' = [1, λ·(−2), 0.5]; λ = 0 keeps only the positive
+    # tokens.
     logp = jnp.zeros((1, 3))
     a = jnp.array([[1.0, -2.0, 0.5]])
     m = jnp.ones((1, 3))

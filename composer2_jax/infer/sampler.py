@@ -2,16 +2,17 @@
 
 `warp` turns fp32 logits [..., V] into the log-probabilities of the distribution actually sampled from (−inf
 outside its support): ids ≥ `vocab_limit` (a model vocabulary padded beyond the tokenizer's, as vLLM drops the
-padded rows of its LM head) are removed first, from every distribution below, so they are never drawn; greedy (temperature 0) is the one-hot argmax (first index on ties); otherwise logits / T,
-then top-k (keep logits ≥ the k-th largest; ties at the threshold are kept), then top-p (keep the most likely
-tokens until their mass reaches p, always at least one; ties at the threshold are kept), renormalised.
+padded rows of its LM head) are removed first, from every distribution below, so they are never drawn; greedy
+(temperature 0) is the one-hot argmax (first index on ties); otherwise logits / T, then top-k (keep logits ≥ the
+k-th largest; ties at the threshold are kept), then top-p (keep the most likely tokens until their mass reaches p,
+always at least one; ties at the threshold are kept), renormalised.
 
 Which log-prob to record (Completion fields, infer/engine.py):
   logprobs         log of the warped distribution above: what the token was truly drawn from.
-  policy_logprobs  log_softmax(logits / T) over the FULL vocabulary below vocab_limit (T = 1 when greedy): the behaviour log-prob μ
-                   the RL trainer must use — its π_θ is the same full softmax at the policy's temperature, so the
-                   ratio π_θ/μ compares like with like. With top_k = 0 and top_p = 1 (the RL sampling setting) it
-                   equals `logprobs`; truncation would make μ a different family than π_θ.
+  policy_logprobs  log_softmax(logits / T) over the FULL vocabulary (below vocab_limit; T = 1 when greedy): the
+                   behaviour log-prob μ the RL trainer must use — its π_θ is the same full softmax at the policy's
+                   temperature, so the ratio π_θ/μ compares like with like. With top_k = 0 and top_p = 1 (the RL
+                   sampling setting) it equals `logprobs`; truncation would make μ a different family than π_θ.
   raw_logprobs     log_softmax(logits), temperature 1: the model's own likelihood (evaluation, KL to a reference).
 """
 
