@@ -26,7 +26,15 @@ def system_binds(config: SandboxConfig) -> list[str]:
 
 def bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: str, egress_socket: str,
                rpc_fd: int, info_fd: int) -> list[str]:
-    """Full argv: fresh user/pid/mount/ipc/uts/net namespaces, agent as pid 1 talking on rpc_fd."""
+    """Full argv: fresh user/pid/mount/ipc/uts/net namespaces, agent as pid 1 talking on rpc_fd.
+
+    bwrap starts as the unprivileged host_uid:host_gid with no supplementary groups through setpriv, not through
+    Popen(user=, group=, extra_groups=): CPython forks instead of vforking when Popen changes ids, and a fork copies
+    the page tables of the (large, many-threaded JAX) parent on every sandbox start and charges copy-on-write faults
+    to its threads until the child execs — most of the system time of an RL run before this was changed.
+    """
+    drop = [config.setpriv_path(), f"--reuid={config.host_uid}", f"--regid={config.host_gid}", "--clear-groups",
+            "--"]
     ns = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
           "--unshare-cgroup-try", "--uid", str(config.sandbox_uid), "--gid", str(config.sandbox_gid),
           "--disable-userns", "--hostname", config.hostname, "--die-with-parent", "--new-session", "--as-pid-1"]
@@ -43,7 +51,7 @@ def bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: str, egr
     env = ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
     agent = [config.python_path(), "-I", "-S", f"{AGENT_DIR}/main.py", str(rpc_fd), str(config.proxy_port),
              EGRESS_SOCKET]
-    return [config.bwrap_path(), *ns, *fs, *env, "--info-fd", str(info_fd), "--", *agent]
+    return [*drop, config.bwrap_path(), *ns, *fs, *env, "--info-fd", str(info_fd), "--", *agent]
 
 
 def command_env(config: SandboxConfig) -> dict[str, str]:

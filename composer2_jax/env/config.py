@@ -64,6 +64,7 @@ class SandboxConfig:
     hostname: str = "sandbox"  # hostname inside the sandbox
     env: tuple[tuple[str, str], ...] = ()  # extra environment variables for commands
     bwrap: str = "bwrap"  # the bubblewrap binary
+    setpriv: str = "setpriv"  # util-linux setpriv: drops bwrap to host_uid/host_gid after exec (see bwrap_argv)
     spawn_timeout_s: float = 20.0  # how long a sandbox may take to start
     max_layers: int = 64  # a snapshot chain deeper than this is squashed into one layer
     pool_size: int = 0  # sandboxes kept started in advance so create/fork skip namespace setup
@@ -85,6 +86,14 @@ class SandboxConfig:
         if path is None:
             raise FileNotFoundError(f"bubblewrap binary {self.bwrap!r} not found on PATH; install it "
                                     "(Debian: apt-get install -y bubblewrap)")
+        return path
+
+    def setpriv_path(self) -> str:
+        """Absolute path of setpriv, or a clear error if it is not installed."""
+        path = shutil.which(self.setpriv)
+        if path is None:
+            raise FileNotFoundError(f"setpriv binary {self.setpriv!r} not found on PATH; install it "
+                                    "(Debian: apt-get install -y util-linux)")
         return path
 
     def python_path(self) -> str:

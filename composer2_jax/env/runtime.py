@@ -24,8 +24,7 @@ def check_host() -> None:
     if os.geteuid() != 0:
         raise PermissionError(f"the sandbox environment runs as root (it mounts overlays); euid is {os.geteuid()}")
     SandboxConfig().bwrap_path()
-    if shutil.which("setpriv") is None:
-        raise OSError("setpriv (util-linux) is not on PATH; expected it to start sandboxes as an unprivileged uid")
+    SandboxConfig().setpriv_path()
     try:
         with open("/proc/sys/user/max_user_namespaces") as f:
             if int(f.read()) == 0:

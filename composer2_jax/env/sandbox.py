@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -25,23 +24,6 @@ from composer2_jax.env.bwrap import bwrap_argv
 from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.layers import Chain
 from composer2_jax.env.runtime import Runtime
-
-
-SETPRIV = shutil.which("setpriv")
-
-
-def unprivileged(argv: list[str], uid: int, gid: int) -> list[str]:
-    """`argv` run as uid:gid with no supplementary groups, through util-linux setpriv.
-
-    The ids are dropped by setpriv after exec, not by Popen(user=, group=, extra_groups=): CPython forks
-    instead of vforking when Popen changes ids, and fork copies the page tables of this (large, many-threaded
-    JAX) process on every sandbox start, then charges copy-on-write faults to its threads until the child
-    execs — most of the system time of an RL run before this change.
-    """
-    if SETPRIV is None:
-        raise FileNotFoundError("setpriv (util-linux) is needed to start sandboxes as an unprivileged uid; "
-                                "expected it on PATH (apt-get install util-linux)")
-    return [SETPRIV, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--", *argv]
 
 
 class SandboxError(RuntimeError):
@@ -92,8 +74,8 @@ class Sandbox:
         try:
             argv = bwrap_argv(cfg, lim, self.rt.agent_dir, sock_path, theirs.fileno(), info_w)
             with open(log_path, "wb") as log:
-                self.proc = subprocess.Popen(unprivileged(argv, cfg.host_uid, cfg.host_gid), stdin=subprocess.DEVNULL,
-                                             stdout=log, stderr=log, pass_fds=(theirs.fileno(), info_w))
+                self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                             pass_fds=(theirs.fileno(), info_w))  # ids dropped by setpriv
             os.close(info_w)
             info_w = -1
             return _read_info(info_r, cfg.spawn_timeout_s)
