@@ -184,8 +184,9 @@ def fix_call(task: CodingTask, new_op: str | None = None) -> str:
     edit copies it from a few tokens back. On easy tasks the whole reply is the same text every time. `new_op`
     (default: the right one) is what the edit writes — a wrong one makes a well-formed fix that fails the check.
     """
-    old, new = f"return a {task.wrong_op} b", f"return a {new_op or task.right_op} b"
-    note = f"a {task.wrong_op} b -> a {new_op or task.right_op} b."
+    op = new_op or task.right_op
+    old, new = f"return a {task.wrong_op} b", f"return a {op} b"
+    note = f"a {task.wrong_op} b -> a {op} b."
     return note + format_tool_call("edit_file", {"path": FILE, "old_string": old, "new_string": new}) + \
         format_tool_call("submit", {})
 

@@ -118,7 +118,8 @@ class Trainer:
         self.num_moe = len(moe_layer_ids(model_cfg))
         self.tx, self._logp, self._update = compiled_steps(model_cfg, optim, tc, self.tx)
         self._published_host = None
-        self.reference = (self.state.params, self.state.router_state)  # π_ref of the KL term: the start weights
+        self.reference = None  # (params, router_state) of π_ref when the loss has a KL term
+        self.set_reference(self.state.params, self.state.router_state)  # the start weights
 
     # ------------------------------------------------------------------------------------------------ state
 
@@ -134,7 +135,10 @@ class Trainer:
         self._published_host = None
 
     def set_reference(self, params, router_state) -> None:
-        """The reference policy π_ref of the KL term (a resumed run sets it from the warm start again)."""
+        """The reference policy π_ref of the KL term (a resumed run sets it from the warm start again); kept only
+        when the loss has one (kl_coef > 0), since it is a whole second copy of the weights."""
+        if self.tc.loss.kl_coef <= 0:
+            return
         with activate(self.mesh):
             self.reference = (jax.device_put(params, self.shardings.params),
                               jax.device_put(router_state, self.shardings.router_state))
