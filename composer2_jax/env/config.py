@@ -82,19 +82,11 @@ class SandboxConfig:
 
     def bwrap_path(self) -> str:
         """Absolute path of bwrap, or a clear error if it is not installed."""
-        path = shutil.which(self.bwrap)
-        if path is None:
-            raise FileNotFoundError(f"bubblewrap binary {self.bwrap!r} not found on PATH; install it "
-                                    "(Debian: apt-get install -y bubblewrap)")
-        return path
+        return _which("bubblewrap", self.bwrap, "bubblewrap")
 
     def setpriv_path(self) -> str:
         """Absolute path of setpriv, or a clear error if it is not installed."""
-        path = shutil.which(self.setpriv)
-        if path is None:
-            raise FileNotFoundError(f"setpriv binary {self.setpriv!r} not found on PATH; install it "
-                                    "(Debian: apt-get install -y util-linux)")
-        return path
+        return _which("setpriv", self.setpriv, "util-linux")
 
     def python_path(self) -> str:
         """The agent interpreter, checked to exist and to live under a read-only bound directory."""
@@ -106,3 +98,12 @@ class SandboxConfig:
             raise ValueError(f"sandbox python {real!r} is not under a bound directory {roots}; "
                              "add its prefix to SandboxConfig.extra_ro_binds")
         return self.python
+
+
+def _which(what: str, binary: str, package: str) -> str:
+    """Absolute path of a host binary, or FileNotFoundError naming it and the Debian package to install."""
+    path = shutil.which(binary)
+    if path is None:
+        raise FileNotFoundError(f"{what} binary {binary!r} not found on PATH; install it "
+                                f"(Debian: apt-get install -y {package})")
+    return path
