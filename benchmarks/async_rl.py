@@ -29,14 +29,14 @@ import time
 import numpy as np
 
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.rl.services.local import LocalOrchestrator, LoopConfig
+from composer2_jax.rl.config import LoopConfig, RLConfig
+from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.records import Counters, EpisodeRecord, GroupRecord, summarize_groups
 from composer2_jax.rl.services.rollout import Generation
 from composer2_jax.rl.services.sampler import TaskSampler
-from composer2_jax.rl.services.trainer import TrainerConfig
 from composer2_jax.rl.services.weights import Weights, WeightStore
 from composer2_jax.rl.tasks import task_set
-from composer2_jax.rl.trajectory import Episode, Segment, Turn
+from composer2_jax.episode import Episode, Segment, Turn
 
 
 class Progress:
@@ -105,8 +105,7 @@ class SimEnvWorker:
 class SimTrainer:
     """Stand-in trainer: a fixed step time, the modelled progress update, the batch's reward and staleness."""
 
-    def __init__(self, groups_per_batch: int, step_s: float, progress: Progress):
-        self.tc = TrainerConfig(groups_per_batch=groups_per_batch)
+    def __init__(self, step_s: float, progress: Progress):
         self.step_s, self.progress, self.version = step_s, progress, 0
         self.model_cfg, self.num_moe = type("NoMoE", (), {"num_experts_per_tok": 1})(), 0
 
@@ -128,10 +127,10 @@ def simulate(eta: int, args) -> dict:
     progress = Progress(args.p0, args.tau, args.stale_cost)
     store, counters = WeightStore(), Counters()
     rollout = SlotRollout(store, args.slots, args.median_ms / 1000, args.sigma, args.seed)
-    trainer = SimTrainer(args.groups, args.train_ms / 1000, progress)
-    lc = LoopConfig(eta=eta, samples=args.samples, steps=args.steps, episode_threads=args.slots * (eta + 2),
-                    max_retries=0, take_timeout_s=600)
-    orch = LocalOrchestrator(trainer, rollout, SimEnvWorker(progress, args.seed), TaskSampler(task_set(64, 0)), lc,
+    trainer = SimTrainer(args.train_ms / 1000, progress)
+    rl = RLConfig(eta=eta, samples=args.samples, steps=args.steps, groups_per_batch=args.groups,
+                  loop=LoopConfig(episode_threads=args.slots * (eta + 2), max_retries=0, take_timeout_s=600))
+    orch = LocalOrchestrator(trainer, rollout, SimEnvWorker(progress, args.seed), TaskSampler(task_set(64, 0)), rl,
                              store, counters)
     t0, times = time.monotonic(), []
     history = orch.run(on_version=lambda m: times.append(time.monotonic() - t0))

@@ -34,6 +34,7 @@ import optax
 from composer2_jax.config import get_model_config
 from composer2_jax.infer import Engine, SamplingParams
 from composer2_jax.infer.testing import random_variables
+from composer2_jax.losses.mtp import MTPLossConfig
 from composer2_jax.model import Transformer
 from composer2_jax.model.mtp import mtp_batch
 from composer2_jax.train import optim
@@ -99,7 +100,7 @@ def train(cfg, state, tx, sc: StepConfig, it, steps: int):
 
 def mtp_eval_fn(cfg):
     """jitted (params, router_state, batch) -> per-depth α (Σ min(p, q)), agreement and CE on held-out tokens."""
-    sc = StepConfig(mtp=dict(distill_weight=1.0))
+    sc = StepConfig(mtp=MTPLossConfig(distill_weight=1.0))
 
     def f(params, router_state, batch):
         batch = dict(batch, **mtp_batch(batch, cfg.num_mtp_layers))
@@ -121,7 +122,7 @@ def ablation(*, depth: int = 2, seq_len: int = 128, batch: int = 8, steps_trunk:
     v = random_variables(cfg, seed=0)
     code, chat = batches("code", seq_len, batch, 0), batches("chat", seq_len, batch, 0)
     held = {"before": next(batches("code", seq_len, batch, 1)), "after": next(batches("chat", seq_len, batch, 1))}
-    trunk_only = StepConfig(mtp=dict(weight=0.0, final_weight=0.0))
+    trunk_only = StepConfig(mtp=MTPLossConfig(weight=0.0, final_weight=0.0))
     t0 = time.time()
     state, tx = make_state(cfg, v["params"], v["router_state"], "trunk", 3e-3, steps_trunk)
     state, m = train(cfg, state, tx, trunk_only, code, steps_trunk)
@@ -132,7 +133,7 @@ def ablation(*, depth: int = 2, seq_len: int = 128, batch: int = 8, steps_trunk:
     trained = {}
     for name, mtp in heads.items():
         state, tx = make_state(cfg, trunk_a, rs_a, "mtp", 3e-3, steps_mtp)
-        state, m = train(cfg, state, tx, StepConfig(mtp=mtp, router_bias_rate=0.0), batches("code", seq_len, batch, 0),
+        state, m = train(cfg, state, tx, StepConfig(mtp=MTPLossConfig(**mtp), router_bias_rate=0.0), batches("code", seq_len, batch, 0),
                          steps_mtp)
         trained[name] = state.params["mtp"]
         log(f"[1] MTP heads by {name}: " + ", ".join(f"{k} {m[k]:.3f}" for k in sorted(m) if k.startswith("mtp/a")))

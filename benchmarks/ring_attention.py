@@ -42,7 +42,7 @@ from composer2_jax.model.ring_attention import (  # noqa: E402
 )
 
 KIMI_K2 = dict(heads=64, nope=128, rope=64, v=128, rank=512)  # MLA dims of Kimi K2 / DeepSeek-V3
-H200 = dict(attn_flops=577e12,  # cuDNN causal fwd+bwd, measured (DESIGN.md facts table, upper end)
+H200 = dict(attn_flops=577e12,  # cuDNN causal fwd+bwd, measured (docs/design.md facts table, upper end)
             nvlink_Bps=450e9,  # ASSUMED: NVLink 4 per-direction bandwidth per GPU (900 GB/s bidirectional)
             ib_Bps=50e9)  # ASSUMED: one 400 Gb/s NDR InfiniBand NIC per GPU (inter-node ring hop)
 

@@ -2,7 +2,7 @@
 
     python -m benchmarks.sandbox [--n 40] [--max-sandboxes 128] [--big-files 2000]
 
-Goals (DESIGN.md): fork <= 20 ms, >= 64 concurrent sandboxes on a 2-core machine, tool-call overhead <= 5 ms.
+Goals (docs/design.md): fork <= 20 ms, >= 64 concurrent sandboxes on a 2-core machine, tool-call overhead <= 5 ms.
 fork is measured with the warm pool (started sandboxes waiting for a workspace: a fork only mounts) in bursts
 of --pool (the pool refills between bursts, as between rollout groups), and cold (no pool: namespaces,
 bwrap and the agent's interpreter start inside the call). Tool-call overhead is run_terminal_cmd('true')

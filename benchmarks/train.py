@@ -40,7 +40,7 @@ def emit(**rec):
 
 def pipeline_rate(seq_len: int, batch: int, n_batches: int) -> float:
     """Tokens/s of the default grain pipeline (stdlib corpus, byte tokenizer) on this process."""
-    dc = data_lib.data_config(data_lib.base_data_config(), seq_len=seq_len, batch_size=batch, prefetch_batches=0)
+    dc = data_lib.data_config(None, seq_len=seq_len, batch_size=batch, prefetch_batches=0)
     it = data_lib.make_iterator(dc, make_tokenizer("byte"))
     next(it)  # index the corpus outside the timing
     t = time.perf_counter()
@@ -62,7 +62,7 @@ def main(argv=None):
     cfg = get_model_config(a.preset, **over)
     mesh = shd.make_mesh({"fsdp": -1})
     oc = optim.OptimConfig(lr=1e-4, warmup_steps=1, total_steps=a.steps)
-    model = Transformer(cfg)
+    model = Transformer(cfg, mesh)
     state, shardings, tx = init_train_state(model, lambda p, n: optim.make_optimizer(oc, p, n), mesh,
                                             jax.random.key(0), (a.batch, a.seq_len))
     bs = batch_shardings(mesh)

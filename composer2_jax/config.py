@@ -1,7 +1,9 @@
-"""Model configuration: ml_collections presets (every key commented) and the frozen dataclass modules see.
+"""Model configuration: the frozen `ModelConfig` (the architecture's one schema, a comment on every field) and the
+named presets. The defaults are `kimi_k2_5`; every other preset is a set of differences from it.
 
-Configs are `ml_collections.ConfigDict` for experiments and command-line overrides; `model_config(cfg)` is the one
-factory boundary that turns the `model` sub-dict into a frozen `ModelConfig`. Modules never see the whole config.
+Experiments edit the ConfigDict derived from it (`schema.to_config_dict`); `model_config(section)` is the one factory
+boundary that turns that section back into a frozen `ModelConfig`. Modules never see the whole config. This module
+imports neither ml_collections nor any data library: the model builds on a machine that has only JAX and Flax.
 """
 
 from __future__ import annotations
@@ -9,62 +11,78 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
-import ml_collections
+from composer2_jax import schema
+
+
+def _require(ok: bool, msg: str):
+    """ValueError(msg) unless ok."""
+    if not ok:
+        raise ValueError(msg)
 
 
 @dataclasses.dataclass(frozen=True)
 class RopeScaling:
     """DeepSeek-style YaRN parameters (`rope_scaling` of the HF config; type 'yarn')."""
 
-    factor: float = 1.0
-    original_max_position_embeddings: int = 4096
-    beta_fast: float = 32.0
-    beta_slow: float = 1.0
-    mscale: float = 1.0
-    mscale_all_dim: float = 0.0
+    factor: float = 1.0  # context extension factor s
+    original_max_position_embeddings: int = 4096  # pre-training context the frequencies were fit for
+    beta_fast: float = 32.0  # rotations above which a frequency is kept (extrapolated)
+    beta_slow: float = 1.0  # rotations below which a frequency is interpolated by 1/s
+    mscale: float = 1.0  # attention temperature coefficient applied to cos/sin (relative to mscale_all_dim)
+    mscale_all_dim: float = 0.0  # coefficient of the softmax-scale correction (0.1*m*ln(s)+1)^2
+
+    def __post_init__(self):
+        _require(self.factor >= 1.0, f"rope_scaling.factor must be >= 1, got {self.factor}")
+        _require(self.original_max_position_embeddings > 0,
+                 f"rope_scaling.original_max_position_embeddings must be > 0, got "
+                 f"{self.original_max_position_embeddings}")
+
+
+KIMI_K2_5_YARN = RopeScaling(factor=64.0, original_max_position_embeddings=4096, beta_fast=32.0, beta_slow=1.0,
+                             mscale=1.0, mscale_all_dim=1.0)
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-    """Architecture of a DeepSeek-V3 / Kimi-K2 family decoder. Field meanings are in `base_model_config`."""
+    """Architecture of a DeepSeek-V3 / Kimi-K2 family decoder; the defaults are Kimi K2.5's."""
 
-    vocab_size: int
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    q_lora_rank: Optional[int]
-    kv_lora_rank: int
-    qk_nope_head_dim: int
-    qk_rope_head_dim: int
-    v_head_dim: int
-    intermediate_size: int
-    moe_intermediate_size: int
-    n_routed_experts: int
-    n_shared_experts: int
-    num_experts_per_tok: int
-    n_group: int
-    topk_group: int
-    norm_topk_prob: bool
-    routed_scaling_factor: float
-    first_k_dense_replace: int
-    moe_layer_freq: int
-    rms_norm_eps: float
-    rope_theta: float
-    rope_scaling: Optional[RopeScaling]
-    rope_interleave: bool
-    max_position_embeddings: int
-    num_mtp_layers: int = 0
-    dtype: str = "float32"
-    param_dtype: str = "float32"
-    scan_layers: bool = True
-    remat_policy: str = "none"
-    attention_kernel: str = "xla"
-    initializer_range: float = 0.02
-    moe_impl: str = "dropless"
-    moe_capacity_factor: float = 1.25
-    moe_expert_parallel: bool = True
-    moe_gmm_impl: str = "auto"
-    moe_dropless_slack: float = 2.0
+    vocab_size: int = 163840  # tokenizer vocabulary (rows of the embedding and the LM head)
+    hidden_size: int = 7168  # model width D
+    num_layers: int = 61  # decoder layers (MTP layers not counted)
+    num_heads: int = 64  # attention heads H
+    q_lora_rank: Optional[int] = 1536  # rank of the low-rank query projection; None = a full D -> H*K projection
+    kv_lora_rank: int = 512  # width of the compressed KV latent that MLA caches
+    qk_nope_head_dim: int = 128  # per-head query/key width without position information
+    qk_rope_head_dim: int = 64  # per-head rotary width; the rotary key is one head shared by all heads
+    v_head_dim: int = 128  # per-head value width
+    intermediate_size: int = 18432  # SwiGLU width of the dense (non-MoE) layers
+    moe_intermediate_size: int = 2048  # SwiGLU width of each routed and shared expert
+    n_routed_experts: int = 384  # routed experts E (0 = a dense model)
+    n_shared_experts: int = 1  # always-on shared experts (their widths add up into one SwiGLU)
+    num_experts_per_tok: int = 8  # experts each token is routed to (top-k)
+    n_group: int = 1  # expert groups for group-limited routing
+    topk_group: int = 1  # groups a token may route into
+    norm_topk_prob: bool = True  # renormalise the top-k sigmoid scores to sum to 1
+    routed_scaling_factor: float = 2.827  # multiplier on the routed experts' combined output
+    first_k_dense_replace: int = 1  # the first k layers use the dense MLP
+    moe_layer_freq: int = 1  # after the dense prefix, every n-th layer is MoE (DeepSeek rule i % n == 0)
+    rms_norm_eps: float = 1e-5  # RMSNorm epsilon of the block norms
+    rope_theta: float = 50000.0  # RoPE base
+    rope_scaling: Optional[RopeScaling] = KIMI_K2_5_YARN  # YaRN (DeepSeek form); None = plain RoPE
+    rope_interleave: bool = True  # rotary pairs interleaved (x0,x1),(x2,x3)... as in released DeepSeek/Kimi weights
+    max_position_embeddings: int = 262144  # longest supported context
+    num_mtp_layers: int = 0  # multi-token-prediction depth D (MTP modules after the trunk)
+    dtype: str = "bfloat16"  # activation/compute dtype (softmax, logits and losses are always fp32)
+    param_dtype: str = "float32"  # parameter (master weight) dtype
+    scan_layers: bool = True  # run the homogeneous MoE layers under nn.scan (one compiled layer)
+    remat_policy: str = "full"  # activation checkpointing per layer: none | full | dots | dots_no_batch | save_attention_out
+    attention_kernel: str = "xla"  # attention implementation by name (model/attention.py KERNELS)
+    initializer_range: float = 0.02  # std of the normal initialiser of all matrices
+    moe_impl: str = "dropless"  # token dispatch: dropless (every assignment computed) | capacity (GShard, drops overflow)
+    moe_capacity_factor: float = 1.25  # capacity mode: slots per expert C = ceil(factor · tokens·k / E) per group
+    moe_expert_parallel: bool = True  # dispatch in shard_map over the `expert` axis when the caller gives a mesh
+    moe_gmm_impl: str = "auto"  # grouped matmul: auto (per backend) | ragged (lax.ragged_dot) | padded (batched einsum)
+    moe_dropless_slack: float = 2.0  # padded dropless: expert buffer = slack × mean load; heavier skew: exact slow path
 
     def __post_init__(self):
         _validate(self)
@@ -83,11 +101,6 @@ _REMAT_POLICIES = ("none", "full", "dots", "dots_no_batch", "save_attention_out"
 _DTYPES = ("float32", "bfloat16", "float16")
 _MOE_IMPLS = ("dropless", "capacity")
 _GMM_IMPLS = ("auto", "ragged", "padded")
-
-
-def _require(ok: bool, msg: str):
-    if not ok:
-        raise ValueError(msg)
 
 
 def _validate(c: ModelConfig):
@@ -126,78 +139,28 @@ def _validate(c: ModelConfig):
     _require(c.moe_dropless_slack >= 1, f"model.moe_dropless_slack must be >= 1, got {c.moe_dropless_slack}")
 
 
-def base_model_config() -> ml_collections.ConfigDict:
-    """The `kimi_k2_5` architecture with a comment on every key (the other presets override this)."""
-    m = ml_collections.ConfigDict()
-    m.vocab_size = 163840  # tokenizer vocabulary (rows of the embedding and the LM head)
-    m.hidden_size = 7168  # model width D
-    m.num_layers = 61  # decoder layers (MTP layers not counted)
-    m.num_heads = 64  # attention heads H
-    m.q_lora_rank = 1536  # rank of the low-rank query projection; None = a full D -> H*K projection
-    m.kv_lora_rank = 512  # width of the compressed KV latent that MLA caches
-    m.qk_nope_head_dim = 128  # per-head query/key width without position information
-    m.qk_rope_head_dim = 64  # per-head rotary width; the rotary key is one head shared by all heads
-    m.v_head_dim = 128  # per-head value width
-    m.intermediate_size = 18432  # SwiGLU width of the dense (non-MoE) layers
-    m.moe_intermediate_size = 2048  # SwiGLU width of each routed and shared expert
-    m.n_routed_experts = 384  # routed experts E (0 = a dense model)
-    m.n_shared_experts = 1  # always-on shared experts (their widths add up into one SwiGLU)
-    m.num_experts_per_tok = 8  # experts each token is routed to (top-k)
-    m.n_group = 1  # expert groups for group-limited routing
-    m.topk_group = 1  # groups a token may route into
-    m.norm_topk_prob = True  # renormalise the top-k sigmoid scores to sum to 1
-    m.routed_scaling_factor = 2.827  # multiplier on the routed experts' combined output
-    m.first_k_dense_replace = 1  # the first k layers use the dense MLP
-    m.moe_layer_freq = 1  # after the dense prefix, every n-th layer is MoE (DeepSeek rule i % n == 0)
-    m.rms_norm_eps = 1e-5  # RMSNorm epsilon
-    m.rope_theta = 50000.0  # RoPE base
-    m.rope_scaling = ml_collections.ConfigDict(dict(  # YaRN (DeepSeek form); set to None for plain RoPE
-        factor=64.0,  # context extension factor s
-        original_max_position_embeddings=4096,  # pre-training context the frequencies were fit for
-        beta_fast=32.0,  # rotations above which a frequency is kept (extrapolated)
-        beta_slow=1.0,  # rotations below which a frequency is interpolated by 1/s
-        mscale=1.0,  # attention temperature coefficient applied to cos/sin (relative to mscale_all_dim)
-        mscale_all_dim=1.0,  # coefficient of the softmax-scale correction (0.1*m*ln(s)+1)^2
-    ))
-    m.rope_interleave = True  # rotary pairs are interleaved (x0,x1),(x2,x3)... as in released DeepSeek/Kimi weights
-    m.max_position_embeddings = 262144  # longest supported context
-    m.num_mtp_layers = 0  # multi-token-prediction depth D (MTP modules after the trunk)
-    m.dtype = "bfloat16"  # activation/compute dtype (softmax, logits and losses are always fp32)
-    m.param_dtype = "float32"  # parameter (master weight) dtype
-    m.scan_layers = True  # run the homogeneous MoE layers under nn.scan (one compiled layer)
-    m.remat_policy = "full"  # activation checkpointing per layer: none | full | dots | dots_no_batch | save_attention_out
-    m.attention_kernel = "xla"  # attention implementation by name (see model/attention.py KERNELS)
-    m.initializer_range = 0.02  # std of the normal initialiser of all matrices
-    m.moe_impl = "dropless"  # token dispatch: dropless (every assignment computed) | capacity (GShard, drops overflow)
-    m.moe_capacity_factor = 1.25  # capacity mode: slots per expert C = ceil(factor · tokens·k / E) per dispatch group
-    m.moe_expert_parallel = True  # under an ambient mesh, dispatch in shard_map (all-to-all over `expert` if > 1)
-    m.moe_gmm_impl = "auto"  # grouped matmul: auto (per backend) | ragged (lax.ragged_dot) | padded (batched einsum)
-    m.moe_dropless_slack = 2.0  # padded dropless: expert buffer = slack × mean load; heavier skew takes the exact slow path
-    return m
-
-
 def _preset_overrides(name: str) -> dict[str, Any]:
     """Differences of each named architecture from `kimi_k2_5`."""
     if name == "kimi_k2_5":
         return {}
     if name == "kimi_k2":  # Kimi-K2-Instruct-0711
         return dict(rms_norm_eps=1e-6, max_position_embeddings=131072,
-                    rope_scaling=dict(factor=32.0, original_max_position_embeddings=4096, beta_fast=1.0,
-                                      beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))
+                    rope_scaling=RopeScaling(factor=32.0, original_max_position_embeddings=4096, beta_fast=1.0,
+                                             beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))
     if name == "deepseek_v3":
         return dict(vocab_size=129280, num_heads=128, n_routed_experts=256, n_group=8, topk_group=4,
                     routed_scaling_factor=2.5, first_k_dense_replace=3, rms_norm_eps=1e-6, rope_theta=10000.0,
                     max_position_embeddings=163840, num_mtp_layers=1,
-                    rope_scaling=dict(factor=40.0, original_max_position_embeddings=4096, beta_fast=32.0,
-                                      beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))
+                    rope_scaling=RopeScaling(factor=40.0, original_max_position_embeddings=4096, beta_fast=32.0,
+                                             beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))
     if name == "toy":  # the same family at CPU size: a train step in well under a second
         return dict(vocab_size=512, hidden_size=64, num_layers=3, num_heads=4, q_lora_rank=32, kv_lora_rank=32,
                     qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, intermediate_size=128,
                     moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1,
                     routed_scaling_factor=2.5, max_position_embeddings=16384, dtype="float32",
                     remat_policy="none",
-                    rope_scaling=dict(factor=4.0, original_max_position_embeddings=256, beta_fast=32.0,
-                                      beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))
+                    rope_scaling=RopeScaling(factor=4.0, original_max_position_embeddings=256, beta_fast=32.0,
+                                             beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))
     if name == "gpu_small":  # Kimi-shaped, sized to fit and fill one 141 GB H200 for MFU work (~6.7B total)
         return dict(vocab_size=163840, hidden_size=2048, num_layers=12, num_heads=16, q_lora_rank=768,
                     kv_lora_rank=512, intermediate_size=8192, moe_intermediate_size=1024, n_routed_experts=64,
@@ -221,26 +184,18 @@ def _preset_overrides(name: str) -> dict[str, Any]:
 PRESETS = ("kimi_k2_5", "kimi_k2", "deepseek_v3", "toy", "gpu_small", "llama2_70b_mla", "mixtral_8x7b_mla")
 
 
-def preset(name: str) -> ml_collections.ConfigDict:
-    """The model ConfigDict of a named preset."""
-    m = base_model_config()
-    for k, v in _preset_overrides(name).items():
-        if k == "rope_scaling" and v is None:
-            m.rope_scaling = None
-        elif k == "rope_scaling":
-            m.rope_scaling.update(v)
-        else:
-            m[k] = v
-    return m
+def preset(name: str) -> ModelConfig:
+    """The frozen ModelConfig of a named preset."""
+    return dataclasses.replace(ModelConfig(), **_preset_overrides(name))
 
 
 CPT_LONG_ORIGINAL_LEN = 32768  # stage-1 (cpt_bulk) sequence length the RoPE frequencies were trained at
 CPT_LONG_TARGET_LEN = 262144  # stage-2 (cpt_long) sequence length: 256k with ring attention over `context`
 
 
-def long_context_rope(m: ml_collections.ConfigDict, target_len: int = CPT_LONG_TARGET_LEN,
-                      original_len: int = CPT_LONG_ORIGINAL_LEN) -> ml_collections.ConfigDict:
-    """A copy of model ConfigDict `m` with YaRN set to extend RoPE from `original_len` to `target_len` (cpt_long).
+def long_context_rope(m: ModelConfig, target_len: int = CPT_LONG_TARGET_LEN,
+                      original_len: int = CPT_LONG_ORIGINAL_LEN) -> ModelConfig:
+    """`m` with YaRN set to extend RoPE from `original_len` to `target_len` (cpt_long).
 
     factor s = target_len / original_len (32k → 256k: s = 8), original_max_position_embeddings = original_len;
     beta_fast/beta_slow/mscale/mscale_all_dim are kept from m's YaRN block (DeepSeek's 32/1/1/1 when m has none).
@@ -252,31 +207,27 @@ def long_context_rope(m: ml_collections.ConfigDict, target_len: int = CPT_LONG_T
                          f"target_len={target_len}")
     if target_len % original_len:
         raise ValueError(f"target_len={target_len} is not a multiple of original_len={original_len}")
-    out = ml_collections.ConfigDict(m.to_dict())
-    old = m.rope_scaling.to_dict() if m.rope_scaling is not None else dict(beta_fast=32.0, beta_slow=1.0, mscale=1.0,
-                                                                            mscale_all_dim=1.0)
-    out.rope_scaling = ml_collections.ConfigDict(dict(old, factor=float(target_len // original_len),
-                                                      original_max_position_embeddings=int(original_len)))
-    out.max_position_embeddings = max(int(target_len), int(m.max_position_embeddings))
-    return out
+    old = m.rope_scaling or RopeScaling(beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0)
+    yarn = dataclasses.replace(old, factor=float(target_len // original_len),
+                               original_max_position_embeddings=int(original_len))
+    return dataclasses.replace(m, rope_scaling=yarn,
+                               max_position_embeddings=max(int(target_len), int(m.max_position_embeddings)))
 
 
-def model_config(m: ml_collections.ConfigDict | dict, **overrides) -> ModelConfig:
-    """The factory boundary: a model ConfigDict (or plain dict) becomes a frozen, validated ModelConfig."""
-    d = dict(m.to_dict() if isinstance(m, ml_collections.ConfigDict) else m)
-    d.update(overrides)
-    known = {f.name for f in dataclasses.fields(ModelConfig)}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ValueError(f"unknown model config keys {unknown}; expected a subset of {sorted(known)}")
-    rs = d.get("rope_scaling")
-    if rs is not None and not isinstance(rs, RopeScaling):
-        rs = dict(rs)
-        bad = sorted(set(rs) - {f.name for f in dataclasses.fields(RopeScaling)})
+def model_config(m: Any, **overrides) -> ModelConfig:
+    """The factory boundary: a model config section (ConfigDict, dict or ModelConfig) → a frozen, validated
+    ModelConfig; unknown keys are ConfigErrors naming the key and the closest known ones."""
+    cfg = schema.from_config_dict(ModelConfig, m, "model")
+    if overrides:
+        bad = sorted(set(overrides) - {f.name for f in dataclasses.fields(ModelConfig)})
         if bad:
-            raise ValueError(f"unknown rope_scaling keys {bad}; expected {[f.name for f in dataclasses.fields(RopeScaling)]}")
-        d["rope_scaling"] = RopeScaling(**rs)
-    return ModelConfig(**d)
+            raise schema.ConfigError(schema.unknown_key_message(bad[0], "model",
+                                                                [f.name for f in dataclasses.fields(ModelConfig)]))
+        if isinstance(overrides.get("rope_scaling"), dict):
+            overrides["rope_scaling"] = schema.from_config_dict(RopeScaling, overrides["rope_scaling"],
+                                                                "model.rope_scaling")
+        cfg = dataclasses.replace(cfg, **overrides)
+    return cfg
 
 
 def get_model_config(name: str, **overrides) -> ModelConfig:

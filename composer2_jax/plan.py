@@ -171,7 +171,7 @@ def _compile(cfg, mesh, batch: int, seq: int, optimizer: str, count_loops: bool 
     from composer2_jax.train.state import abstract_train_state, activate
     from composer2_jax.train.step import StepConfig, batch_shardings, make_train_step
 
-    model = Transformer(cfg)
+    model = Transformer(cfg, mesh)
     oc = optim.OptimConfig(name=optimizer)
     abstract, shardings, tx = abstract_train_state(model, lambda p, n: optim.make_optimizer(oc, p, n), mesh,
                                                    (batch, seq))

@@ -32,6 +32,8 @@ from flax import linen as nn
 from jax.experimental import mesh_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from composer2_jax import schema
+
 MESH_AXES = ("data", "fsdp", "expert", "tensor", "context")
 
 # The one rules table: logical axis name -> mesh axes (None = replicated). Parameters and activations both.
@@ -63,31 +65,34 @@ LOGICAL_RULES: tuple[tuple[str, Optional[str | tuple[str, ...]]], ...] = (
 
 @dataclasses.dataclass(frozen=True)
 class MeshConfig:
-    """Sizes of the five mesh axes; their product must equal the device count."""
+    """Sizes of the five mesh axes; their product must equal the device count (one axis may be -1: the rest)."""
 
-    data: int = 1
-    fsdp: int = -1  # -1: whatever is left of the devices
-    expert: int = 1
-    tensor: int = 1
-    context: int = 1
+    data: int = 1  # pure data parallelism (replicated parameters; spans DCN slices when there are several)
+    fsdp: int = -1  # data parallelism with parameters and optimizer state sharded (ZeRO-3); -1: the rest
+    expert: int = 1  # expert parallelism: routed experts split over this axis, tokens moved by all-to-all
+    tensor: int = 1  # tensor parallelism: heads and FFN widths split
+    context: int = 1  # context parallelism: sequence split, ring attention over this axis (zigzag rows)
+
+    def __post_init__(self):
+        for a in MESH_AXES:
+            s = getattr(self, a)
+            if not isinstance(s, int) or s == 0 or s < -1:
+                raise ValueError(f"mesh.{a}={s!r}; expected a positive size or -1 (the rest of the devices)")
 
     def shape(self, n_devices: int) -> tuple[int, ...]:
         """Resolve the one -1 axis (if any) and check the product against the device count."""
         sizes = [getattr(self, a) for a in MESH_AXES]
         free = [i for i, s in enumerate(sizes) if s == -1]
         if len(free) > 1:
-            raise ValueError(f"at most one mesh axis may be -1, got {dict(zip(MESH_AXES, sizes))}")
-        for a, s in zip(MESH_AXES, sizes):
-            if s == 0 or s < -1:
-                raise ValueError(f"mesh axis {a}={s}; expected a positive size or -1")
+            raise schema.ConfigError(f"at most one mesh axis may be -1, got {dict(zip(MESH_AXES, sizes))}")
         fixed = math.prod(s for s in sizes if s != -1)
         if free:
             if n_devices % fixed:
-                raise ValueError(f"{n_devices} devices cannot be split into mesh {dict(zip(MESH_AXES, sizes))}: "
+                raise schema.ConfigError(f"{n_devices} devices cannot be split into mesh {dict(zip(MESH_AXES, sizes))}: "
                                  f"the fixed axes multiply to {fixed}, which does not divide {n_devices}")
             sizes[free[0]] = n_devices // fixed
         if math.prod(sizes) != n_devices:
-            raise ValueError(f"mesh {dict(zip(MESH_AXES, sizes))} has {math.prod(sizes)} devices, "
+            raise schema.ConfigError(f"mesh {dict(zip(MESH_AXES, sizes))} has {math.prod(sizes)} devices, "
                              f"but {n_devices} are available")
         return tuple(sizes)
 
@@ -101,7 +106,7 @@ def make_mesh(cfg: MeshConfig | Mapping[str, int] | None = None, devices: Option
         unknown = sorted(set(cfg) - set(MESH_AXES))
         if unknown:
             raise ValueError(f"unknown mesh axes {unknown}; expected names from {MESH_AXES}")
-        cfg = MeshConfig(**{a: cfg.get(a, 1) for a in MESH_AXES})  # axes not named are 1
+        cfg = MeshConfig(**{a: cfg.get(a, 1) for a in MESH_AXES})  # axes a mapping does not name are 1
     all_devices = devices is None or list(devices) == jax.devices()
     devices = list(devices) if devices is not None else jax.devices()
     shape = cfg.shape(len(devices))

@@ -11,7 +11,9 @@ With fake CPU devices: XLA_FLAGS=--xla_force_host_platform_device_count=8 python
 
 from __future__ import annotations
 
-from composer2_jax import config as model_presets
+import dataclasses
+
+from composer2_jax.config import long_context_rope, preset as model_preset
 from experiments import base
 from experiments.main import run
 
@@ -20,13 +22,13 @@ LONG = {"toy": 512, "gpu_small": 262144, "kimi_k2_5": 262144, "kimi_k2": 262144,
 
 def get_config(preset: str = "toy"):
     """Long-context CPT: longer packed rows, fewer of them, lower LR; starts from cpt_bulk's checkpoint."""
-    c = base.get_base_config(preset)
+    bulk_len = base.RUN_SIZES[preset]["seq_len"]
+    model = long_context_rope(model_preset(preset), target_len=LONG[preset], original_len=bulk_len)
+    # ring: context-parallel over mesh.context; one local block when it is 1
+    c = base.get_base_config(preset, model=dataclasses.replace(model, attention_kernel="ring"))
     c.workdir = f"runs/{preset}/cpt_long"
     c.init_from = f"runs/{preset}/cpt_bulk/checkpoints"
     c.data.seq_len = LONG[preset]
-    bulk_len = base.RUN_SIZES[preset]["seq_len"]
-    c.model = model_presets.long_context_rope(c.model, target_len=c.data.seq_len, original_len=bulk_len)
-    c.model.attention_kernel = "ring"  # context-parallel over mesh.context; one local block when it is 1
     c.data.batch_size = max(c.data.batch_size // 4, 1) if preset == "toy" else 64
     c.steps = 20 if preset == "toy" else 5000
     c.optim.total_steps = c.steps

@@ -40,8 +40,8 @@ def _packed_batch():
     return tok, pos, seg
 
 
-def _loss_and_logits(cfg, variables, params, tok, pos, seg):
-    out = Transformer(cfg).apply(dict(variables, params=params), tok, pos, seg)
+def _loss_and_logits(cfg, variables, params, tok, pos, seg, mesh=None):
+    out = Transformer(cfg, mesh).apply(dict(variables, params=params), tok, pos, seg)
     return jnp.mean(jax.nn.log_softmax(out.logits)[..., 0]) + 0.01 * out.balance_loss, out.logits
 
 
@@ -56,16 +56,16 @@ def test_context_parallel_model_matches_unsharded(kernel, context, other, layers
     if not packed:
         pos, seg = jnp.broadcast_to(jnp.arange(T, dtype=jnp.int32), (B, T)), None
     variables = nn.unbox(Transformer(cfg).init(jax.random.key(0), tok))
-    grad_fn = lambda c, *a: jax.value_and_grad(  # noqa: E731
-        lambda p: _loss_and_logits(c, variables, p, *a), has_aux=True)(variables["params"])
-    (loss_ref, logits_ref), g_ref = jax.jit(lambda *a: grad_fn(cfg, *a))(tok, pos, seg)
+    grad_fn = lambda c, mesh, *a: jax.value_and_grad(  # noqa: E731
+        lambda p: _loss_and_logits(c, variables, p, *a, mesh=mesh), has_aux=True)(variables["params"])
+    (loss_ref, logits_ref), g_ref = jax.jit(lambda *a: grad_fn(cfg, None, *a))(tok, pos, seg)
 
     cfg_cp = dataclasses.replace(cfg, attention_kernel=kernel)
     size = context * math.prod(other.values())
     mesh = make_mesh(dict(context=context, **other), devices=jax.devices()[:size])
     zz = [None if a is None else cp.zigzag(a, context) for a in (tok, pos, seg)]  # the data path's job
     with jax.set_mesh(mesh), nn.logical_axis_rules(LOGICAL_RULES):
-        (loss, logits), g = jax.jit(lambda *a: grad_fn(cfg_cp, *a))(*zz)
+        (loss, logits), g = jax.jit(lambda *a: grad_fn(cfg_cp, mesh, *a))(*zz)
     np.testing.assert_allclose(float(loss), float(loss_ref), **SHARDED_FP32)
     np.testing.assert_allclose(np.asarray(cp.unzigzag(logits, context)), np.asarray(logits_ref), **SHARDED_FP32)
     for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(g_ref)):
@@ -127,8 +127,7 @@ def test_yarn_32k_to_256k_matches_deepseek_and_hf(s):
 
 
 def test_long_context_rope_with_factor_one_is_plain_rope():
-    m = preset("toy")
-    m.rope_scaling = None
+    m = dataclasses.replace(preset("toy"), rope_scaling=None)
     cfg_y = model_config(long_context_rope(m, 4096, 4096))
     cfg_p = model_config(m)
     assert cfg_y.rope_scaling.factor == 1.0

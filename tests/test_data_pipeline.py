@@ -136,7 +136,7 @@ def test_same_seed_same_stream_different_seed_different_stream():
     a = _take(iter(P.make_dataset(cfg, TOK)), 3)
     b = _take(iter(P.make_dataset(cfg, TOK)), 3)
     _assert_batches_equal(a, b)
-    c = _take(iter(P.make_dataset(P.data_config(P.base_data_config(), seq_len=64, batch_size=2, seed=8), TOK)), 3)
+    c = _take(iter(P.make_dataset(P.data_config(None, seq_len=64, batch_size=2, seed=8), TOK)), 3)
     assert any(not np.array_equal(x["tokens"], y["tokens"]) for x, y in zip(a, c))
 
 
@@ -242,8 +242,8 @@ def test_config_errors(tmp_path):
         P.make_dataset(P.DataConfig(batch_size=2), TOK, 2, 2)
     with pytest.raises(ValueError, match="unknown source kind 'web'"):
         P.data_config({"sources": [{"kind": "web", "path": "x"}]})
-    with pytest.raises(ValueError, match="unknown data config keys"):
-        P.data_config(P.base_data_config(), seq_length=4)
+    with pytest.raises(ValueError, match="unknown config key .data.seq_length.*did you mean .seq_len."):
+        P.data_config(None, seq_length=4)
     with pytest.raises(ValueError, match="long_documents"):
         P.DataConfig(long_documents="drop")
     with pytest.raises(ValueError, match=str(tmp_path)):
@@ -253,6 +253,6 @@ def test_config_errors(tmp_path):
 
 
 def test_base_config_builds():
-    cfg = P.data_config(P.base_data_config())
+    cfg = P.data_config()
     assert cfg == P.DataConfig()
     assert cfg.sources[0].kind == "stdlib"

@@ -195,5 +195,5 @@ def test_bad_config_names_the_values():
         _toy(hidden_size=66)
     with pytest.raises(ValueError, match=r"n_routed_experts=8 is not divisible by model.n_group=3"):
         _toy(n_group=3)
-    with pytest.raises(ValueError, match=r"unknown model config keys \['hiden_size'\]"):
+    with pytest.raises(ValueError, match=r"unknown config key 'model.hiden_size'.*did you mean 'hidden_size'"):
         get_model_config("toy", hiden_size=64)

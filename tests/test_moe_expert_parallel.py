@@ -49,10 +49,10 @@ class _Ambient:
             cm.__exit__(*exc)
 
 
-def _loss_and_grads(cfg, v, x, ct, replay=None):
-    """(y, aux, grads wrt params and x) of sum(y·ct) + 0.1·balance_loss, jitted."""
+def _loss_and_grads(cfg, v, x, ct, replay=None, mesh=None):
+    """(y, aux, grads wrt params and x) of sum(y·ct) + 0.1·balance_loss, jitted (expert-parallel over `mesh`)."""
     def loss(params, x):
-        y, aux = MoE(cfg).apply(dict(v, params=params), x, None, replay)
+        y, aux = MoE(cfg, mesh).apply(dict(v, params=params), x, None, replay)
         return jnp.sum(y * ct) + 0.1 * aux["balance_loss"], (y, aux)
 
     (_, (y, aux)), grads = jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True))(v["params"], x)
@@ -88,9 +88,9 @@ def _assert_tree_close(a, b, tol):
 def test_expert_parallel_matches_single_device(mesh):
     cfg, x, ct, v = _problem()
     y0, aux0, g0 = _reference()
-    with _on_mesh(MESHES[mesh]):
-        y1, aux1, g1 = _loss_and_grads(cfg, v, x, ct)
-        hlo = jax.jit(lambda p, x: MoE(cfg).apply(dict(v, params=p), x)).lower(v["params"], x).as_text()
+    with _on_mesh(MESHES[mesh]) as m:
+        y1, aux1, g1 = _loss_and_grads(cfg, v, x, ct, mesh=m)
+        hlo = jax.jit(lambda p, x: MoE(cfg, m).apply(dict(v, params=p), x)).lower(v["params"], x).as_text()
     assert "all_to_all" in hlo or "all-to-all" in hlo  # the expert-parallel path really ran
     np.testing.assert_allclose(np.asarray(y1), np.asarray(y0), **SHARDED_FP32)
     np.testing.assert_array_equal(np.asarray(aux1["indices"]), np.asarray(aux0["indices"]))
@@ -105,8 +105,8 @@ def test_expert_parallel_padded_grouped_matmul_matches():
     cfg, x, ct, v = _problem()
     y0, _, g0 = _reference()
     cfg_p = dataclasses.replace(cfg, moe_gmm_impl="padded", moe_dropless_slack=1.0)
-    with _on_mesh(MESHES["data2_expert4"]):
-        y1, _, g1 = _loss_and_grads(cfg_p, v, x, ct)
+    with _on_mesh(MESHES["data2_expert4"]) as m:
+        y1, _, g1 = _loss_and_grads(cfg_p, v, x, ct, mesh=m)
     np.testing.assert_allclose(np.asarray(y1), np.asarray(y0), **SHARDED_FP32)
     _assert_tree_close(g1, g0, SHARDED_FP32)
 
@@ -117,8 +117,8 @@ def test_capacity_mode_matches_dropless_when_capacity_covers_max_load():
     n_local, k, e = B * T // 8, cfg.num_experts_per_tok, cfg.n_routed_experts
     cfg_c = dataclasses.replace(cfg, moe_impl="capacity", moe_capacity_factor=e / k)  # C = every local token
     assert capacity(n_local, k, e, e / k) == n_local
-    with _on_mesh(MESHES["expert8"]):
-        y1, aux1, g1 = _loss_and_grads(cfg_c, v, x, ct)
+    with _on_mesh(MESHES["expert8"]) as m:
+        y1, aux1, g1 = _loss_and_grads(cfg_c, v, x, ct, mesh=m)
     assert float(aux1["dropped"]) == 0.0
     np.testing.assert_allclose(np.asarray(y1), np.asarray(y0), **SHARDED_FP32)
     _assert_tree_close(g1, g0, SHARDED_FP32)
@@ -132,8 +132,8 @@ def _all_to_expert_zero(cfg):
 def test_adversarial_routing_is_exact_when_dropless():
     cfg, x, _, v = _problem()
     forced = _all_to_expert_zero(cfg)
-    with _on_mesh(MESHES["expert8"]):
-        y, aux = jax.jit(lambda x: MoE(cfg).apply(v, x, None, forced))(x)
+    with _on_mesh(MESHES["expert8"]) as m:
+        y, aux = jax.jit(lambda x: MoE(cfg, m).apply(v, x, None, forced))(x)
     ref, _ = naive_moe(v, x, cfg, idx=np.asarray(forced))
     np.testing.assert_allclose(np.asarray(y).reshape(ref.shape), ref, **FP32_BLOCK)
     assert float(aux["load"][0]) == B * T and float(aux["dropped"]) == 0.0
@@ -146,8 +146,8 @@ def test_adversarial_routing_drops_exactly_the_overflow_in_capacity_mode():
     n_local = B * T // n_shards
     c = capacity(n_local, k, e, 1.0)  # ceil(6·2/8) = 2 slots per expert per shard
     forced = _all_to_expert_zero(cfg)
-    with _on_mesh(MESHES["expert8"]):
-        y, aux = jax.jit(lambda x: MoE(cfg_c).apply(v, x, None, forced))(x)
+    with _on_mesh(MESHES["expert8"]) as m:
+        y, aux = jax.jit(lambda x: MoE(cfg_c, m).apply(v, x, None, forced))(x)
     # each shard holds one sequence (B=8 over expert=8): its first C tokens keep both experts, the rest lose both
     kept = np.zeros((B, T, k), bool)
     kept[:, :c] = True
@@ -161,9 +161,9 @@ def test_adversarial_routing_drops_exactly_the_overflow_in_capacity_mode():
 def test_router_replay_is_bit_exact_under_expert_parallelism(moe_impl):
     cfg, x, _, v = _problem(moe_impl)
     cfg = dataclasses.replace(cfg, moe_capacity_factor=1.0)  # capacity mode: drops happen, and replay keeps them
-    with _on_mesh(MESHES["data2_expert4"]):
-        apply = jax.jit(lambda x, r: MoE(cfg).apply(v, x, None, r))
-        y, aux = jax.jit(lambda x: MoE(cfg).apply(v, x))(x)
+    with _on_mesh(MESHES["data2_expert4"]) as m:
+        apply = jax.jit(lambda x, r: MoE(cfg, m).apply(v, x, None, r))
+        y, aux = jax.jit(lambda x: MoE(cfg, m).apply(v, x))(x)
         y_r, aux_r = apply(x, aux["indices"])
     np.testing.assert_array_equal(np.asarray(y_r), np.asarray(y))
     np.testing.assert_array_equal(np.asarray(aux_r["indices"]), np.asarray(aux["indices"]))
@@ -204,8 +204,8 @@ def test_mesh_that_does_not_divide_the_experts_is_an_error():
     cfg = get_model_config("toy", n_routed_experts=12, n_group=1)
     x = jax.ShapeDtypeStruct((8, 4, cfg.hidden_size), jnp.float32)
     v = jax.eval_shape(lambda x: nn.unbox(MoE(cfg).init(jax.random.key(0), x)), x)
-    with _on_mesh(dict(expert=8)), pytest.raises(ValueError, match=r"n_routed_experts=12 .* size 8"):
-        jax.eval_shape(MoE(cfg).apply, v, x)
+    with _on_mesh(dict(expert=8)) as m, pytest.raises(ValueError, match=r"n_routed_experts=12 .* size 8"):
+        jax.eval_shape(MoE(cfg, m).apply, v, x)
     x3 = jax.ShapeDtypeStruct((8, 3, cfg.hidden_size), jnp.float32)
-    with _on_mesh(dict(expert=4, context=2)), pytest.raises(ValueError, match=r"sequence length=3 .* size 2"):
-        jax.eval_shape(MoE(cfg).apply, v, x3)
+    with _on_mesh(dict(expert=4, context=2)) as m, pytest.raises(ValueError, match=r"sequence length=3 .* size 2"):
+        jax.eval_shape(MoE(cfg, m).apply, v, x3)

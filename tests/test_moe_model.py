@@ -14,8 +14,8 @@ from composer2_jax.model import Transformer
 from tests.tolerances import SHARDED_FP32
 
 
-def _loss(cfg, variables, params, tok):
-    out = Transformer(cfg).apply(dict(variables, params=params), tok)
+def _loss(cfg, variables, params, tok, mesh=None):
+    out = Transformer(cfg, mesh).apply(dict(variables, params=params), tok)
     logp = jax.nn.log_softmax(out.logits)
     return -jnp.mean(jnp.take_along_axis(logp[:, :-1], tok[:, 1:, None], -1)) + 0.01 * out.balance_loss, out
 
@@ -30,8 +30,11 @@ def test_transformer_with_expert_parallelism_matches_unsharded():
 
     mesh = shd.make_mesh(dict(data=2, expert=4))
     v_sh = jax.device_put(v, shd.logical_shardings(jax.eval_shape(lambda: boxed), mesh))
+    step_ep = jax.value_and_grad(lambda p, v, t: _loss(cfg, v, p, t, mesh), has_aux=True)
     with jax.set_mesh(mesh), nn.logical_axis_rules(shd.LOGICAL_RULES):
-        (l1, out1), g1 = jax.jit(step)(v_sh["params"], v_sh, tok)
+        (l1, out1), g1 = jax.jit(step_ep)(v_sh["params"], v_sh, tok)
+        hlo = jax.jit(step_ep).lower(v_sh["params"], v_sh, tok).as_text()
+    assert "all_to_all" in hlo or "all-to-all" in hlo  # the model really dispatched expert-parallel
     assert v_sh["params"]["stack"]["layer_0"]["moe"]["wi_gate"].sharding.spec[1] == "expert"  # [layers, E, D, F]
     np.testing.assert_allclose(float(l1), float(l0), **SHARDED_FP32)
     np.testing.assert_allclose(np.asarray(out1.logits), np.asarray(out0.logits), **SHARDED_FP32)

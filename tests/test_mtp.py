@@ -228,7 +228,7 @@ def test_train_step_with_mtp_reports_metrics_and_learns():
     tx = optim.make_optimizer(oc, v["params"], names["params"])
     state = TrainState(step=jnp.zeros((), jnp.int32), params=v["params"], opt_state=tx.init(v["params"]),
                        router_state=v["router_state"])
-    sc = StepConfig(mtp=dict(weight=1.0, distill_weight=0.5, switch_step=-1))
+    sc = StepConfig(mtp=MTPLossConfig(weight=1.0, distill_weight=0.5, switch_step=-1))
     step = jax.jit(make_train_step(Transformer(cfg), tx, sc))
     tok = np.tile(np.arange(17) % 5 + 1, (4, 1)).astype(np.int32)  # a periodic stream every head can learn
     batch = dict(tokens=tok[:, :-1], targets=tok[:, 1:], loss_mask=np.ones((4, 16), np.int32),

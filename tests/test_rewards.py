@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from composer2_jax.rl import rewards as rw
-from composer2_jax.rl.trajectory import SegmentBuilder
+from composer2_jax.episode import SegmentBuilder
 from tests.tolerances import FP32_FN
 
 

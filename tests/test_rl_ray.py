@@ -5,11 +5,12 @@ import dataclasses
 import os
 import signal
 
-import ml_collections
+
 import pytest
 
 ray = pytest.importorskip("ray")
 
+from composer2_jax import schema  # noqa: E402
 from composer2_jax.env import testing as envtest  # noqa: E402
 from composer2_jax.rl import orchestrator  # noqa: E402
 from composer2_jax.rl.services.testing import micro_model_config  # noqa: E402
@@ -29,7 +30,7 @@ def micro_config(tmp_path):
     from experiments import rl as rl_exp
 
     c = rl_exp.get_config("toy")
-    c.model = ml_collections.ConfigDict(dataclasses.asdict(micro_model_config()))
+    c.model = schema.to_config_dict(micro_model_config())
     c.workdir, c.init_from = str(tmp_path / "rl"), ""
     c.rl.update(backend="ray", eta=1, steps=3, groups_per_batch=2, samples=2, eval_every=0, train_tasks=40)
     c.rl.loop.update(episode_threads=8, max_retries=2)

@@ -24,7 +24,8 @@ from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.services.buffer import GroupBuffer
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.services.grader import grade_task
-from composer2_jax.rl.services.local import LocalOrchestrator, LoopConfig
+from composer2_jax.rl.config import LoopConfig, RLConfig
+from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.oracle import write_oracle_transcripts
 from composer2_jax.rl.services.records import Counters, GroupRecord
 from composer2_jax.rl.services.routing import CallRecord, episode_routing, pack_routing, segment_routing
@@ -33,7 +34,8 @@ from composer2_jax.rl.services.staleness import StalenessGate, is_fresh
 from composer2_jax.rl.services.testing import CountingTrainer, FaultyEnv, ScriptedRollout
 from composer2_jax.rl.services.weight_delta import delta_stats
 from composer2_jax.rl.services.weights import Weights, WeightStore
-from composer2_jax.rl.trajectory import Episode, Segment, Turn, pack_segments
+from composer2_jax.episode import Episode, Segment, Turn
+from composer2_jax.rl.trajectory import pack_segments
 
 TOK = tk.ByteTokenizer()
 HARNESS = HarnessConfig(max_turns=4, max_new_tokens=192, max_total_tokens=1024, context_budget=352,
@@ -317,11 +319,12 @@ def run_loop(env, tmp_path, eta, steps=4, fault=None, faulty_env=None, latency=N
     """The embedded loop with a scripted rollout and a counting trainer; returns (trainer, counters, history)."""
     store, counters = WeightStore(), Counters()
     rollout = ScriptedRollout(store, p_correct=0.6, latency=latency, seed=eta)
-    trainer = CountingTrainer(groups, eta)
+    trainer = CountingTrainer(eta)
     worker = EnvWorker(faulty_env or env, TOK, HARNESS, RewardConfig(), TOOLS, schemas_in_prompt=False,
                        repo_root=tmp_path)
-    lc = LoopConfig(eta=eta, samples=samples, steps=steps, episode_threads=8, max_retries=1, take_timeout_s=120)
-    orch = LocalOrchestrator(trainer, rollout, worker, TaskSampler(tasks.task_set(40, 0)), lc, store, counters)
+    rl = RLConfig(eta=eta, samples=samples, steps=steps, groups_per_batch=groups,
+                  loop=LoopConfig(episode_threads=8, max_retries=1, take_timeout_s=120))
+    orch = LocalOrchestrator(trainer, rollout, worker, TaskSampler(tasks.task_set(40, 0)), rl, store, counters)
     history = orch.run(on_version=(lambda m: fault(rollout, m)) if fault else None)
     return trainer, counters, history
 

@@ -6,10 +6,11 @@ import dataclasses
 import threading
 
 import jax
-import ml_collections
+
 import numpy as np
 import pytest
 
+from composer2_jax import schema
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import testing as envtest
 from composer2_jax.losses.rl import PolicyLossConfig
@@ -18,9 +19,9 @@ from composer2_jax.rl.services.records import EpisodeRecord, GroupRecord
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutPolicy, RolloutWorker
 from composer2_jax.rl.services.routing import episode_routing
 from composer2_jax.rl.services.testing import micro_model_config
-from composer2_jax.rl.services.trainer import Trainer, TrainerConfig
+from composer2_jax.rl.services.trainer import PolicyLaw, Trainer, TrainerConfig
 from composer2_jax.rl.services.weights import Weights, WeightStore
-from composer2_jax.rl.trajectory import SegmentBuilder
+from composer2_jax.episode import SegmentBuilder
 from composer2_jax.train.optim import OptimConfig
 from tests.tolerances import ROLLOUT_VS_TRAINER_LOGP_ATOL
 
@@ -33,7 +34,7 @@ needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"
 @pytest.fixture(scope="module")
 def trainer():
     oc = OptimConfig(lr=3e-2, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
-    return Trainer(CFG, oc, TrainerConfig(groups_per_batch=1, rows=4, seq_len=96), seed=1)
+    return Trainer(CFG, oc, TrainerConfig(rows=4, seq_len=96), seed=1)
 
 
 @pytest.fixture(scope="module")
@@ -86,12 +87,12 @@ def test_padded_vocabulary_is_never_sampled_and_the_trainer_uses_the_same_softma
     with pytest.raises(ValueError, match=f"tokenizer has {TOK.vocab_size} ids but the model's vocab_size is 200"):
         orchestrator.vocab_limit(TOK, 200)
     oc = OptimConfig(lr=1e-3, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
-    limited = Trainer(cfg, oc, TrainerConfig(groups_per_batch=1, rows=4, seq_len=96, vocab_limit=limit), seed=2)
-    free = Trainer(cfg, oc, TrainerConfig(groups_per_batch=1, rows=4, seq_len=96), seed=2)
+    limited = Trainer(cfg, oc, TrainerConfig(rows=4, seq_len=96), law=PolicyLaw(vocab_limit=limit), seed=2)
+    free = Trainer(cfg, oc, TrainerConfig(rows=4, seq_len=96), seed=2)
     store = WeightStore()
     store.publish(limited.weights())
-    worker = RolloutWorker(cfg, store, dataclasses.replace(RC, max_new_tokens=32, vocab_limit=limit),
-                           stop_id=TOK.special_id(tk.IM_END))
+    worker = RolloutWorker(cfg, store, dataclasses.replace(RC, max_new_tokens=32), stop_id=TOK.special_id(tk.IM_END),
+                           vocab_limit=limit)
     stop = threading.Event()
     worker.start(stop)
     policies = [RolloutPolicy(worker.generate, TOK.vocab_size) for _ in range(3)]
@@ -142,7 +143,7 @@ def test_kl_to_the_warm_start_is_zero_at_first_and_in_the_loss(rollout):
     positive once the policy moved, and the loss is pg_loss + β·kl_loss."""
     oc = OptimConfig(lr=3e-2, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
     loss = PolicyLossConfig(kl_coef=0.5, aggregation="constant")
-    kl_trainer = Trainer(CFG, oc, TrainerConfig(groups_per_batch=1, rows=4, seq_len=96, loss=loss), seed=1)
+    kl_trainer = Trainer(CFG, oc, TrainerConfig(rows=4, seq_len=96), loss, seed=1)
     kl_trainer.load_params(kl_trainer.state.params, kl_trainer.state.router_state)  # the warm start = π_ref
     policy = RolloutPolicy(rollout.generate)
     group = GroupRecord(0, "t", 0, [two_turn_episode(policy, 20, 1.0), two_turn_episode(policy, 21, 0.0)])
@@ -177,7 +178,7 @@ def test_run_rl_trains_checkpoints_and_resumes(tmp_path):
     from experiments import rl as rl_exp
 
     c = rl_exp.get_config("toy")
-    c.model = ml_collections.ConfigDict(dataclasses.asdict(micro_model_config()))
+    c.model = schema.to_config_dict(micro_model_config())
     c.workdir, c.init_from = str(tmp_path / "rl"), ""
     c.rl.update(steps=2, groups_per_batch=2, samples=2, eval_every=2, eval_tasks=4, eval_samples=1,
                 episode_threads=8, train_tasks=40, plot=True)

@@ -15,6 +15,7 @@ import jax
 import numpy as np
 import pytest
 
+from composer2_jax import schema
 from composer2_jax import sharding as shd
 from composer2_jax.config import model_config
 from composer2_jax.model import Transformer
@@ -90,7 +91,7 @@ def test_sigkill_at_random_step_then_resume_gives_identical_losses(tmp_path):
 
 def _abstract(config, mesh):
     cfg = model_config(config.model)
-    oc = optim.OptimConfig(**config.optim.to_dict())
+    oc = schema.from_config_dict(optim.OptimConfig, config.optim)
     return abstract_train_state(Transformer(cfg), lambda p, n: optim.make_optimizer(oc, p, n), mesh,
                                 (config.data.batch_size, config.data.seq_len))[0]
 

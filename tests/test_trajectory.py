@@ -4,6 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from composer2_jax import episode as episode_lib
 from composer2_jax.losses.rl import PolicyLossConfig, policy_loss
 from composer2_jax.rl import advantages as adv_lib
 from composer2_jax.rl import trajectory as tj
@@ -11,7 +12,7 @@ from tests.tolerances import FP32_FN
 
 
 def single_segment_episode():
-    b = tj.SegmentBuilder([1, 2], [3], summary_prompt_tokens=[90], context_budget=100)
+    b = episode_lib.SegmentBuilder([1, 2], [3], summary_prompt_tokens=[90], context_budget=100)
     b.append([10, 11], True, [-0.1, -0.2], role="thinking", policy_version=3)
     b.append([20, 21, 22], False, role="tool_output")
     b.append([12], True, [-0.3], role="message", policy_version=4)
@@ -33,7 +34,7 @@ def test_single_segment_arrays():
 
 def summarized_episode():
     """Budget 12: after 4 thinking + 5 tool-output tokens the context (12) hits the trigger."""
-    b = tj.SegmentBuilder([1], [2, 3], summary_prompt_tokens=[90, 91], context_budget=12)
+    b = episode_lib.SegmentBuilder([1], [2, 3], summary_prompt_tokens=[90, 91], context_budget=12)
     assert not b.append([10, 10, 10, 10], True, [-0.5] * 4, role="thinking", policy_version=1)
     assert b.append([20] * 5, False, role="tool_output")  # 1 + 2 + 4 + 5 = 12 ≥ 12
     ctx = b.request_summary()
@@ -71,7 +72,7 @@ def test_summarized_episode_reward_credits_every_segment_and_the_summary():
 
 
 def test_finish_right_after_a_summary_drops_the_empty_segment():
-    b = tj.SegmentBuilder([1], [2], summary_prompt_tokens=[9], context_budget=4)
+    b = episode_lib.SegmentBuilder([1], [2], summary_prompt_tokens=[9], context_budget=4)
     b.append([5, 5], True, [-0.1, -0.1], policy_version=0)
     b.request_summary()
     b.add_summary([6], [-0.1], policy_version=0)
@@ -81,18 +82,18 @@ def test_finish_right_after_a_summary_drops_the_empty_segment():
 
 def test_turn_and_builder_errors():
     with pytest.raises(ValueError, match="needs the sampler's per-token logprobs"):
-        tj.Turn("message", (1, 2), True, None, 0)
+        episode_lib.Turn("message", (1, 2), True, None, 0)
     with pytest.raises(ValueError, match="2 tokens but 1 logprobs"):
-        tj.Turn("message", (1, 2), True, (-0.1,), 0)
+        episode_lib.Turn("message", (1, 2), True, (-0.1,), 0)
     with pytest.raises(ValueError, match="unknown role 'assistant'"):
-        tj.Turn("assistant", (1,), False)
+        episode_lib.Turn("assistant", (1,), False)
     with pytest.raises(ValueError, match="needs policy_version ≥ 0"):
-        tj.Turn("message", (1,), True, (-0.1,))
+        episode_lib.Turn("message", (1,), True, (-0.1,))
     with pytest.raises(ValueError, match="context_budget=4 must exceed"):
-        tj.SegmentBuilder([1, 2], [3], [4, 5], context_budget=4)
+        episode_lib.SegmentBuilder([1, 2], [3], [4, 5], context_budget=4)
     with pytest.raises(ValueError, match="system_tokens is empty"):
-        tj.SegmentBuilder([], [3], [4], context_budget=10)
-    b = tj.SegmentBuilder([1], [2], [9], context_budget=10)
+        episode_lib.SegmentBuilder([], [3], [4], context_budget=10)
+    b = episode_lib.SegmentBuilder([1], [2], [9], context_budget=10)
     with pytest.raises(ValueError, match="call request_summary"):
         b.add_summary([6], [-0.1], policy_version=0)
     b.request_summary()
@@ -112,13 +113,13 @@ def test_turn_and_builder_errors():
 def make_segment(n, first_token=100, n_train=None):
     """A segment of n tokens: 1 system token, then (n − 1) model tokens (or n_train of them, rest observations)."""
     n_train = n - 1 if n_train is None else n_train
-    turns = [tj.Turn("system", (first_token,), False)]
+    turns = [episode_lib.Turn("system", (first_token,), False)]
     if n_train:
-        turns.append(tj.Turn("message", tuple(range(first_token + 1, first_token + 1 + n_train)), True,
+        turns.append(episode_lib.Turn("message", tuple(range(first_token + 1, first_token + 1 + n_train)), True,
                              tuple(-0.01 * (i + 1) for i in range(n_train)), 5))
     if n - 1 - n_train:
-        turns.append(tj.Turn("tool_output", (7,) * (n - 1 - n_train), False))
-    return tj.Segment(tuple(turns))
+        turns.append(episode_lib.Turn("tool_output", (7,) * (n - 1 - n_train), False))
+    return episode_lib.Segment(tuple(turns))
 
 
 def test_first_fit_by_hand():
@@ -186,7 +187,7 @@ def test_packing_batch_size_and_errors():
         tj.pack_segments(items, seq_len=8, batch_size=1)
     with pytest.raises(ValueError, match="segment 1 has 9 tokens, more than the row length T=8"):
         tj.pack_segments([(make_segment(3), 0.0), (make_segment(9), 0.0)], seq_len=8)
-    bad = tj.Segment((tj.Turn("message", (1, 2), True, (-0.1, -0.1), 0),))
+    bad = episode_lib.Segment((episode_lib.Turn("message", (1, 2), True, (-0.1, -0.1), 0),))
     with pytest.raises(ValueError, match="segment 0 starts with a trained token"):
         tj.pack_segments([(bad, 0.0)], seq_len=8)
     with pytest.raises(ValueError, match="2 episodes but 1 advantages"):

@@ -1,7 +1,7 @@
 """HF safetensors ⇄ our parameter trees: config.json reader/writer, streaming import/export, dequantization.
 
 Public API:
-  read_hf_config / hf_model_config / write_hf_config   config.json ⇄ model ConfigDict / ModelConfig
+  read_hf_config / hf_model_config / write_hf_config   config.json ⇄ ModelConfig
   load_hf_checkpoint(dir) -> (ModelConfig, params, router_state)      in memory, straight from HF files
   import_hf(dir, out) / export_hf(ckpt, out)                          streaming, one layer group at a time
   restore_checkpoint(path) -> (ModelConfig, params, router_state)     a converted checkpoint

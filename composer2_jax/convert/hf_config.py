@@ -19,9 +19,8 @@ import json
 import os
 from typing import Any, Mapping, Optional
 
-import ml_collections
 
-from composer2_jax.config import ModelConfig, RopeScaling, base_model_config, model_config
+from composer2_jax.config import ModelConfig, RopeScaling, model_config
 
 # HF key → our key. Keys with a default may be absent from config.json.
 MAPPED: dict[str, str] = {
@@ -184,8 +183,9 @@ def _check_derived(t: Mapping, m: Mapping):
             raise ValueError(f"config.json: {k}={t[k]} is not supported; this architecture needs {k}={expect[k]}")
 
 
-def read_hf_config(path_or_dict, **overrides) -> ml_collections.ConfigDict:
-    """Our model ConfigDict (base training fields + the architecture read from the HF config.json)."""
+def read_hf_config(path_or_dict, **overrides) -> ModelConfig:
+    """Our ModelConfig: the training fields of the defaults (or `overrides`) + the architecture read from the HF
+    config.json."""
     t = text_config(load_json(path_or_dict))
     known = set(MAPPED) | set(ROPE_KEYS) | set(CHECKED) | IGNORED | set(DERIVED)
     unknown = sorted(set(t) - known)
@@ -222,10 +222,7 @@ def read_hf_config(path_or_dict, **overrides) -> ml_collections.ConfigDict:
     for k in ("routed_scaling_factor", "rms_norm_eps", "initializer_range"):
         m[k] = float(m[k])
     m["norm_topk_prob"], m["rope_interleave"] = bool(m["norm_topk_prob"]), bool(m["rope_interleave"])
-    base = base_model_config().to_dict()
-    base.update(m)
-    base.update(overrides)
-    return ml_collections.ConfigDict(base)
+    return model_config(ModelConfig(), **{**m, **overrides})
 
 
 def hf_model_config(path_or_dict, **overrides) -> ModelConfig:

@@ -2,7 +2,7 @@
 
 Trainer entry points:
     tok = make_tokenizer("byte")                                  # or make_tokenizer("kimi", path=dir)
-    cfg = data_config(base_data_config(), seq_len=..., batch_size=...)
+    cfg = data_config(seq_len=..., batch_size=...)
     it = iter(make_dataset(cfg, tok, jax.process_index(), jax.process_count()))
     batch = next(it)   # tokens, targets, loss_mask, segment_ids, positions: [B_local, T] int32
     state = it.get_state(); it.set_state(state)                  # or orbax_save_args(it) / orbax_restore_args(it)
@@ -12,7 +12,7 @@ serving parses model output with `parse_assistant`. `seqio_bridge` (imports tens
 
 from composer2_jax.data.chat import (ParsedAssistant, RenderedChat, ToolCall, ToolCallError, format_tool_call,
                                      parse_assistant, render_chat)
-from composer2_jax.data.pipeline import (BATCH_KEYS, DataConfig, PackIterDataset, base_data_config, data_config,
+from composer2_jax.data.pipeline import (BATCH_KEYS, DataConfig, PackIterDataset, data_config,
                                          describe_batch, document_to_example, load_state, make_dataset,
                                          make_documents, make_examples, make_iterator, orbax_restore_args,
                                          orbax_save_args, save_state)
@@ -23,7 +23,7 @@ from composer2_jax.data.tokenizer import ByteTokenizer, TiktokenTokenizer, Token
 __all__ = [
     "ArrayRecordSource", "BATCH_KEYS", "ByteTokenizer", "DataConfig", "DirectorySource", "InMemorySource",
     "JsonlSource", "PackIterDataset", "ParsedAssistant", "RenderedChat", "SourceConfig", "TiktokenTokenizer",
-    "Tokenizer", "ToolCall", "ToolCallError", "base_data_config", "data_config", "describe_batch",
+    "Tokenizer", "ToolCall", "ToolCallError", "data_config", "describe_batch",
     "document_to_example", "format_tool_call", "load_state", "make_dataset", "make_documents", "make_examples",
     "make_iterator", "make_source", "make_tokenizer", "orbax_restore_args", "orbax_save_args", "parse_assistant",
     "render_chat", "save_state", "stdlib_source",

@@ -36,9 +36,9 @@ import weakref
 from typing import Any, Optional, Sequence, Union
 
 import grain
-import ml_collections
 import numpy as np
 
+from composer2_jax import schema
 from composer2_jax.data import chat as chat_lib
 from composer2_jax.data import sources as sources_lib
 from composer2_jax.data.sources import SourceConfig
@@ -50,7 +50,7 @@ LONG_DOCUMENT_POLICIES = ("split", "truncate")
 
 @dataclasses.dataclass(frozen=True)
 class DataConfig:
-    """What the pipeline reads and how it packs it (the frozen form of `base_data_config`)."""
+    """What the pipeline reads and how it packs it."""
 
     sources: tuple[SourceConfig, ...] = (SourceConfig(),)  # mixture components (default: the stdlib corpus)
     seq_len: int = 2048  # T: tokens per packed row
@@ -89,35 +89,12 @@ def _validate(c: DataConfig):
             raise ValueError(f"data.{name} must be >= 0, got {getattr(c, name)}")
 
 
-def base_data_config() -> ml_collections.ConfigDict:
-    """The data ConfigDict with a comment on every key (field meanings as in DataConfig)."""
-    d = ml_collections.ConfigDict()
-    d.sources = [dict(kind="stdlib", path="", weight=1.0)]  # list of SourceConfig dicts (see data/sources.py)
-    d.seq_len = 2048  # tokens per packed row
-    d.batch_size = 8  # global rows per step (divisible by the process count)
-    d.seed = 0  # shuffle seed
-    d.shuffle = True  # reshuffle each source every epoch
-    d.num_epochs = ml_collections.FieldReference(None, field_type=int)  # None = repeat forever
-    d.long_documents = "split"  # split | truncate documents longer than seq_len
-    d.add_bos = True  # bos before every document
-    d.add_eos = True  # eos after every text document
-    d.num_threads = 0  # reader/tokenizer threads (0 = inline; raise for a BPE tokenizer or remote storage)
-    d.prefetch_buffer_size = 64  # documents read ahead
-    d.prefetch_batches = 2  # batches built ahead in a background thread
-    return d
-
-
-def data_config(d: Union[ml_collections.ConfigDict, dict], **overrides) -> DataConfig:
-    """The factory boundary: a data ConfigDict (or dict) becomes a frozen, validated DataConfig."""
-    d = dict(d.to_dict() if isinstance(d, ml_collections.ConfigDict) else d)
-    d.update(overrides)
-    known = {f.name for f in dataclasses.fields(DataConfig)}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ValueError(f"unknown data config keys {unknown}; expected a subset of {sorted(known)}")
-    if "sources" in d:
-        d["sources"] = tuple(s if isinstance(s, SourceConfig) else SourceConfig(**dict(s)) for s in d["sources"])
-    return DataConfig(**d)
+def data_config(d: Any = None, **overrides) -> DataConfig:
+    """The factory boundary: a data section (ConfigDict, dict or DataConfig; None = the defaults) with field
+    overrides → a frozen, validated DataConfig; unknown keys are ConfigErrors naming the key."""
+    merged = schema.to_dict(schema.from_config_dict(DataConfig, d if d is not None else {}, "data"))
+    merged.update(overrides)
+    return schema.from_config_dict(DataConfig, merged, "data")
 
 
 # ----------------------------------------------------------------------------------------------- documents
@@ -386,7 +363,7 @@ def describe_batch(batch: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 __all__: Sequence[str] = (
-    "BATCH_KEYS", "DataConfig", "SourceConfig", "base_data_config", "data_config", "make_documents",
+    "BATCH_KEYS", "DataConfig", "SourceConfig", "data_config", "make_documents",
     "make_examples", "make_dataset", "make_iterator", "document_to_example", "PackIterDataset", "save_state",
     "load_state", "orbax_save_args", "orbax_restore_args", "describe_batch",
 )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import base64
+import dataclasses
 import json
 import os
 import re
@@ -308,6 +309,22 @@ def _token_content(v: Union[str, Mapping]) -> str:
 
 
 TOKENIZERS = ("byte", "kimi", "tiktoken")
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerConfig:
+    """Which tokenizer a run uses."""
+
+    name: str = "byte"  # byte | kimi / tiktoken (Kimi's tiktoken.model format)
+    path: str = ""  # tiktoken.model, or the directory holding it (tiktoken only)
+
+    def __post_init__(self):
+        if self.name not in TOKENIZERS:
+            raise ValueError(f"tokenizer.name={self.name!r}; expected one of {TOKENIZERS}")
+
+    def build(self) -> Tokenizer:
+        """The tokenizer this config names."""
+        return make_tokenizer(self.name, self.path or None)
 
 
 def make_tokenizer(name: str = "byte", path: Optional[Union[str, os.PathLike]] = None) -> Tokenizer:

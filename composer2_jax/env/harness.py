@@ -31,7 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.data.chat import ParsedAssistant, ToolCall, ToolCallError, parse_assistant, render_chat
 from composer2_jax.env.observation import Observation
-from composer2_jax.rl.trajectory import Episode, SegmentBuilder
+from composer2_jax.episode import Episode, SegmentBuilder
 
 SYSTEM_PROMPT = (
     "You are an expert software engineer working in a sandboxed Linux machine. The repository is at /workspace "
@@ -82,8 +82,8 @@ class HarnessConfig:
     summary_tokens: int = 2048  # most tokens a summary may take
     timeout_s: float | None = None  # wall-clock limit of the episode (the task's [agent] timeout_sec)
     max_observation_chars: int = 20_000  # longer tool output is cut in the middle before the model sees it
-    system_prompt: str = SYSTEM_PROMPT
-    summary_prompt: str = SUMMARY_PROMPT
+    system_prompt: str = SYSTEM_PROMPT  # the system message of every segment (tool schemas are appended after it)
+    summary_prompt: str = SUMMARY_PROMPT  # the user message asking for a self-summary when the context is full
 
     def __post_init__(self):
         for name in ("max_turns", "max_new_tokens", "max_total_tokens", "context_budget", "summary_tokens",

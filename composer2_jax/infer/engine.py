@@ -18,9 +18,9 @@ Router replay: `Completion.routing[j]` [L_moe, k] are the experts of the forward
 `replay_routing()` = [L_moe, P−1+n, k] lines up with the trainer's input tokens prompt + completion[:-1].
 Logprobs: see infer/sampler.py — the RL trainer's behaviour log-prob μ is `policy_logprobs`.
 
-Sharding: with a mesh, params are placed by their logical axes (the one rules table) and the program runs under
-`train.state.activate(mesh)`, so MoE layers use expert parallelism and heads split over `tensor`; the batch is
-padded to a multiple of the batch-sharding axes with inert rows.
+Sharding: with a mesh, params are placed by their logical axes (the one rules table), the program runs under
+`train.state.activate(mesh)` (heads split over `tensor`) and gets the mesh explicitly, so MoE layers dispatch
+expert-parallel; the batch is padded to a multiple of the batch-sharding axes with inert rows.
 """
 
 from __future__ import annotations
@@ -174,14 +174,14 @@ def _emit(state: _Loop, logits_BKV, logp_BKV, routing_LBKk, n_acc_B, next_B, w, 
                           accepted_B=state.accepted_B + jnp.where(state.done_B, 0, n_acc_B))
 
 
-def _round(state: _Loop, params, router_state, cfg, w, temperature, top_p, stops, max_tokens, absorb):
+def _round(state: _Loop, params, router_state, cfg, w, temperature, top_p, stops, max_tokens, absorb, mesh):
     """One verify/decode pass of 1 + D tokens, acceptance, commit, then the next drafts."""
     d = state.drafts_BD.shape[1]
     key, k_acc, k_draft = jax.random.split(state.key, 3)
     pos_BK = state.n_B[:, None] + jnp.arange(d + 1)
     tokens_BK = jnp.take_along_axis(state.seq_BS, jnp.clip(pos_BK, 0, state.seq_BS.shape[1] - 1), axis=1)
     tr = trunk(params, router_state, state.caches, tokens_BK, pos_BK, ~state.done_B[:, None] & (pos_BK >= 0), cfg,
-               absorb)
+               absorb, mesh)
     logits_BKV = head(tr.normed, params["lm_head"], cfg)
     logp_BKV = sampler.warp(logits_BKV, w, temperature, top_p)
     n_acc_B, next_B = speculative.accept(k_acc, logp_BKV, state.logq_BDV, state.drafts_BD)
@@ -197,14 +197,16 @@ def _round(state: _Loop, params, router_state, cfg, w, temperature, top_p, stops
     block_BW = state.n_B[:, None] - win + jnp.arange(win)
     drafts, logq, mtp_caches, seq = speculative.draft(params, router_state, state.mtp_caches, h0_BWD, block_BW,
                                                       state.seq_BS, state.n_B, k_draft, w, temperature, top_p, cfg, d,
-                                                      absorb)
+                                                      absorb, mesh)
     return state._replace(h0_BWD=h0_BWD, drafts_BD=drafts, logq_BDV=logq, mtp_caches=mtp_caches, seq_BS=seq)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "w", "max_tokens", "num_draft", "absorb"))
+@functools.partial(jax.jit, static_argnames=("cfg", "w", "max_tokens", "num_draft", "absorb", "mesh"))
 def generate_tokens(params, router_state, prompt_BP, len_B, live_B, key, temperature, top_p, stops_ZL, stop_len_Z, *,
-                    cfg: ModelConfig, w: sampler.Warp, max_tokens: int, num_draft: int, absorb: bool = True) -> GenOut:
-    """Prefill, first token, (first drafts), then the device loop of rounds until every row is done."""
+                    cfg: ModelConfig, w: sampler.Warp, max_tokens: int, num_draft: int, absorb: bool = True,
+                    mesh=None) -> GenOut:
+    """Prefill, first token, (first drafts), then the device loop of rounds until every row is done (MoE layers
+    expert-parallel over `mesh` when given)."""
     b, p = prompt_BP.shape
     d, win = num_draft, 2 * num_draft
     s, nb = p + max_tokens + d + 2, max_tokens + d + 1
@@ -212,7 +214,7 @@ def generate_tokens(params, router_state, prompt_BP, len_B, live_B, key, tempera
     stops = (stops_ZL, stop_len_Z)
     pos_BP = jnp.broadcast_to(jnp.arange(p, dtype=jnp.int32), (b, p))
     tr = trunk(params, router_state, kv_cache.init_cache(cfg, cfg.num_layers, b, s, dt), prompt_BP, pos_BP,
-               pos_BP < len_B[:, None], cfg, absorb=False)  # prefill: the expanded form (T large)
+               pos_BP < len_B[:, None], cfg, absorb=False, mesh=mesh)  # prefill: the expanded form (T large)
     last_B = len_B - 1
     logits_BV = head(jnp.take_along_axis(tr.normed, last_B[:, None, None], axis=1)[:, 0], params["lm_head"], cfg)
     key, k0, k_draft = jax.random.split(key, 3)
@@ -237,11 +239,12 @@ def generate_tokens(params, router_state, prompt_BP, len_B, live_B, key, tempera
                                  axis=1)
         drafts, logq, mtp_caches, seq_BS = speculative.draft(
             params, router_state, kv_cache.init_cache(cfg, d, b, s, dt), tr.hidden, pos_BP, seq_BS, len_B, k_draft, w,
-            temperature, top_p, cfg, d, absorb)
+            temperature, top_p, cfg, d, absorb, mesh)
     zeros_B = jnp.zeros((b,), jnp.int32)
     state = _Loop(tr.caches, mtp_caches, h0, seq_BS, len_B, drafts, logq, out, route, n_out, done, key,
                   jnp.zeros((), jnp.int32), zeros_B, zeros_B)
-    body = lambda st: _round(st, params, router_state, cfg, w, temperature, top_p, stops, max_tokens, absorb)  # noqa
+    body = lambda st: _round(st, params, router_state, cfg, w, temperature, top_p, stops, max_tokens, absorb,  # noqa
+                             mesh)
     state = jax.lax.while_loop(lambda st: ~jnp.all(st.done_B), body, state)
     return GenOut(*state.out, state.route_BNLk, tr.routing, state.n_out_B, state.rounds, state.drafted_B,
                   state.accepted_B)
@@ -297,15 +300,17 @@ class Engine:
             self.batch_multiple = shd.axis_size(mesh, shd.mesh_axes_of("activation_batch"))
         self.stats: dict = {}
 
-    def _inputs(self, prompts: Sequence[Sequence[int]]):
-        """Right-padded prompts [B, P] (B padded to the mesh's batch multiple), lengths, live rows."""
+    def _inputs(self, prompts: Sequence[Sequence[int]], shape: Optional[tuple[int, int]] = None):
+        """Right-padded prompts [B, P] (B padded to the mesh's batch multiple, or exactly `shape`), lengths, live."""
         if not prompts or any(len(q) == 0 for q in prompts):
             raise ValueError(f"every prompt needs at least one token; got lengths {[len(q) for q in prompts]}")
         bad = [t for q in prompts for t in q if not 0 <= t < self.cfg.vocab_size]
         if bad:
             raise ValueError(f"prompt token ids {bad[:5]} lie outside [0, vocab_size={self.cfg.vocab_size})")
-        b = _bucket(len(prompts), self.batch_multiple)
-        p = _bucket(max(len(q) for q in prompts))
+        b, p = shape or (_bucket(len(prompts), self.batch_multiple), _bucket(max(len(q) for q in prompts)))
+        if len(prompts) > b or max(len(q) for q in prompts) > p:
+            raise ValueError(f"{len(prompts)} prompts of up to {max(len(q) for q in prompts)} tokens do not fit the "
+                             f"fixed shape [rows={b}, prompt_len={p}]")
         tok = np.zeros((b, p), np.int32)
         lens = np.ones((b,), np.int32)
         for i, q in enumerate(prompts):
@@ -324,7 +329,8 @@ class Engine:
             stops[i, :len(s)], stop_len[i] = s, len(s)
         args = (self.params, self.router_state, tok, lens, live, jax.random.key(sp.seed),
                 jnp.float32(max(sp.temperature, 1e-6)), jnp.float32(sp.top_p), stops, stop_len)
-        kw = dict(cfg=self.cfg, w=sp.warp(), max_tokens=sp.max_tokens, num_draft=self.num_draft, absorb=self.absorb)
+        kw = dict(cfg=self.cfg, w=sp.warp(), max_tokens=sp.max_tokens, num_draft=self.num_draft, absorb=self.absorb,
+                  mesh=self.mesh)
         if self.mesh is None:
             return generate_tokens(*args, **kw)
         from composer2_jax.train.state import activate
@@ -334,9 +340,11 @@ class Engine:
             args = args[:2] + tuple(jax.device_put(a, batch) for a in args[2:5]) + args[5:]
             return generate_tokens(*args, **kw)
 
-    def generate(self, prompts: Sequence[Sequence[int]], sp: SamplingParams = SamplingParams()) -> list[Completion]:
-        """Generate one completion per prompt."""
-        tok, lens, live = self._inputs(prompts)
+    def generate(self, prompts: Sequence[Sequence[int]], sp: SamplingParams = SamplingParams(),
+                 shape: Optional[tuple[int, int]] = None) -> list[Completion]:
+        """Generate one completion per prompt; `shape=(rows, prompt_len)` runs one fixed-shape program whatever the
+        request mix (spare rows inert), so a serving loop compiles once."""
+        tok, lens, live = self._inputs(prompts, shape)
         if tok.shape[1] + sp.max_tokens > self.cfg.max_position_embeddings:
             raise ValueError(f"padded prompt {tok.shape[1]} + max_tokens {sp.max_tokens} exceeds "
                              f"model.max_position_embeddings={self.cfg.max_position_embeddings}")

@@ -19,7 +19,8 @@ from composer2_jax.infer.mla_decode import cached_attention, rms_norm
 from composer2_jax.model.layers import MLP, constrain, dtype_of
 from composer2_jax.model.moe import MoE
 from composer2_jax.model.mtp import mtp_embedding, mtp_is_moe
-from composer2_jax.model.transformer import RESIDUAL, layer_plan
+from composer2_jax.model.block import RESIDUAL
+from composer2_jax.model.transformer import layer_plan
 
 
 class Layer(NamedTuple):
@@ -46,7 +47,7 @@ def trunk_layers(params: dict, router_state: dict, cfg: ModelConfig) -> list[Lay
 
 
 def decoder_layer(layer: Layer, cache: kv_cache.LayerCache, x_BTD, pos_BT, write_BT, cfg: ModelConfig,
-                  absorb: bool = True):
+                  absorb: bool = True, mesh=None):
     """x + Attn(Norm(x)), then h + FFN(Norm(h)) — `transformer.DecoderLayer` against a cache. (x, cache, ids)."""
     p = layer.params
     x_BTD = constrain(x_BTD, RESIDUAL)
@@ -56,7 +57,7 @@ def decoder_layer(layer: Layer, cache: kv_cache.LayerCache, x_BTD, pos_BT, write
     f_BTD = rms_norm(p["ffn_norm"], h_BTD, cfg.rms_norm_eps, cfg)
     if not layer.moe:
         return h_BTD + MLP(cfg, cfg.intermediate_size).apply({"params": p["mlp"]}, f_BTD), cache, None
-    y_BTD, aux = MoE(cfg).apply({"params": p["moe"], "router_state": layer.router_state["moe"]}, f_BTD, write_BT)
+    y_BTD, aux = MoE(cfg, mesh).apply({"params": p["moe"], "router_state": layer.router_state["moe"]}, f_BTD, write_BT)
     return h_BTD + y_BTD, cache, aux["indices"]
 
 
@@ -70,12 +71,12 @@ class TrunkOut(NamedTuple):
 
 
 def trunk(params: dict, router_state: dict, caches: tuple, tokens_BT, pos_BT, write_BT, cfg: ModelConfig,
-          absorb: bool = True) -> TrunkOut:
-    """Embed → every decoder layer against its cache → final norm."""
+          absorb: bool = True, mesh=None) -> TrunkOut:
+    """Embed → every decoder layer against its cache → final norm (MoE layers expert-parallel over `mesh`)."""
     x_BTD = jnp.take(params["embedding"], tokens_BT, axis=0).astype(dtype_of(cfg.dtype))
     new, ids = [], []
     for layer, cache in zip(trunk_layers(params, router_state, cfg), caches):
-        x_BTD, cache, idx = decoder_layer(layer, cache, x_BTD, pos_BT, write_BT, cfg, absorb)
+        x_BTD, cache, idx = decoder_layer(layer, cache, x_BTD, pos_BT, write_BT, cfg, absorb, mesh)
         new.append(cache)
         if idx is not None:
             ids.append(idx)
@@ -90,7 +91,7 @@ def head(normed_XD, w_DV, cfg: ModelConfig):
 
 
 def mtp_depth(params: dict, router_state: dict, m: int, cache: kv_cache.LayerCache, h_BTD, next_tokens_BT, pos_BT,
-              write_BT, cfg: ModelConfig, absorb: bool = True):
+              write_BT, cfg: ModelConfig, absorb: bool = True, mesh=None):
     """MTP depth m+1 (model/mtp.MTPLayer) against its cache: (h_k [B, T, D], final-normed h_k [B, T, D], cache).
 
     The head (`mtp_head(params, m)`, shared by default) is applied by the caller at the positions it needs.
@@ -102,5 +103,6 @@ def mtp_depth(params: dict, router_state: dict, m: int, cache: kv_cache.LayerCac
     x_BTX = jnp.concatenate([rms_norm(p["enorm"], e_BTD, cfg.rms_norm_eps, cfg),
                              rms_norm(p["hnorm"], h_BTD.astype(dt), cfg.rms_norm_eps, cfg)], axis=-1)
     block = Layer(p["block"], rs.get("block", {}), mtp_is_moe(cfg, m))
-    h_BTD, cache, _ = decoder_layer(block, cache, x_BTX @ p["eh_proj"].astype(dt), pos_BT, write_BT, cfg, absorb)
+    h_BTD, cache, _ = decoder_layer(block, cache, x_BTX @ p["eh_proj"].astype(dt), pos_BT, write_BT, cfg, absorb,
+                                    mesh)
     return h_BTD, rms_norm(p["final_norm"], h_BTD, cfg.rms_norm_eps, cfg), cache

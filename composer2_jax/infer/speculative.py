@@ -51,7 +51,7 @@ def accept(key, logp_BKV, logq_BDV, drafts_BD):
 
 
 def draft(params, router_state, caches, h_BWD, block_pos_BW, seq_BS, n_B, key, w: sampler.Warp, temperature, top_p,
-          cfg: ModelConfig, num_draft: int, absorb: bool = True):
+          cfg: ModelConfig, num_draft: int, absorb: bool = True, mesh=None):
     """Step 1 over a block of positions (the prompt after prefill, later the last W): (drafts [B, D], log q [B, D, V],
     caches, seq with the drafts written at n+1..n+D).
 
@@ -67,7 +67,7 @@ def draft(params, router_state, caches, h_BWD, block_pos_BW, seq_BS, n_B, key, w
         k = m + 1
         tok_BW = jnp.take_along_axis(seq_BS, jnp.clip(block_pos_BW + k, 0, s - 1), axis=1)
         h_BWD, normed_BWD, cache = mtp_depth(params, router_state, m, caches[m], h_BWD, tok_BW, block_pos_BW, write_BW,
-                                             cfg, absorb)
+                                             cfg, absorb, mesh)
         normed_BD = jnp.take_along_axis(normed_BWD, q_idx_B[:, None, None], axis=1)[:, 0]
         logq_BV = sampler.warp(head(normed_BD, mtp_head(params, m), cfg), w, temperature, top_p)
         x_B = sampler.sample(jax.random.fold_in(key, m), logq_BV)

@@ -28,16 +28,16 @@ import jax.numpy as jnp
 
 @dataclasses.dataclass(frozen=True)
 class MTPLossConfig:
-    """How the MTP loss is weighted and what it distils (keys documented in experiments/base.py `step.mtp`)."""
+    """How the MTP loss is weighted and what it distils; active only when model.num_mtp_layers > 0."""
 
-    weight: float = 0.3
-    final_weight: float = 0.1
-    switch_step: int = -1
-    ramp_steps: int = 0
-    ce_weight: float = 1.0
-    distill_weight: float = 0.0
-    distill_top_n: int = 0
-    detach_trunk: bool = False
+    weight: float = 0.3  # λ in L_MTP = λ/D Σ_k (ce_weight·CE_k + distill_weight·KL_k) before switch_step (DeepSeek: 0.3)
+    final_weight: float = 0.1  # λ after the switch (DeepSeek-V3: 0.1 for the last 4.8T of 14.8T tokens)
+    switch_step: int = -1  # step where λ starts moving to final_weight; -1 = keep `weight` throughout
+    ramp_steps: int = 0  # steps of the linear move from weight to final_weight (0 = a step change)
+    ce_weight: float = 1.0  # weight of each depth's cross-entropy on t_{i+k+1}
+    distill_weight: float = 0.0  # weight of the self-distillation KL(sg[p_main(·|x≤i+k)] ‖ q_k(·|i))
+    distill_top_n: int = 0  # 0 = full-vocabulary KL; N = teacher renormalised over its top-N tokens
+    detach_trunk: bool = False  # stop the MTP loss's gradient into the trunk and the shared embedding/head
 
     def __post_init__(self):
         if self.weight < 0 or self.final_weight < 0:

@@ -37,7 +37,7 @@ class PolicyLossConfig:
     # Clip range of the ratio: [1 − ε_lo, 1 + ε_hi]. ε_hi > ε_lo is DAPO's clip-higher (0.2 / 0.28);
     # GSPO's sequence ratio wants far smaller values (3e-4 / 4e-4).
     clip_eps_low: float = 0.2
-    clip_eps_high: float = 0.2
+    clip_eps_high: float = 0.2  # ε_hi (see above)
     # Dual clip c > 1: for Â < 0 the objective is floored at c·Â, so a huge ratio cannot blow up the loss
     # (Ye et al. 2020). None = off.
     dual_clip_c: float | None = None
@@ -56,7 +56,7 @@ class PolicyLossConfig:
     behav_mask: str = "none"
     # α and β of the IcePop band.
     behav_mask_low: float = 0.5
-    behav_mask_high: float = 5.0
+    behav_mask_high: float = 5.0  # β of the IcePop band (see above)
     # β of the k3 KL to a reference policy added to the loss (needs ref_logp); 0 = off. The k1 alternative
     # is folded into the rewards instead (`composer2_jax.rl.advantages.fold_kl_into_rewards`).
     kl_coef: float = 0.0

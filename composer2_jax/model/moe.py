@@ -13,10 +13,10 @@ Algorithm for x [B, T, D] (N = B·T tokens, k experts per token):
 Choosing the implementation (config → `MoE`):
   * `moe_impl`: 'dropless' (every assignment computed) | 'capacity' (C slots per expert per dispatch group; the
     overflow is dropped; the dropped fraction is reported)
-  * expert parallelism is taken from the *ambient mesh* (`jax.set_mesh(mesh)`, as `train.state.activate` does):
-    with `moe_expert_parallel` and a mesh of more than one device, steps 1–6 run per shard inside `jax.shard_map`
-    with specs from the rules table, and the all-to-alls run over the axis `exp` maps to (`expert`) when its size
-    is > 1. Without a mesh (or with `moe_expert_parallel=False`) the same block runs as one GSPMD program.
+  * expert parallelism: the caller passes the mesh (`MoE(cfg, mesh)`, from `Transformer(cfg, mesh)`); with
+    `moe_expert_parallel` and a mesh of more than one device, steps 1–6 run per shard inside `jax.shard_map` with
+    specs from the rules table, and the all-to-alls run over the axis `exp` maps to (`expert`) when its size is
+    > 1. Without a mesh (or with `moe_expert_parallel=False`) the same block runs as one GSPMD program.
   * `moe_gmm_impl`: the grouped matmul (model/grouped_matmul.py), 'auto' picks per backend.
 """
 
@@ -172,10 +172,10 @@ def _ambient_rules():
     return tuple(nn.get_logical_axis_rules()) or shd.LOGICAL_RULES
 
 
-def run_moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up, wo, cfg: ModelConfig):
-    """`moe_block` under shard_map over the ambient mesh (expert parallelism), or as one program without a mesh."""
-    mesh = jax.sharding.get_abstract_mesh()
-    if not cfg.moe_expert_parallel or mesh.empty or mesh.size == 1:
+def run_moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up, wo, cfg: ModelConfig,
+                  mesh: Optional[jax.sharding.Mesh] = None):
+    """`moe_block` under shard_map over `mesh` (expert parallelism), or as one program without a mesh."""
+    if not cfg.moe_expert_parallel or mesh is None or mesh.size == 1:
         return moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up, wo, cfg=cfg)
     axes = moe_axes(mesh, _ambient_rules())
     b, t, _ = x_BTD.shape
@@ -194,6 +194,7 @@ class MoE(nn.Module):
     """Routed experts + shared expert. Returns (y [B, T, D], aux): indices, load, balance_loss, dropped, entropy."""
 
     cfg: ModelConfig
+    mesh: Optional[jax.sharding.Mesh] = None  # given: expert-parallel dispatch over it; None: one GSPMD program
 
     @nn.compact
     def __call__(self, x_BTD, valid_BT=None, replay_BTk=None):
@@ -210,7 +211,7 @@ class MoE(nn.Module):
         wo = param(self, "wo", (e, f, d), ("exp", "moe_mlp", "embed"), init, pd).astype(dt)
         valid_BT = jnp.ones((b, t), bool) if valid_BT is None else valid_BT
         y_BTD, idx_BTk, stats, seq_loss_B = run_moe_block(x_BTD.astype(dt), valid_BT, replay_BTk, w_router, bias_E,
-                                                          wi_gate, wi_up, wo, c)
+                                                          wi_gate, wi_up, wo, c, self.mesh)
         if c.n_shared_experts:
             y_BTD = y_BTD + MLP(c, f * c.n_shared_experts, name="shared_experts")(x_BTD)
         aux = dict(indices=idx_BTk, load=stats["load"], balance_loss=jnp.mean(seq_loss_B),

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 from flax import linen as nn
 
 from composer2_jax.config import ModelConfig
+from composer2_jax.model.block import DecoderLayer, remat
 from composer2_jax.model.layers import RMSNorm, dtype_of, param
 
 MTP_KEYS = ("mtp_tokens", "mtp_targets", "mtp_mask")  # batch keys, each [B, T, M], natural or zigzag like the batch
@@ -72,12 +73,11 @@ def shift_tokens(tokens_BT, k: int, segment_ids_BT=None, positions_BT=None):
 CONTEXT_PARALLEL_KERNELS = ("ring", "ring_latent", "allgather_cp", "allgather_cp_latent")  # inputs in zigzag layout
 
 
-def layout_context(cfg: ModelConfig) -> int:
-    """n when the model's inputs are in zigzag layout over an ambient `context` axis of size n (CP kernels), else 1."""
+def layout_context(cfg: ModelConfig, mesh: Optional[jax.sharding.Mesh]) -> int:
+    """n when the model's inputs are in zigzag layout over `mesh`'s `context` axis of size n (CP kernels), else 1."""
     if cfg.attention_kernel not in CONTEXT_PARALLEL_KERNELS:
         return 1
-    mesh = jax.sharding.get_abstract_mesh()
-    if mesh is None or mesh.empty or "context" not in mesh.axis_names:
+    if mesh is None or "context" not in mesh.axis_names:
         return 1
     return int(dict(mesh.shape)["context"])
 
@@ -128,11 +128,10 @@ class MTPLayer(nn.Module):
 
     cfg: ModelConfig
     moe: bool
+    mesh: Optional[jax.sharding.Mesh] = None  # the block's MoE runs expert-parallel over it when given
 
     @nn.compact
     def __call__(self, h_BTD, next_tokens_BT, embed_VD, positions_BT, segment_ids_BT=None, detach: bool = False):
-        from composer2_jax.model.transformer import DecoderLayer, _remat
-
         c = self.cfg
         dt = dtype_of(c.dtype)
         norm = lambda name: RMSNorm(c.rms_norm_eps, c.dtype, c.param_dtype, name=name)  # noqa: E731
@@ -144,7 +143,7 @@ class MTPLayer(nn.Module):
         w_eh = param(self, "eh_proj", (2 * c.hidden_size, c.hidden_size), (None, "embed"),
                      nn.initializers.normal(c.initializer_range), dtype_of(c.param_dtype)).astype(dt)
         x_BTX = jnp.concatenate([norm("enorm")(e_BTD), norm("hnorm")(h_BTD.astype(dt))], axis=-1)  # [B, T, 2D]
-        block = _remat(DecoderLayer, c.remat_policy)(c, self.moe, name="block")
+        block = remat(DecoderLayer, c.remat_policy)(c, self.moe, self.mesh, name="block")
         h_BTD, aux = block(x_BTX @ w_eh, positions_BT, segment_ids_BT)
         return h_BTD, norm("final_norm")(h_BTD), aux
 
@@ -153,6 +152,7 @@ class MTP(nn.Module):
     """All D depths, chained: depth k reads depth k−1's hidden state (h_0 = the trunk's)."""
 
     cfg: ModelConfig
+    mesh: Optional[jax.sharding.Mesh] = None  # the blocks' MoE runs expert-parallel over it when given
 
     @nn.compact
     def __call__(self, h0_BTD, tokens_BTM, embed_VD, positions_BT, segment_ids_BT=None, detach: bool = False):
@@ -163,7 +163,7 @@ class MTP(nn.Module):
         normed, hidden, auxes = [], [], []
         for m in range(c.num_mtp_layers):
             with jax.named_scope(f"mtp_{m}"):
-                h_BTD, n_BTD, aux = MTPLayer(c, mtp_is_moe(c, m), name=f"mtp_{m}")(
+                h_BTD, n_BTD, aux = MTPLayer(c, mtp_is_moe(c, m), self.mesh, name=f"mtp_{m}")(
                     h_BTD, tokens_BTM[..., m], embed_VD, positions_BT, segment_ids_BT, detach)
             normed.append(n_BTD)
             hidden.append(h_BTD)

@@ -15,13 +15,9 @@ import jax.numpy as jnp
 from flax import linen as nn
 
 from composer2_jax.config import ModelConfig
-from composer2_jax.model.attention import MLAttention
-from composer2_jax.model.layers import MLP, RMSNorm, constrain, dtype_of, param
-from composer2_jax.model.moe import MoE
+from composer2_jax.model.block import RESIDUAL, DecoderLayer, remat
+from composer2_jax.model.layers import RMSNorm, constrain, dtype_of, param
 from composer2_jax.model.mtp import MTP, MTPOutput
-
-RESIDUAL = ("activation_batch", "activation_length", "activation_embed")
-
 
 class ModelOutput(NamedTuple):
     """What the decoder returns."""
@@ -37,52 +33,20 @@ class ModelOutput(NamedTuple):
     mtp: Optional[MTPOutput] = None  # MTP depths' outputs (model/mtp.py) when called with mtp_tokens, else None
 
 
-class DecoderLayer(nn.Module):
-    """Pre-norm block: x + Attn(Norm(x)), then h + FFN(Norm(h)); FFN dense or MoE."""
-
-    cfg: ModelConfig
-    moe: bool
-
-    @nn.compact
-    def __call__(self, x_BTD, positions_BT, segment_ids_BT=None, replay_BTk=None):
-        c = self.cfg
-        norm = lambda name: RMSNorm(c.rms_norm_eps, c.dtype, c.param_dtype, name=name)  # noqa: E731
-        x_BTD = constrain(x_BTD, RESIDUAL)
-        h_BTD = x_BTD + MLAttention(c, name="attn")(norm("attn_norm")(x_BTD), positions_BT, segment_ids_BT)
-        h_BTD = constrain(h_BTD, RESIDUAL)
-        if not self.moe:
-            return h_BTD + MLP(c, c.intermediate_size, name="mlp")(norm("ffn_norm")(h_BTD)), None
-        valid = None if segment_ids_BT is None else segment_ids_BT != 0
-        y_BTD, aux = MoE(c, name="moe")(norm("ffn_norm")(h_BTD), valid, replay_BTk)
-        return h_BTD + y_BTD, aux
-
-
-def _remat(cls, policy: str):
-    """Wrap a layer class in activation checkpointing with a named policy."""
-    if policy == "none":
-        return cls
-    policies = {
-        "full": None,
-        "dots": jax.checkpoint_policies.checkpoint_dots,
-        "dots_no_batch": jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims,
-        "save_attention_out": jax.checkpoint_policies.save_only_these_names("attention_out"),
-    }
-    return nn.remat(cls, policy=policies[policy], prevent_cse=True)
-
-
 class Unit(nn.Module):
     """`moe_layer_freq` consecutive layers with a fixed dense/MoE pattern: the body of the scan."""
 
     cfg: ModelConfig
     pattern: tuple[bool, ...]
+    mesh: Optional[jax.sharding.Mesh] = None  # the MoE layers run expert-parallel over it when given
 
     @nn.compact
     def __call__(self, x_BTD, positions_BT, segment_ids_BT, replay_PBTk):
-        layer = _remat(DecoderLayer, self.cfg.remat_policy)
+        layer = remat(DecoderLayer, self.cfg.remat_policy)
         auxes, j_moe = [], 0
         for j, is_moe in enumerate(self.pattern):
             replay = None if (replay_PBTk is None or not is_moe) else replay_PBTk[j_moe]
-            x_BTD, aux = layer(self.cfg, is_moe, name=f"layer_{j}")(x_BTD, positions_BT, segment_ids_BT, replay)
+            x_BTD, aux = layer(self.cfg, is_moe, self.mesh, name=f"layer_{j}")(x_BTD, positions_BT, segment_ids_BT, replay)
             if is_moe:
                 auxes.append(aux)
                 j_moe += 1
@@ -109,9 +73,13 @@ class Transformer(nn.Module):
     """
 
     cfg: ModelConfig
+    # The mesh the model runs on, given by the caller: MoE layers dispatch expert-parallel over it (model/moe.py)
+    # and the MTP shift reads its `context` size. None: one GSPMD program, whatever mesh is active around it.
+    mesh: Optional[jax.sharding.Mesh] = None
 
     def _layer(self, i: int):
-        return _remat(DecoderLayer, self.cfg.remat_policy)(self.cfg, self.cfg.is_moe_layer(i), name=f"layers_{i}")
+        return remat(DecoderLayer, self.cfg.remat_policy)(self.cfg, self.cfg.is_moe_layer(i), self.mesh,
+                                                          name=f"layers_{i}")
 
     @nn.compact
     def __call__(self, tokens_BT, positions_BT=None, segment_ids_BT=None, routing=None, *, compute_logits=True,
@@ -141,7 +109,7 @@ class Transformer(nn.Module):
         if c.num_mtp_layers and (mtp_tokens is not None or self.is_initializing()):
             if mtp_tokens is None:  # init: any ids of the right shape create the MTP params
                 mtp_tokens = jnp.broadcast_to(tokens_BT[..., None], (b, t, c.num_mtp_layers))
-            out = out._replace(mtp=MTP(c, name="mtp")(x_BTD, mtp_tokens, embed_VD, positions_BT, segment_ids_BT,
+            out = out._replace(mtp=MTP(c, self.mesh, name="mtp")(x_BTD, mtp_tokens, embed_VD, positions_BT, segment_ids_BT,
                                                       mtp_detach))
         return out
 
@@ -152,12 +120,12 @@ class Transformer(nn.Module):
             scanned = nn.scan(Unit, variable_axes={"params": 0, "router_state": 0, "intermediates": 0}, split_rngs={"params": True},
                               in_axes=(nn.broadcast, nn.broadcast, 0), length=n_units,
                               metadata_params={nn.PARTITION_NAME: "layers"})
-            x_BTD, aux = scanned(c, pattern, name="stack")(x_BTD, positions_BT, segment_ids_BT, replay_UPBTk)
+            x_BTD, aux = scanned(c, pattern, self.mesh, name="stack")(x_BTD, positions_BT, segment_ids_BT, replay_UPBTk)
         else:
             auxes = []
             for u in range(n_units):
                 r = None if replay_UPBTk is None else replay_UPBTk[u]
-                x_BTD, a = Unit(c, pattern, name=f"stack_{u}")(x_BTD, positions_BT, segment_ids_BT, r)
+                x_BTD, a = Unit(c, pattern, self.mesh, name=f"stack_{u}")(x_BTD, positions_BT, segment_ids_BT, r)
                 auxes.append(a)
             aux = jax.tree.map(lambda *a: jnp.stack(a), *auxes) if auxes[0] is not None else None
         if aux is None:

@@ -1,6 +1,7 @@
 """The RL run: config → services → the loop (embedded threads, or Ray actors) → metrics, checkpoints, plots.
 
-    run_rl(config)   config: the ConfigDict of experiments/rl.py (frozen here, at the factory boundary)
+    run_rl(config)   config: the ConfigDict of experiments/rl.py, frozen here (`rl_config`) into the
+                     RLExperimentConfig every service receives (rl/config.py)
 
 Start: the trainer takes the SFT weights (`init_from`) as version 0, or resumes workdir/checkpoints (train state,
 weight version, counters, task-sampler position; groups in flight at the checkpoint are regenerated). Each new
@@ -11,33 +12,28 @@ tasks; every `checkpoint.every` versions (and at the end) the state is saved. Th
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-import ml_collections
-
-from composer2_jax.config import model_config
+from composer2_jax import schema
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.env import Environment, SandboxLimits
+from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
-from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl import tasks as task_lib
+from composer2_jax.rl.config import RLConfig, RLExperimentConfig
 from composer2_jax.rl.plots import plot_curves
-from composer2_jax.rl.rewards import RewardConfig
-from composer2_jax.rl.services.env_worker import EnvWorker
+from composer2_jax.rl.services.env_worker import EnvWorker, env_worker_for, sandbox_limits
 from composer2_jax.rl.services.evaluator import Evaluator
-from composer2_jax.rl.services.local import LocalOrchestrator, LoopConfig
+from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.records import Counters
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutWorker
 from composer2_jax.rl.services.sampler import TaskSampler
-from composer2_jax.rl.services.trainer import Trainer, TrainerConfig
+from composer2_jax.rl.services.trainer import PolicyLaw, Trainer
 from composer2_jax.rl.services.weights import WeightStore
-from composer2_jax.train import optim as optim_lib
 from composer2_jax.train.checkpoint import Checkpointer
-from composer2_jax.train.loop import _load_stage_params
+from composer2_jax.train.loop import config_record, load_stage_params
 from composer2_jax.train.metrics import MetricWriter
 
 log = logging.getLogger(__name__)
@@ -56,27 +52,15 @@ class RLResult:
     start_counters: dict[str, int] = dataclasses.field(default_factory=dict)  # as restored ({} on a fresh run)
 
 
-def frozen(c: ml_collections.ConfigDict | dict, cls, **extra):
-    """A frozen dataclass from a config section, rejecting unknown keys by name."""
-    d = dict(c.to_dict() if isinstance(c, ml_collections.ConfigDict) else c, **extra)
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ValueError(f"unknown {cls.__name__} keys {unknown}; expected a subset of {sorted(known)}")
-    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
-
-
-def harness_config(config) -> HarnessConfig:
-    """The harness limits and prompts of the run."""
-    return frozen(config.harness, HarnessConfig)
+def rl_config(config) -> RLExperimentConfig:
+    """The factory boundary of the RL run: its ConfigDict (or an RLExperimentConfig) → frozen."""
+    return schema.from_config_dict(RLExperimentConfig, config)
 
 
 def check_shapes(hc: HarnessConfig, rc: RolloutConfig, seq_len: int, tokenizer: tk.Tokenizer) -> None:
-    """ValueError unless every context fits the rollout prompt and every segment the trainer's rows."""
+    """ValueError unless every context fits the rollout prompt and every segment the trainer's rows (the reply
+    length against the rollout's is checked by RLExperimentConfig itself)."""
     reply = max(hc.max_new_tokens, hc.summary_tokens)
-    if reply > rc.max_new_tokens:
-        raise ValueError(f"harness replies of up to {reply} tokens (max_new_tokens / summary_tokens) exceed "
-                         f"rollout.max_new_tokens={rc.max_new_tokens}")
     summary_prompt = len(tokenizer.encode(hc.summary_prompt)) + 16  # + the user and assistant headers
     if hc.context_budget + summary_prompt > rc.prompt_len:
         raise ValueError(f"contexts reach context_budget={hc.context_budget} + a summary request of "
@@ -99,82 +83,67 @@ def vocab_limit(tokenizer: tk.Tokenizer, model_vocab: int) -> int:
     return tokenizer.vocab_size if tokenizer.vocab_size < model_vocab else 0
 
 
-def rollout_config(config, tokenizer: tk.Tokenizer, model_vocab: int) -> RolloutConfig:
-    """The rollout engine's settings of the run (sampling restricted to the tokenizer's ids)."""
-    return frozen(config.rollout, RolloutConfig, vocab_limit=vocab_limit(tokenizer, model_vocab))
-
-
-def make_env_worker(config, env, tokenizer: tk.Tokenizer) -> EnvWorker:
-    """The environment worker over `env` with the run's tool view, harness and reward."""
-    reward = frozen(config.reward, RewardConfig)
-    return EnvWorker(env, tokenizer, harness_config(config), reward, tuple(config.env.tools),
-                     config.env.schemas_in_prompt, grade_timeout_s=config.env.grade_timeout_s)
-
-
-def training_tasks(config) -> list[task_lib.CodingTask]:
+def training_tasks(rl: RLConfig) -> list[task_lib.CodingTask]:
     """The training task list (train content split)."""
-    r = config.rl
-    return task_lib.task_set(r.train_tasks, r.task_seed, tuple(r.levels), "train")
+    return task_lib.task_set(rl.train_tasks, rl.task_seed, tuple(rl.levels), "train")
 
 
-def heldout_tasks(config) -> list[task_lib.CodingTask]:
+def heldout_tasks(rl: RLConfig) -> list[task_lib.CodingTask]:
     """The held-out evaluation tasks (the held-out content split; level 0 has few contents, so some repeat)."""
-    r = config.rl
-    return task_lib.task_set(r.eval_tasks, r.heldout_seed, tuple(r.levels), "heldout")
+    return task_lib.task_set(rl.eval_tasks, rl.heldout_seed, tuple(rl.levels), "heldout")
 
 
-def make_trainer(config, mcfg, tokenizer: tk.Tokenizer) -> Trainer:
+def policy_law(run: RLExperimentConfig, tokenizer: tk.Tokenizer) -> PolicyLaw:
+    """What the rollouts sample and π_θ is: the rollout temperature over the tokenizer's ids."""
+    return PolicyLaw(run.rollout.temperature, vocab_limit(tokenizer, run.model.vocab_size))
+
+
+def make_trainer(run: RLExperimentConfig, tokenizer: tk.Tokenizer) -> Trainer:
     """The trainer with the run's optimizer, batch layout and loss (π_θ over the rollout engine's ids)."""
-    oc = frozen(config.optim, optim_lib.OptimConfig)
-    loss = frozen(config.loss, PolicyLossConfig)
-    tc = frozen(config.trainer, TrainerConfig, groups_per_batch=config.rl.groups_per_batch, loss=loss,
-                temperature=config.rollout.temperature, vocab_limit=vocab_limit(tokenizer, mcfg.vocab_size))
-    return Trainer(mcfg, oc, tc, seed=config.seed)
+    return Trainer(run.model, run.optim, run.trainer, run.loss, policy_law(run, tokenizer), seed=run.seed)
 
 
-def start_state(config, trainer: Trainer, ckpt: Checkpointer) -> dict[str, Any]:
+def start_state(run: RLExperimentConfig, trainer: Trainer, ckpt: Checkpointer) -> dict[str, Any]:
     """Resume from the run's checkpoint, or load the warm start; the saved loop state ({} when fresh)."""
     if ckpt.latest_step() is not None:
-        version, state, data, _ = ckpt.restore(trainer.abstract, fallback=config.checkpoint.fallback)
+        version, state, data, _ = ckpt.restore(trainer.abstract, fallback=run.checkpoint.fallback)
         trainer.restore(state, int(data.get("version", version)))
         log.info("resumed RL from version %d", trainer.version)
-        if config.init_from and trainer.tc.loss.kl_coef > 0:  # the KL's reference is the warm start again
-            trainer.set_reference(*_load_stage_params(config.init_from, trainer.abstract))
+        if run.init_from and trainer.loss.kl_coef > 0:  # the KL's reference is the warm start again
+            trainer.set_reference(*load_stage_params(run.init_from, trainer.abstract))
         return data
-    if config.init_from:
-        params, router = _load_stage_params(config.init_from, trainer.abstract)
+    if run.init_from:
+        params, router = load_stage_params(run.init_from, trainer.abstract)
         trainer.load_params(params, router)
     return {}
 
 
-def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, sampler: TaskSampler, config) -> None:
+def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, sampler: TaskSampler,
+         run: RLExperimentConfig) -> None:
     """Checkpoint the train state with the loop state (version, counters, sampler position)."""
     data = {"version": trainer.version, "counters": counters.snapshot(), "sampler_position": sampler.position}
-    ckpt.save(trainer.version, trainer.state, data, json.loads(config.to_json()))
+    ckpt.save(trainer.version, trainer.state, data, config_record(run))
 
 
-def run_rl(config: ml_collections.ConfigDict, hook: Callable[[dict[str, Any]], None] | None = None) -> RLResult:
+def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLResult:
     """Run (or resume) RL as configured; `hook(metrics)` after each version is logged (see the module docstring)."""
     t0 = time.time()
-    mcfg = model_config(config.model)
-    tokenizer = tk.make_tokenizer(config.tokenizer.name, config.tokenizer.path or None)
-    workdir = Path(config.workdir)
-    trainer = make_trainer(config, mcfg, tokenizer)
-    ckpt = Checkpointer(workdir / "checkpoints", config.checkpoint.keep, async_save=False)
-    saved = start_state(config, trainer, ckpt)
+    run = rl_config(config)
+    tokenizer = run.tokenizer.build()
+    workdir = Path(run.workdir)
+    trainer = make_trainer(run, tokenizer)
+    ckpt = Checkpointer(workdir / "checkpoints", run.checkpoint.keep, async_save=False)
+    saved = start_state(run, trainer, ckpt)
     counters = Counters(saved.get("counters"))
-    sampler = TaskSampler(training_tasks(config), config.seed, saved.get("sampler_position", 0))
-    writer = MetricWriter(workdir / "logs", enabled=config.log.write)
-    rc = rollout_config(config, tokenizer, mcfg.vocab_size)
+    sampler = TaskSampler(training_tasks(run.rl), run.seed, saved.get("sampler_position", 0))
+    writer = MetricWriter(workdir / "logs", enabled=run.log.write)
     stop_id = tokenizer.special_id(tk.IM_END)
-    check_shapes(harness_config(config), rc, trainer.tc.seq_len, tokenizer)
-    lc = frozen(config.rl.loop, LoopConfig, eta=config.rl.eta, samples=config.rl.samples, steps=config.rl.steps)
+    check_shapes(run.harness, run.rollout, run.trainer.seq_len, tokenizer)
     evals: list[dict[str, float]] = []
-    limits = SandboxLimits(timeout_s=config.env.command_timeout_s)
-    with Environment(pool_size=config.env.pool_size, limits=limits) as env:
-        worker = make_env_worker(config, env, tokenizer)
-        evaluator = Evaluator(worker, heldout_tasks(config), mcfg, rc, stop_id, config.rl.eval_samples,
-                              config.rl.episode_threads)
+    with Environment(pool_size=run.env.pool_size, limits=sandbox_limits(run.env)) as env:
+        worker = env_worker_for(run, env, tokenizer)
+        evaluator = Evaluator(worker, heldout_tasks(run.rl), run.model, run.rollout, stop_id, run.rl.eval_samples,
+                              run.rl.episode_threads, vocab_limit=trainer.law.vocab_limit)
 
         def evaluate() -> None:
             m = evaluator.evaluate(trainer.weights())
@@ -187,40 +156,38 @@ def run_rl(config: ml_collections.ConfigDict, hook: Callable[[dict[str, Any]], N
             log.info("version %d: %s", trainer.version, _brief(m))
             if hook is not None:
                 hook(m)
-            if trainer.version % config.checkpoint.every == 0 or trainer.version == lc.steps:
-                save(ckpt, trainer, counters, sampler, config)
-            if config.rl.eval_every and trainer.version % config.rl.eval_every == 0:
+            if trainer.version % run.checkpoint.every == 0 or trainer.version == run.rl.steps:
+                save(ckpt, trainer, counters, sampler, run)
+            if run.rl.eval_every and trainer.version % run.rl.eval_every == 0:
                 evaluate()
 
-        if config.rl.eval_every and trainer.version == 0:
+        if run.rl.eval_every and trainer.version == 0:
             evaluate()
-        history = run_loop(config, trainer, worker, sampler, lc, rc, stop_id, counters, on_version)
-        if config.rl.eval_every and (not evals or evals[-1]["eval/version"] != trainer.version):
+        history = run_loop(run, trainer, worker, sampler, stop_id, counters, on_version)
+        if run.rl.eval_every and (not evals or evals[-1]["eval/version"] != trainer.version):
             evaluate()
     ckpt.close()
     writer.close()
-    if config.log.write and config.rl.plot:
-        plot_curves(workdir / "logs" / "metrics.jsonl", workdir / "curves.png", f"RL {config.preset}")
+    if run.log.write and run.rl.plot:
+        plot_curves(workdir / "logs" / "metrics.jsonl", workdir / "curves.png", f"RL {run.preset}")
     return RLResult(history, evals, counters.snapshot(), trainer.version, str(workdir), time.time() - t0,
                     dict(saved.get("counters", {})))
 
 
-def run_loop(config, trainer: Trainer, worker: EnvWorker, sampler: TaskSampler, lc: LoopConfig, rc: RolloutConfig,
-             stop_id: int, counters: Counters, on_version) -> list[dict[str, Any]]:
+def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: TaskSampler, stop_id: int,
+             counters: Counters, on_version) -> list[dict[str, Any]]:
     """The loop on the configured backend: 'local' (threads in this process) or 'ray' (actors)."""
-    if config.rl.backend == "local":
+    if run.rl.backend == "local":
         store = WeightStore()
-        rollout = RolloutWorker(trainer.model_cfg, store, rc, stop_id, counters)
-        return LocalOrchestrator(trainer, rollout, worker, sampler, lc, store, counters).run(on_version)
-    if config.rl.backend == "ray":
-        import ray  # noqa: PLC0415 - ray is optional
+        rollout = RolloutWorker(run.model, store, run.rollout, stop_id, counters, vocab_limit=trainer.law.vocab_limit)
+        return LocalOrchestrator(trainer, rollout, worker, sampler, run.rl, store, counters).run(on_version)
+    import ray  # noqa: PLC0415 - ray is optional
 
-        from composer2_jax.rl.services.ray_loop import RayOrchestrator  # noqa: PLC0415
+    from composer2_jax.rl.services.ray_loop import RayOrchestrator  # noqa: PLC0415
 
-        if not ray.is_initialized():
-            ray.init(address=config.rl.ray.address or None, include_dashboard=False)
-        return RayOrchestrator(config, trainer, sampler, lc, counters).run(on_version)
-    raise ValueError(f"rl.backend={config.rl.backend!r}; expected local | ray")
+    if not ray.is_initialized():
+        ray.init(address=run.rl.ray.address or None, include_dashboard=False)
+    return RayOrchestrator(run, trainer, sampler, counters, stop_id).run(on_version)
 
 
 def _brief(m: dict[str, Any]) -> str:
@@ -228,4 +195,3 @@ def _brief(m: dict[str, Any]) -> str:
     keys = [k for k in m if k.split("/")[-1] in ("reward", "pass_rate", "easy", "hard", "loss", "staleness_max")
             or k in ("eval/pass_rate", "batch/pass_rate")]
     return ", ".join(f"{k}={m[k]:.3f}" for k in keys if isinstance(m[k], float))
-

@@ -37,7 +37,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from composer2_jax.rl.trajectory import MODEL_ROLES, Episode
+from composer2_jax.episode import MODEL_ROLES, Episode
 
 Array = jax.Array
 
@@ -149,7 +149,7 @@ def effort_counts_from_episode(episode: Episode) -> EffortCounts:
 
 
 def length_penalty(x: float | Array, k: float, q: float) -> Array:
-    """Concave effort penalty C(x) = ((1+kx)^(1−q) − 1) / (k(1−q)), ln(1+kx)/k at q = 1 (DESIGN.md).
+    """Concave effort penalty C(x) = ((1+kx)^(1−q) − 1) / (k(1−q)), ln(1+kx)/k at q = 1 (docs/design.md).
 
     Computed as expm1((1−q)·log1p(kx)) / (k(1−q)), accurate for q near 1, where the naive form cancels;
     C(0) = 0, C′(x) = (1+kx)^(−q) > 0, C″ ≤ 0 for q ≥ 0. Differentiable in x (and q), q = 1 included.
@@ -347,7 +347,7 @@ class RewardConfig:
     penalty_k: float = 1e-3  # k: effort scale, 1/k token-equivalents is where concavity sets in
     penalty_q: float = 1.0  # q: curvature; 0 linear, 1 logarithmic, > 1 saturating at 1/(k(q−1))
     penalty_on: str = "success"  # "success": charge effort to successes only; "all": to every episode
-    effort_weights: EffortWeights = EffortWeights()
+    effort_weights: EffortWeights = EffortWeights()  # x = Σ weight·count over the effort counts (token-equivalents)
     lint_coef: float = 0.02  # per lint finding the change introduces
     todo_coef: float = 0.02  # per unfinished plan item or added TODO/FIXME comment
     invalid_tool_call_coef: float = 0.05  # per malformed tool call

@@ -9,6 +9,7 @@ A step that fails to restore (corrupt or missing files) raises `CheckpointError`
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any, Optional
@@ -17,6 +18,20 @@ import jax
 import orbax.checkpoint as ocp
 
 log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointConfig:
+    """When and how a run saves checkpoints."""
+
+    every: int = 20  # save every N steps (and at the end)
+    keep: int = 3  # checkpoints kept
+    async_save: bool = True  # save in the background while training continues
+    fallback: bool = True  # if the newest checkpoint is corrupt, log it and resume from the previous one
+
+    def __post_init__(self):
+        if self.every < 1 or self.keep < 1:
+            raise ValueError(f"checkpoint.every={self.every}, checkpoint.keep={self.keep}; expected >= 1")
 
 
 class CheckpointError(RuntimeError):

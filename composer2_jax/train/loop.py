@@ -9,26 +9,25 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 import time
 from pathlib import Path
 from typing import Any
 
 import jax
-import ml_collections
 import numpy as np
 
-from composer2_jax import chips
+from composer2_jax import chips, schema
 from composer2_jax import sharding as shd
-from composer2_jax.config import model_config
+from composer2_jax.config import ModelConfig
+from composer2_jax.config import preset as model_preset
 from composer2_jax.data import pipeline as data_lib
-from composer2_jax.data.tokenizer import make_tokenizer
+from composer2_jax.data.tokenizer import TokenizerConfig
 from composer2_jax.model import Transformer
 from composer2_jax.model import context_parallel as cp
 from composer2_jax.params import count_params
 from composer2_jax.train import optim as optim_lib
-from composer2_jax.train.checkpoint import Checkpointer
-from composer2_jax.train.metrics import MetricWriter, Progress, flops_per_token, mfu
+from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer
+from composer2_jax.train.metrics import LogConfig, MetricWriter, Progress, flops_per_token, mfu
 from composer2_jax.train.state import TrainState, abstract_train_state, activate, init_train_state
 from composer2_jax.train.step import StepConfig, batch_shardings, make_train_step
 
@@ -51,21 +50,52 @@ class RunResult:
     mfu: float
 
 
-def _frozen(c: ml_collections.ConfigDict, cls):
-    """A frozen dataclass from a ConfigDict section, rejecting unknown keys by name."""
-    d = c.to_dict()
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ValueError(f"unknown {cls.__name__} keys {unknown}; expected a subset of {sorted(known)}")
-    return cls(**d)
+DATA_SHARD_BY = ("documents", "rows")
+
+
+@dataclasses.dataclass(frozen=True)
+class StageConfig:
+    """One supervised training stage (cpt_bulk, cpt_long, sft): the schema of experiments/base.py's config."""
+
+    preset: str = "toy"  # which architecture/run-size preset this config was built from
+    model: ModelConfig = model_preset("toy")  # the architecture (composer2_jax/config.py documents each field)
+    optim: optim_lib.OptimConfig = optim_lib.OptimConfig()  # optimizer and schedule (train/optim.py)
+    step: StepConfig = StepConfig()  # loss weights, accumulation, NaN policy, the MTP loss (train/step.py)
+    data: data_lib.DataConfig = data_lib.DataConfig()  # sources, packing, mixture, shuffling (data/pipeline.py)
+    data_shard_by: str = "documents"  # multi-process data split: documents (scales) | rows (same batches at any host count)
+    tokenizer: TokenizerConfig = TokenizerConfig()  # byte | tiktoken, and its file
+    mesh: shd.MeshConfig = shd.MeshConfig()  # device mesh axis sizes (sharding.py); -1 = the rest of the devices
+    steps: int = 60  # train until this global step
+    seed: int = 0  # parameter-init seed
+    workdir: str = "runs/toy"  # checkpoints/ and logs/ go here; an existing checkpoint there is resumed
+    init_from: str = ""  # checkpoint dir of a previous stage to take params + router biases from (fresh optimizer)
+    chip: str = ""  # accelerator name for MFU (chips.CHIPS: h200, h100, b200, v5p, v6e, cpu); empty = detect
+    checkpoint: CheckpointConfig = CheckpointConfig()  # when and how checkpoints are saved (train/checkpoint.py)
+    log: LogConfig = LogConfig()  # metrics cadence, TensorBoard/JSONL, progress bar (train/metrics.py)
+
+    def __post_init__(self):
+        if self.steps < 1:
+            raise ValueError(f"steps={self.steps}; expected the global step to train until, >= 1")
+        if self.data_shard_by not in DATA_SHARD_BY:
+            raise ValueError(f"data_shard_by={self.data_shard_by!r}; expected one of {DATA_SHARD_BY}")
+        if self.chip and self.chip not in chips.CHIPS:
+            raise ValueError(f"chip={self.chip!r}; expected '' (detect) or one of {sorted(chips.CHIPS)}")
+        if not self.workdir:
+            raise ValueError("workdir is empty; expected a directory for checkpoints/ and logs/")
+
+
+def stage_config(config) -> StageConfig:
+    """The factory boundary of a training stage: its ConfigDict (or a StageConfig) → a frozen StageConfig."""
+    return schema.from_config_dict(StageConfig, config)
 
 
 def validate_layout(cfg, mesh, batch: int, seq_len: int, process_count: int):
     """Start-up checks: the batch and sequence split over the mesh; errors name both numbers."""
-    shd_batch = math.prod(mesh.shape[a] for a in ("data", "fsdp", "expert"))
+    batch_axes = shd.mesh_axes_of("activation_batch")
+    shd_batch = shd.axis_size(mesh, batch_axes)
     if batch % shd_batch:
-        raise ValueError(f"global batch {batch} is not divisible by data×fsdp×expert = {shd_batch}")
+        raise ValueError(f"global batch {batch} is not divisible by {'×'.join(batch_axes)} = {shd_batch} (the mesh "
+                         f"axes the batch is split over)")
     if mesh.shape["context"] > 1 and seq_len % (2 * mesh.shape["context"]):
         raise ValueError(f"seq_len {seq_len} is not divisible by 2×context = {2 * mesh.shape['context']} "
                          f"(the zigzag layout cuts each row into 2·context chunks)")
@@ -87,7 +117,7 @@ def _put_batch(batch: dict, shardings: dict, context: int = 1) -> dict:
     return {k: jax.make_array_from_process_local_data(shardings[k], np.asarray(batch[k])) for k in shardings}
 
 
-def _data_iterator(config, dc, tokenizer, state):
+def _data_iterator(run: StageConfig, tokenizer, state):
     """This process's rows of each global batch.
 
     `data.shard_by = "documents"` gives each process a disjoint slice of every source (scales to any host count);
@@ -95,11 +125,9 @@ def _data_iterator(config, dc, tokenizer, state):
     the global batch — and so the loss curve — is the same for any number of processes.
     """
     pid, n = jax.process_index(), jax.process_count()
-    if config.data_shard_by == "documents" or n == 1:
-        return data_lib.make_iterator(dc, tokenizer, pid, n, state=state)
-    if config.data_shard_by != "rows":
-        raise ValueError(f"data_shard_by={config.data_shard_by!r}; expected documents | rows")
-    return _RowSlice(data_lib.make_iterator(dc, tokenizer, 0, 1, state=state), pid, n)
+    if run.data_shard_by == "documents" or n == 1:
+        return data_lib.make_iterator(run.data, tokenizer, pid, n, state=state)
+    return _RowSlice(data_lib.make_iterator(run.data, tokenizer, 0, 1, state=state), pid, n)
 
 
 class _RowSlice:
@@ -117,7 +145,7 @@ class _RowSlice:
         return self.it.get_state()
 
 
-def _load_stage_params(path: str, abstract: TrainState) -> tuple[Any, Any]:
+def load_stage_params(path: str, abstract: TrainState) -> tuple[Any, Any]:
     """Params and router biases from the newest checkpoint of a previous stage (optimizer state is not carried)."""
     ck = Checkpointer(path, async_save=False)
     step = ck.latest_step()
@@ -133,58 +161,56 @@ def _load_stage_params(path: str, abstract: TrainState) -> tuple[Any, Any]:
     return restored["state"]["params"], restored["state"]["router_state"]
 
 
-def train(config: ml_collections.ConfigDict) -> RunResult:
-    """Run (or resume) one training stage as configured; returns the losses."""
-    cfg = model_config(config.model)
-    oc = _frozen(config.optim, optim_lib.OptimConfig)
-    sc = dataclasses.replace(_frozen(config.step, StepConfig), qk_clip_tau=oc.qk_clip_tau)
-    dc = data_lib.data_config(config.data)
-    workdir = Path(config.workdir)
-    mesh = shd.make_mesh(dict(config.mesh))
+def train(config) -> RunResult:
+    """Run (or resume) one training stage as configured (a ConfigDict or a StageConfig); returns the losses."""
+    run = stage_config(config)
+    cfg, oc, sc, dc = run.model, run.optim, run.step, run.data
+    workdir = Path(run.workdir)
+    mesh = shd.make_mesh(run.mesh)
     validate_layout(cfg, mesh, dc.batch_size, dc.seq_len, jax.process_count())
-    tokenizer = make_tokenizer(config.tokenizer.name, config.tokenizer.path or None)
+    tokenizer = run.tokenizer.build()
     if tokenizer.vocab_size > cfg.vocab_size:
         raise ValueError(f"tokenizer vocab {tokenizer.vocab_size} exceeds model.vocab_size {cfg.vocab_size}")
 
-    model = Transformer(cfg)
+    model = Transformer(cfg, mesh)
     make_tx = lambda p, names: optim_lib.make_optimizer(oc, p, names)  # noqa: E731
     shape = (dc.batch_size, dc.seq_len)
-    ckpt = Checkpointer(workdir / "checkpoints", config.checkpoint.keep, config.checkpoint.async_save)
+    ckpt = Checkpointer(workdir / "checkpoints", run.checkpoint.keep, run.checkpoint.async_save)
     abstract, shardings, tx = abstract_train_state(model, make_tx, mesh, shape)
     data_state = None
     if ckpt.latest_step() is not None:  # resume this stage
-        step0, state, data_state, _ = ckpt.restore(abstract, fallback=config.checkpoint.fallback)
+        step0, state, data_state, _ = ckpt.restore(abstract, fallback=run.checkpoint.fallback)
         log.info("resumed from step %d", step0)
     else:
-        state, shardings, tx = init_train_state(model, make_tx, mesh, jax.random.key(config.seed), shape)
-        if config.init_from:
-            params, router = _load_stage_params(config.init_from, abstract)
+        state, shardings, tx = init_train_state(model, make_tx, mesh, jax.random.key(run.seed), shape)
+        if run.init_from:
+            params, router = load_stage_params(run.init_from, abstract)
             state = state.replace(params=params, router_state=router)
-    it = _data_iterator(config, dc, tokenizer, data_state)
+    it = _data_iterator(run, tokenizer, data_state)
 
-    step_fn = jax.jit(make_train_step(model, tx, sc, optim_lib.schedule(oc)), donate_argnums=0,
+    step_fn = jax.jit(make_train_step(model, tx, sc, optim_lib.schedule(oc), oc.qk_clip_tau), donate_argnums=0,
                       in_shardings=(shardings, batch_shardings(mesh)), out_shardings=(shardings, None))
     total, active = count_params(state.params, cfg)
     f_tok = flops_per_token(cfg, active, dc.seq_len)
-    chip = chips.get_chip(config.chip or chips.detect_chip())
-    writer = MetricWriter(workdir / "logs", enabled=jax.process_index() == 0 and config.log.write)
+    chip = chips.get_chip(run.chip or chips.detect_chip())
+    writer = MetricWriter(workdir / "logs", enabled=jax.process_index() == 0 and run.log.write)
     writer.write(int(state.step), dict(params_total=total, params_active=active, flops_per_token=f_tok))
     start = int(state.step)
-    bar = Progress(config.steps, start, enabled=config.log.progress and jax.process_index() == 0)
+    bar = Progress(run.steps, start, enabled=run.log.progress and jax.process_index() == 0)
     losses, pending, t_start, tokens_seen = [], [], time.time(), 0.0
     last_good = ckpt.latest_step()
     with activate(mesh):
-        for step in range(start, config.steps):
+        for step in range(start, run.steps):
             batch = _put_batch(next(it), batch_shardings(mesh), mesh.shape["context"])
             state, metrics = step_fn(state, batch)
             pending.append((step, metrics))
             done = step + 1
-            save = done % config.checkpoint.every == 0 or done == config.steps
-            if save or done % config.log.every == 0:  # metrics are checked before any state is saved
+            save = done % run.checkpoint.every == 0 or done == run.steps
+            if save or done % run.log.every == 0:  # metrics are checked before any state is saved
                 tokens_seen = _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc, last_good)
                 pending = []
             if save:
-                ckpt.save(done, state, it.get_state(), json.loads(config.to_json()))
+                ckpt.save(done, state, it.get_state(), config_record(run))
                 last_good = done
     ckpt.close()
     writer.close()
@@ -193,6 +219,11 @@ def train(config: ml_collections.ConfigDict) -> RunResult:
     tps = tokens_seen / max(secs, 1e-9)
     return RunResult(losses, int(state.step), str(workdir), secs, tps, mfu(tps, f_tok, chip.peak_bf16_flops,
                                                                           jax.device_count()))
+
+
+def config_record(run) -> dict:
+    """The JSON record of a run's frozen config saved with each checkpoint (objects that are not JSON: repr)."""
+    return json.loads(json.dumps(schema.to_dict(run), default=repr))
 
 
 def _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc: StepConfig, last_good):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -10,6 +11,19 @@ from typing import Optional
 import numpy as np
 
 from composer2_jax.config import ModelConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class LogConfig:
+    """What a run logs and how often."""
+
+    every: int = 10  # fetch and write metrics every N steps
+    write: bool = True  # TensorBoard events + metrics.jsonl under workdir/logs
+    progress: bool = True  # tqdm progress bar with tokens/s and ETA
+
+    def __post_init__(self):
+        if self.every < 1:
+            raise ValueError(f"log.every={self.every}; expected >= 1")
 
 
 def flops_per_token(cfg: ModelConfig, active_params: int, seq_len: int) -> float:

@@ -19,50 +19,45 @@ ADAM_ONLY = ("embedding", "lm_head", "router")  # Muon is for hidden matrices; t
 
 @dataclasses.dataclass(frozen=True)
 class OptimConfig:
-    """Optimizer and schedule; see `optim_config_dict` for each field's meaning."""
+    """Optimizer and learning-rate schedule."""
 
-    name: str = "adamw"
-    lr: float = 3e-4
-    schedule: str = "wsd"
-    warmup_steps: int = 100
-    total_steps: int = 1000
-    decay_fraction: float = 0.2
-    min_lr_ratio: float = 0.1
-    b1: float = 0.9
-    b2: float = 0.95
-    eps: float = 1e-8
-    weight_decay: float = 0.1
-    decay_embeddings: bool = True
-    clip_norm: float = 1.0
-    muon_beta: float = 0.95
-    muon_rms: float = 0.2
-    muon_shard_matrices: bool = True
-    qk_clip_tau: Optional[float] = None
+    name: str = "adamw"  # adamw | muon (Muon on hidden matrices, AdamW on embedding, head, router, norms)
+    lr: float = 3e-4  # peak learning rate
+    schedule: str = "wsd"  # wsd (warmup-stable-decay) | cosine | constant
+    warmup_steps: int = 100  # linear warmup from 0
+    total_steps: int = 1000  # length of the schedule (the run's step budget)
+    decay_fraction: float = 0.2  # wsd: fraction of total_steps spent in the final linear decay
+    min_lr_ratio: float = 0.1  # final lr as a fraction of the peak
+    b1: float = 0.9  # Adam β1
+    b2: float = 0.95  # Adam β2
+    eps: float = 1e-8  # Adam ε
+    weight_decay: float = 0.1  # decoupled weight decay on matrices (never on norms)
+    decay_embeddings: bool = True  # also decay the embedding and LM head
+    clip_norm: float = 1.0  # global gradient-norm clip (0 = off)
+    muon_beta: float = 0.95  # Muon momentum
+    muon_rms: float = 0.2  # Muon update RMS matched to AdamW: scale √max(fan_in, fan_out)·0.2 (Moonlight)
+    muon_shard_matrices: bool = True  # NS on whole matrices spread over all devices (train/muon.py); False: XLA decides
+    qk_clip_tau: Optional[float] = None  # MuonClip τ (Kimi K2: 100); None = off
+
+    def __post_init__(self):
+        if self.name not in OPTIMIZERS:
+            raise ValueError(f"optim.name={self.name!r}; expected one of {OPTIMIZERS}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"optim.schedule={self.schedule!r}; expected one of {SCHEDULES}")
+        if self.lr < 0 or self.warmup_steps < 0 or self.total_steps < 0:
+            raise ValueError(f"optim.lr={self.lr}, warmup_steps={self.warmup_steps}, total_steps={self.total_steps}; "
+                             f"expected values >= 0")
+        if not 0 <= self.decay_fraction <= 1 or not 0 <= self.min_lr_ratio <= 1:
+            raise ValueError(f"optim.decay_fraction={self.decay_fraction}, min_lr_ratio={self.min_lr_ratio}; "
+                             f"expected values in [0, 1]")
+        if self.clip_norm < 0 or self.weight_decay < 0:
+            raise ValueError(f"optim.clip_norm={self.clip_norm}, weight_decay={self.weight_decay}; expected >= 0")
+        if self.qk_clip_tau is not None and self.qk_clip_tau <= 0:
+            raise ValueError(f"optim.qk_clip_tau={self.qk_clip_tau}; expected None (off) or > 0")
 
 
-def optim_config_dict():
-    """The optimizer ConfigDict with a comment on every key."""
-    import ml_collections
-
-    o = ml_collections.ConfigDict()
-    o.name = "adamw"  # adamw | muon (Muon on hidden matrices, AdamW on embedding, head, router, norms)
-    o.lr = 3e-4  # peak learning rate
-    o.schedule = "wsd"  # wsd (warmup-stable-decay) | cosine | constant
-    o.warmup_steps = 100  # linear warmup from 0
-    o.total_steps = 1000  # length of the schedule (the run's step budget)
-    o.decay_fraction = 0.2  # wsd: fraction of total_steps spent in the final linear decay
-    o.min_lr_ratio = 0.1  # final lr as a fraction of the peak
-    o.b1 = 0.9  # Adam β1
-    o.b2 = 0.95  # Adam β2
-    o.eps = 1e-8  # Adam ε
-    o.weight_decay = 0.1  # decoupled weight decay on matrices (never on norms)
-    o.decay_embeddings = True  # also decay the embedding and LM head
-    o.clip_norm = 1.0  # global gradient-norm clip (0 = off)
-    o.muon_beta = 0.95  # Muon momentum
-    o.muon_rms = 0.2  # Muon update RMS matched to AdamW: scale √max(fan_in, fan_out)·0.2 (Moonlight)
-    o.muon_shard_matrices = True  # NS on whole matrices spread over all devices (train/muon.py); False: XLA decides
-    o.qk_clip_tau = ml_collections.FieldReference(None, field_type=float)  # MuonClip τ (Kimi K2: 100); None = off
-    return o
+OPTIMIZERS = ("adamw", "muon")
+SCHEDULES = ("wsd", "cosine", "constant")
 
 
 def schedule(c: OptimConfig) -> optax.Schedule:
@@ -73,13 +68,11 @@ def schedule(c: OptimConfig) -> optax.Schedule:
                                      optax.constant_schedule(c.lr)], [c.warmup_steps])
     if c.schedule == "cosine":
         return optax.warmup_cosine_decay_schedule(0.0, c.lr, max(c.warmup_steps, 1), max(c.total_steps, 2), end)
-    if c.schedule == "wsd":
-        decay = max(int(c.total_steps * c.decay_fraction), 1)
-        stable = max(c.total_steps - c.warmup_steps - decay, 0)
-        return optax.join_schedules(
-            [optax.linear_schedule(0.0, c.lr, max(c.warmup_steps, 1)), optax.constant_schedule(c.lr),
-             optax.linear_schedule(c.lr, end, decay)], [c.warmup_steps, c.warmup_steps + stable])
-    raise ValueError(f"unknown lr schedule {c.schedule!r}; expected wsd | cosine | constant")
+    decay = max(int(c.total_steps * c.decay_fraction), 1)  # wsd (OptimConfig admits nothing else)
+    stable = max(c.total_steps - c.warmup_steps - decay, 0)
+    return optax.join_schedules(
+        [optax.linear_schedule(0.0, c.lr, max(c.warmup_steps, 1)), optax.constant_schedule(c.lr),
+         optax.linear_schedule(c.lr, end, decay)], [c.warmup_steps, c.warmup_steps + stable])
 
 
 def _name(path) -> list[str]:
@@ -127,13 +120,11 @@ def make_optimizer(c: OptimConfig, params, logical) -> optax.GradientTransformat
     mask = decay_mask(params, logical, c)
     if c.name == "adamw":
         opt = optax.adamw(lr, c.b1, c.b2, c.eps, weight_decay=c.weight_decay, mask=mask)
-    elif c.name == "muon":
+    else:  # muon (OptimConfig admits nothing else)
         opt = muon_lib.muon(lr, muon_dims(params, logical), beta=c.muon_beta, weight_decay=c.weight_decay,
                             weight_decay_mask=mask, adam_b1=c.b1, adam_b2=c.b2, adam_eps=c.eps,
                             adam_weight_decay=c.weight_decay, consistent_rms=c.muon_rms,
                             specs=muon_specs(logical) if c.muon_shard_matrices else None)
-    else:
-        raise ValueError(f"unknown optimizer {c.name!r}; expected adamw | muon")
     return optax.chain(optax.clip_by_global_norm(c.clip_norm), opt) if c.clip_norm else opt
 
 

@@ -24,20 +24,22 @@ BATCH_KEYS = ("tokens", "targets", "loss_mask", "segment_ids", "positions")
 
 @dataclasses.dataclass(frozen=True)
 class StepConfig:
-    """What the step needs beyond the model and optimizer (fields explained in experiments/base.py)."""
+    """What the step needs beyond the model and the optimizer."""
 
-    grad_accum: int = 1
-    loss_chunk: int = 1024
-    balance_loss_weight: float = 1e-4
-    z_loss_weight: float = 0.0
-    router_bias_rate: float = 1e-3
-    skip_nonfinite: bool = True
-    qk_clip_tau: Optional[float] = None
-    mtp: MTPLossConfig = MTPLossConfig()  # used when model.num_mtp_layers > 0 (a dict from the config is converted)
+    grad_accum: int = 1  # micro-batches per step (the global batch is split, gradients summed)
+    loss_chunk: int = 1024  # tokens per chunk of the chunked cross-entropy (peak logits memory = chunk × vocab)
+    balance_loss_weight: float = 1e-4  # α of the sequence-wise MoE balance loss (DeepSeek-V3: 1e-4)
+    z_loss_weight: float = 0.0  # weight of the logsumexp² z-loss (0 = off)
+    router_bias_rate: float = 1e-3  # γ of the aux-loss-free routing-bias update (DeepSeek-V3: 1e-3)
+    skip_nonfinite: bool = False  # NaN/inf loss: False stops the run naming the step; True skips the update
+    mtp: MTPLossConfig = MTPLossConfig()  # the MTP loss (losses/mtp.py); used when model.num_mtp_layers > 0
 
     def __post_init__(self):
-        if isinstance(self.mtp, dict):
-            object.__setattr__(self, "mtp", MTPLossConfig(**self.mtp))
+        if self.grad_accum < 1 or self.loss_chunk < 1:
+            raise ValueError(f"step.grad_accum={self.grad_accum}, step.loss_chunk={self.loss_chunk}; expected >= 1")
+        if min(self.balance_loss_weight, self.z_loss_weight, self.router_bias_rate) < 0:
+            raise ValueError(f"step.balance_loss_weight={self.balance_loss_weight}, z_loss_weight="
+                             f"{self.z_loss_weight}, router_bias_rate={self.router_bias_rate}; expected >= 0")
 
 
 def microbatches(batch: dict, n: int) -> dict:
@@ -49,8 +51,11 @@ def microbatches(batch: dict, n: int) -> dict:
 
 
 def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: StepConfig,
-                    lr_fn: Optional[optax.Schedule] = None) -> Callable:
-    """A pure `step(state, batch) -> (state, metrics)`; jit it with donate_argnums=0."""
+                    lr_fn: Optional[optax.Schedule] = None, qk_clip_tau: Optional[float] = None) -> Callable:
+    """A pure `step(state, batch) -> (state, metrics)`; jit it with donate_argnums=0.
+
+    `qk_clip_tau` (the optimizer's MuonClip τ, `OptimConfig.qk_clip_tau`) turns on QK-clip after each update.
+    """
 
     cfg = model.cfg
     mtp_on = cfg.num_mtp_layers > 0 and sc.mtp.enabled
@@ -60,7 +65,7 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
         variables = {"params": params, "router_state": router_state}
         args = (mb["tokens"], mb["positions"], mb["segment_ids"])
         max_logits = None
-        if sc.qk_clip_tau:  # also collect every attention layer's per-head max logit (MuonClip)
+        if qk_clip_tau:  # also collect every attention layer's per-head max logit (MuonClip)
             out, inter = model.apply(variables, *args, compute_logits=False, mutable=["intermediates"], **kw)
             max_logits = inter["intermediates"]
         else:
@@ -70,7 +75,7 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
             + sc.balance_loss_weight * out.balance_loss / sc.grad_accum
         sums, mtp_load = _mtp_zeros(cfg, mtp_on), None
         if mtp_on:
-            sums = mtp_loss_sums(params, out, mb, cfg, sc)
+            sums = mtp_loss_sums(params, out, mb, cfg, sc, layout_context(cfg, model.mesh))
             loss = loss + mtp_objective(sums, n_mtp_M, lam, sc.mtp) \
                 + sc.balance_loss_weight * out.mtp.balance_loss / sc.grad_accum
             mtp_load = out.mtp.moe_load
@@ -81,7 +86,7 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
     def step(state: TrainState, batch: dict):
         n_tokens = jnp.maximum(jnp.sum(batch["loss_mask"].astype(jnp.float32)), 1.0)
         if mtp_on and "mtp_tokens" not in batch:  # shifted in natural order (model/mtp.py), whatever the layout
-            batch = {**batch, **mtp_batch(batch, cfg.num_mtp_layers, layout_context(cfg))}
+            batch = {**batch, **mtp_batch(batch, cfg.num_mtp_layers, layout_context(cfg, model.mesh))}
         n_mtp_M = jnp.sum(batch["mtp_mask"].astype(jnp.float32), axis=(0, 1)) if mtp_on else None
         lam = mtp_weight(state.step, sc.mtp)
         mbs = microbatches(batch, sc.grad_accum)
@@ -96,7 +101,7 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
 
         zeros = jax.tree.map(jnp.zeros_like, state.params)
         load0 = _load_zeros(model)
-        mx0 = _max_logit_init(model, state, mbs) if sc.qk_clip_tau else None
+        mx0 = _max_logit_init(model, state, mbs) if qk_clip_tau else None
         init = (zeros, jnp.zeros(()), jnp.zeros(()), jnp.zeros(()), load0, jnp.zeros(()), _mtp_zeros(cfg, mtp_on),
                 _mtp_load_zeros(cfg, mtp_on), mx0)
         (grads, loss, ce_sum, correct, load, bal, mtp_sums, mtp_load, mx), _ = jax.lax.scan(accumulate, init, mbs)
@@ -104,8 +109,8 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
         finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
-        if sc.qk_clip_tau:
-            params = apply_qk_clip(params, mx, sc.qk_clip_tau)
+        if qk_clip_tau:
+            params = apply_qk_clip(params, mx, qk_clip_tau)
         router_state = state.router_state
         if load is not None and sc.router_bias_rate:
             router_state = update_router_bias(router_state, load, sc.router_bias_rate, model.cfg)
@@ -130,9 +135,9 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
     return step
 
 
-def mtp_loss_sums(params, out, mb, cfg, sc: StepConfig) -> MTPSums:
-    """Per-depth MTP sums of one micro-batch: students = MTP depths, teacher = the main head k positions ahead."""
-    context = layout_context(cfg)
+def mtp_loss_sums(params, out, mb, cfg, sc: StepConfig, context: int = 1) -> MTPSums:
+    """Per-depth MTP sums of one micro-batch: students = MTP depths, teacher = the main head k positions ahead
+    (`context` > 1: the batch is in zigzag layout over that many devices)."""
     teacher = teacher_hidden(jax.lax.stop_gradient(out.normed), cfg.num_mtp_layers,
                              lambda x, k: shift_left(x, k, context=context))
     heads = [mtp_head(params, m) for m in range(cfg.num_mtp_layers)]

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from composer2_jax.data import tokenizer as tk
+from composer2_jax.env import SandboxLimits
 from composer2_jax.env.harness import HarnessConfig, run_episode
 from composer2_jax.env.testing import make_repo
 from composer2_jax.env.tool_schemas import TOOL_NAMES
+from composer2_jax.rl.config import EnvConfig, RLExperimentConfig
 from composer2_jax.rl.rewards import EpisodeOutcome, RewardConfig, compute_reward, effort_counts_from_episode
 from composer2_jax.rl.services.grader import grade_task
 from composer2_jax.rl.services.records import EpisodeRecord
@@ -119,3 +121,13 @@ def _close_quietly(env: Any, sid: str) -> None:
     with contextlib.suppress(KeyError):
         env.close(sid)
 
+
+def sandbox_limits(env: EnvConfig) -> SandboxLimits:
+    """The sandbox limits of a run's environment section."""
+    return SandboxLimits(timeout_s=env.command_timeout_s)
+
+
+def env_worker_for(run: RLExperimentConfig, env: Any, tokenizer: tk.Tokenizer) -> EnvWorker:
+    """The environment worker of a run over `env`: its tool view, harness, reward and grading limit."""
+    return EnvWorker(env, tokenizer, run.harness, run.reward, run.env.tools, run.env.schemas_in_prompt,
+                     grade_timeout_s=run.env.grade_timeout_s)

@@ -29,17 +29,17 @@ class Evaluator:
     """`evaluate(weights)` → metrics of the held-out tasks (each run `samples` times)."""
 
     def __init__(self, env_worker: EnvWorker, tasks: Sequence[CodingTask], model_cfg: Any, rc: RolloutConfig,
-                 stop_id: int, samples: int = 1, threads: int = 16):
+                 stop_id: int, samples: int = 1, threads: int = 16, vocab_limit: int = 0):
         if not tasks or samples < 1:
             raise ValueError(f"the evaluator needs tasks and samples ≥ 1; got {len(tasks)} tasks, samples={samples}")
         self.env_worker, self.tasks, self.model_cfg, self.rc = env_worker, list(tasks), model_cfg, rc
-        self.stop_id, self.samples, self.threads = stop_id, samples, threads
+        self.stop_id, self.samples, self.threads, self.vocab_limit = stop_id, samples, threads, vocab_limit
 
     def episodes(self, weights: Weights) -> list[EpisodeRecord | None]:
         """One record per (task, sample) in order; None where the episode failed."""
         rollout = RolloutWorker(self.model_cfg, WeightStore(weights),
                                 dataclasses.replace(self.rc, seed=self.rc.seed + 7919 * (weights.version + 1)),
-                                self.stop_id)
+                                self.stop_id, vocab_limit=self.vocab_limit)
         stop = threading.Event()
         rollout.start(stop)
 

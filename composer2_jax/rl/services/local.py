@@ -14,13 +14,13 @@ and their episodes are retried).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
+from composer2_jax.rl.config import RLConfig
 from composer2_jax.rl.services.buffer import GroupBuffer
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.services.records import Counters, EpisodeRecord, GroupRecord
@@ -32,23 +32,6 @@ from composer2_jax.rl.services.trainer import Trainer
 from composer2_jax.rl.services.weights import WeightStore
 
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class LoopConfig:
-    """How the services are driven."""
-
-    eta: int = 1  # staleness bound η (0 = the synchronous loop)
-    samples: int = 4  # rollouts per task (the advantage group)
-    steps: int = 20  # train until this weight version
-    episode_threads: int = 24  # episodes in flight at once (≥ the rollout batch keeps the engine full)
-    max_retries: int = 1  # retries of an episode whose sandbox or rollout call failed
-    min_group: int = 2  # groups with fewer surviving episodes are dropped
-    take_timeout_s: float = 600.0  # the trainer gives up (error naming the counters) after waiting this long
-
-    def __post_init__(self):
-        if self.samples < self.min_group or self.min_group < 1:
-            raise ValueError(f"samples={self.samples} must be ≥ min_group={self.min_group} ≥ 1")
 
 
 class _PendingGroup:
@@ -72,14 +55,14 @@ class _PendingGroup:
 
 
 class LocalOrchestrator:
-    """Runs the RL loop in this process; `run(on_version)` trains until `lc.steps`."""
+    """Runs the RL loop in this process; `run(on_version)` trains until version `rl.steps`."""
 
     def __init__(self, trainer: Trainer, rollout: RolloutWorker, env_worker: EnvWorker, sampler: TaskSampler,
-                 lc: LoopConfig, store: WeightStore, counters: Counters):
+                 rl: RLConfig, store: WeightStore, counters: Counters):
         self.trainer, self.rollout, self.env_worker, self.sampler = trainer, rollout, env_worker, sampler
-        self.lc, self.store, self.counters = lc, store, counters
-        g = trainer.tc.groups_per_batch
-        self.gate = StalenessGate(lc.eta, g, admitted=trainer.version * g)
+        self.rl, self.lc, self.store, self.counters = rl, rl.loop, store, counters
+        g = rl.groups_per_batch
+        self.gate = StalenessGate(rl.eta, g, admitted=trainer.version * g)
         self.buffer = GroupBuffer(self.gate, counters)
         self.stop = threading.Event()
         self._pool: ThreadPoolExecutor | None = None
@@ -133,8 +116,8 @@ class LocalOrchestrator:
                 return
             task, version = self.sampler.next(), self.store.version
             self.counters.add("groups_admitted")
-            group = _PendingGroup(index, task, version, self.lc.samples, self._group_done)
-            for _ in range(self.lc.samples):
+            group = _PendingGroup(index, task, version, self.rl.samples, self._group_done)
+            for _ in range(self.rl.samples):
                 self._pool.submit(self._episode_job, group)
 
     def _episode_job(self, group: _PendingGroup) -> None:
@@ -169,14 +152,14 @@ class LocalOrchestrator:
     # ------------------------------------------------------------------------------------------------ the loop
 
     def run(self, on_version: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-        """Train until version lc.steps; `on_version(metrics)` after each publication (log, checkpoint, eval)."""
+        """Train until version rl.steps; `on_version(metrics)` after each publication (log, checkpoint, eval)."""
         self.publish()
         self._pool = ThreadPoolExecutor(self.lc.episode_threads, thread_name_prefix="episode")
         threads = self.start_services() + [threading.Thread(target=self._dispatch, name="dispatch", daemon=True)]
         threads[-1].start()
         history = []
         try:
-            while self.trainer.version < self.lc.steps:
+            while self.trainer.version < self.rl.steps:
                 history.append(self._one_version(on_version))
         finally:
             self.stop.set()
@@ -190,10 +173,10 @@ class LocalOrchestrator:
     def _one_version(self, on_version) -> dict[str, Any]:
         """Take a batch, train, publish, report."""
         t0 = time.monotonic()
-        groups = self.buffer.take(self.trainer.tc.groups_per_batch, self.trainer.version, self.stop,
+        groups = self.buffer.take(self.rl.groups_per_batch, self.trainer.version, self.stop,
                                   self.lc.take_timeout_s)
         if groups is None:
-            raise RuntimeError(f"no batch of {self.trainer.tc.groups_per_batch} groups within "
+            raise RuntimeError(f"no batch of {self.rl.groups_per_batch} groups within "
                                f"{self.lc.take_timeout_s} s at version {self.trainer.version}; counters: "
                                f"{self.counters.snapshot()}")
         wait_s = time.monotonic() - t0

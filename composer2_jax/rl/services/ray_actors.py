@@ -12,7 +12,6 @@ The trainer stays in the driver process (ray_loop.py), on the head node's accele
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from typing import Any
@@ -21,6 +20,7 @@ import jax
 import numpy as np
 import ray
 
+from composer2_jax.rl.config import RLExperimentConfig
 from composer2_jax.rl.services.records import EpisodeRecord
 from composer2_jax.rl.services.rollout import Generation, RolloutConfig, RolloutPolicy, RolloutWorker
 from composer2_jax.rl.services.routing import episode_routing
@@ -79,8 +79,8 @@ class RegistryStore:
 class RolloutActor:
     """A RolloutWorker serving concurrent `generate` calls (a threaded actor: calls batch together)."""
 
-    def __init__(self, model_cfg: Any, rc: RolloutConfig, stop_id: int, registry):
-        self.worker = RolloutWorker(model_cfg, RegistryStore(registry), rc, stop_id)
+    def __init__(self, model_cfg: Any, rc: RolloutConfig, stop_id: int, registry, vocab_limit: int = 0):
+        self.worker = RolloutWorker(model_cfg, RegistryStore(registry), rc, stop_id, vocab_limit=vocab_limit)
         self._stop = threading.Event()
         self.worker.start(self._stop)
 
@@ -102,18 +102,12 @@ class RolloutActor:
 class EnvActor:
     """An Environment and an EnvWorker on this node; `run` plays one episode against a RolloutActor."""
 
-    def __init__(self, config_json: str, num_moe: int, k: int, vocab_limit: int, max_prompt: int):
-        import ml_collections  # noqa: PLC0415
+    def __init__(self, run: RLExperimentConfig, num_moe: int, k: int, vocab_limit: int, max_prompt: int):
+        from composer2_jax.env import Environment  # noqa: PLC0415 - sandboxes only where an EnvActor runs
+        from composer2_jax.rl.services.env_worker import env_worker_for, sandbox_limits  # noqa: PLC0415
 
-        from composer2_jax.data import tokenizer as tk  # noqa: PLC0415
-        from composer2_jax.env import Environment, SandboxLimits  # noqa: PLC0415
-        from composer2_jax.rl.orchestrator import make_env_worker  # noqa: PLC0415
-
-        config = ml_collections.ConfigDict(json.loads(config_json))
-        tokenizer = tk.make_tokenizer(config.tokenizer.name, config.tokenizer.path or None)
-        limits = SandboxLimits(timeout_s=config.env.command_timeout_s)
-        self.env = Environment(pool_size=config.env.pool_size, limits=limits)
-        self.worker = make_env_worker(config, self.env, tokenizer)
+        self.env = Environment(pool_size=run.env.pool_size, limits=sandbox_limits(run.env))
+        self.worker = env_worker_for(run, self.env, run.tokenizer.build())
         self.num_moe, self.k, self.vocab_limit, self.max_prompt = num_moe, k, vocab_limit, max_prompt
 
     def run(self, task: CodingTask, version: int, rollout) -> EpisodeRecord:

@@ -15,7 +15,8 @@ import threading
 
 import ray
 
-from composer2_jax.rl.services.local import LocalOrchestrator, LoopConfig
+from composer2_jax.rl.config import RLExperimentConfig
+from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.ray_actors import EnvActor, RolloutActor, WeightRegistry, host_weights
 from composer2_jax.rl.services.records import Counters, EpisodeRecord
 from composer2_jax.rl.services.sampler import TaskSampler
@@ -26,20 +27,17 @@ from composer2_jax.rl.services.weights import WeightStore
 class RayOrchestrator(LocalOrchestrator):
     """The embedded orchestrator with episodes executed on Ray actors."""
 
-    def __init__(self, config, trainer: Trainer, sampler: TaskSampler, lc: LoopConfig, counters: Counters):
-        from composer2_jax.data import tokenizer as tk  # noqa: PLC0415
-        from composer2_jax.rl.orchestrator import rollout_config  # noqa: PLC0415
-
-        tok = tk.make_tokenizer(config.tokenizer.name, config.tokenizer.path or None)
-        rc = rollout_config(config, tok, trainer.model_cfg.vocab_size)
-        r = config.rl.ray
+    def __init__(self, run: RLExperimentConfig, trainer: Trainer, sampler: TaskSampler, counters: Counters,
+                 stop_id: int):
+        r, limit = run.rl.ray, trainer.law.vocab_limit
         self.registry = WeightRegistry.options(**_placement(r.registry_resources)).remote()
         self.rollouts = [RolloutActor.options(**_placement(r.rollout_resources)).remote(
-            trainer.model_cfg, rc, tok.special_id(tk.IM_END), self.registry) for _ in range(r.rollout_actors)]
+            trainer.model_cfg, run.rollout, stop_id, self.registry, limit) for _ in range(r.rollout_actors)]
+        tokens = run.tokenizer.build().vocab_size  # the EnvActor's policy cuts a reply at an id beyond them
         self.envs = [EnvActor.options(**_placement(r.env_resources)).remote(
-            config.to_json(), trainer.num_moe, trainer.model_cfg.num_experts_per_tok, tok.vocab_size, rc.prompt_len)
+            run, trainer.num_moe, trainer.model_cfg.num_experts_per_tok, tokens, run.rollout.prompt_len)
             for _ in range(r.env_actors)]
-        super().__init__(trainer, None, None, sampler, lc, WeightStore(), counters)
+        super().__init__(trainer, None, None, sampler, run.rl, WeightStore(), counters)
         self._next = itertools.count()
         self._lock = threading.Lock()
 
@@ -73,9 +71,9 @@ class RayOrchestrator(LocalOrchestrator):
         return ray.get([a.stats.remote() for a in self.rollouts])
 
 
-def _placement(resources) -> dict:
+def _placement(resources: dict) -> dict:
     """Actor options from a config dict ({num_cpus, num_gpus, resources: {...}}); zero custom resources dropped."""
-    d = resources.to_dict() if hasattr(resources, "to_dict") else dict(resources or {})
+    d = dict(resources or {})
     if "resources" in d:
         d["resources"] = {k: v for k, v in d["resources"].items() if v}
     return {k: v for k, v in d.items() if v is not None}

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from composer2_jax.rl.trajectory import Episode
+from composer2_jax.episode import Episode
 
 
 @dataclasses.dataclass

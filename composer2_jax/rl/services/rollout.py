@@ -42,7 +42,6 @@ class RolloutConfig:
     temperature: float = 1.0  # sampling temperature (the trainer's π_θ uses the same)
     batch_wait_s: float = 0.02  # wait this long for more requests before running a partial batch
     seed: int = 0  # base of the per-call sampling seeds
-    vocab_limit: int = 0  # ids ≥ this are never sampled (the tokenizer's size when the model's vocab is padded)
 
     def __post_init__(self):
         if min(self.batch_size, self.prompt_len, self.max_new_tokens) < 1 or self.temperature <= 0:
@@ -60,26 +59,6 @@ class Generation:
     prompt_routing: np.ndarray | None  # [P−1, L_moe, k]
 
 
-def fixed_shape_generate(engine: Any, prompts: list[list[int]], sp: Any, rows: int, prompt_len: int) -> list[Any]:
-    """Engine completions for `prompts` run as one [rows, prompt_len] program (extra rows inert).
-
-    Uses the Engine's padded-input path directly so the compiled shape never depends on the request mix.
-    """
-    if len(prompts) > rows:
-        raise ValueError(f"{len(prompts)} prompts exceed the rollout batch of {rows} rows")
-    too_long = [len(p) for p in prompts if len(p) > prompt_len]
-    if too_long:
-        raise ValueError(f"prompt of {max(too_long)} tokens exceeds rollout prompt_len={prompt_len}; raise "
-                         f"prompt_len or lower the harness context_budget")
-    tok = np.zeros((rows, prompt_len), np.int32)
-    lens = np.ones((rows,), np.int32)
-    for i, p in enumerate(prompts):
-        tok[i, :len(p)], lens[i] = p, len(p)
-    live = np.arange(rows) < len(prompts)
-    g = jax.device_get(engine._run(tok, lens, live, sp))
-    return [engine._completion(g, i, int(lens[i]), sp) for i in range(len(prompts))]
-
-
 @dataclasses.dataclass
 class _Request:
     prompt: list[int]
@@ -91,8 +70,9 @@ class RolloutWorker:
     """Batches reply requests from episode threads onto one engine; see the module docstring."""
 
     def __init__(self, model_cfg: Any, store: WeightStore, rc: RolloutConfig, stop_id: int,
-                 counters: Counters | None = None, engine_factory: Callable | None = None):
+                 counters: Counters | None = None, engine_factory: Callable | None = None, vocab_limit: int = 0):
         self.model_cfg, self.store, self.rc, self.stop_id = model_cfg, store, rc, stop_id
+        self.vocab_limit = vocab_limit  # ids ≥ this are never sampled (0 = all; orchestrator.vocab_limit)
         self.counters = counters or Counters()
         self._engine_factory = engine_factory or _default_engine
         self._engine, self._weights = None, None
@@ -199,10 +179,9 @@ class RolloutWorker:
         version = self._weights.version
         sp = SamplingParams(temperature=self.rc.temperature, max_tokens=self.rc.max_new_tokens,
                             stop=((self.stop_id,),), seed=self.rc.seed + self._calls,
-                            vocab_limit=self.rc.vocab_limit)
+                            vocab_limit=self.vocab_limit)
         self._calls += 1
-        outs = fixed_shape_generate(self._engine, [r.prompt for r in batch], sp, self.rc.batch_size,
-                                    self.rc.prompt_len)
+        outs = self._engine.generate([r.prompt for r in batch], sp, shape=(self.rc.batch_size, self.rc.prompt_len))
         self.counters.add("rollout_batches")
         self.counters.add("rollout_requests", len(batch))
         for r, out in zip(batch, outs):

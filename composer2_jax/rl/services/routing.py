@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from composer2_jax.rl.trajectory import Episode, Placement
+from composer2_jax.episode import Episode
+from composer2_jax.rl.trajectory import Placement
 
 
 @dataclasses.dataclass(frozen=True)

@@ -116,10 +116,7 @@ def _wait_either(a: threading.Event, b: threading.Event) -> None:
 class CountingTrainer:
     """Stands in for Trainer: 'trains' by counting, checks the staleness bound, takes `step_s` per version."""
 
-    def __init__(self, groups_per_batch: int, eta: int, step_s: float = 0.0, model_cfg: Any = None):
-        from composer2_jax.rl.services.trainer import TrainerConfig  # noqa: PLC0415
-
-        self.tc = TrainerConfig(groups_per_batch=groups_per_batch)
+    def __init__(self, eta: int, step_s: float = 0.0, model_cfg: Any = None):
         self.eta, self.step_s, self.version = eta, step_s, 0
         self.model_cfg = model_cfg or _NoMoE()
         self.num_moe = 0

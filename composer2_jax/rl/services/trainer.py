@@ -31,7 +31,8 @@ from composer2_jax.rl.services.rl_step import RL_BATCH_KEYS, make_logprob_fn, ma
 from composer2_jax.rl.services.routing import pack_routing
 from composer2_jax.rl.services.weight_delta import delta_stats
 from composer2_jax.rl.services.weights import Weights
-from composer2_jax.rl.trajectory import PackedBatch, Segment, first_fit, pack_segments
+from composer2_jax.episode import Segment
+from composer2_jax.rl.trajectory import PackedBatch, first_fit, pack_segments
 from composer2_jax.train import optim as optim_lib
 from composer2_jax.train.state import TrainState, abstract_train_state, activate, init_train_state
 
@@ -40,20 +41,29 @@ log = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class TrainerConfig:
-    """Batch layout and objective of the trainer."""
+    """Packed batch layout of the trainer's updates."""
 
-    groups_per_batch: int = 8  # G: tasks per weight version (each with `samples` rollouts)
     rows: int = 32  # packed rows per optimizer update (fixed shape); more rows → more updates per version
     seq_len: int = 640  # T: tokens per packed row (≥ the longest segment)
-    loss: PolicyLossConfig = PolicyLossConfig(aggregation="constant", behav_weight="full")
-    temperature: float = 1.0  # the sampler's temperature (π_θ is the full softmax at it)
-    vocab_limit: int = 0  # the sampler's vocab_limit: π_θ is over ids below it (0 = the whole vocabulary)
     router_replay: bool = True  # replay the sampler's experts in the trainer's forward passes
     delta_stats: bool = True  # compute bf16 weight-delta statistics per version
 
     def __post_init__(self):
-        if isinstance(self.loss, dict):
-            object.__setattr__(self, "loss", PolicyLossConfig(**self.loss))
+        if self.rows < 1 or self.seq_len < 2:
+            raise ValueError(f"trainer.rows={self.rows}, trainer.seq_len={self.seq_len}; expected >= 1 and >= 2")
+
+
+# The RL objective by default: decoupled PPO (π_prox/μ weights) with Dr. GRPO's constant normaliser.
+RL_LOSS = PolicyLossConfig(aggregation="constant", behav_weight="full")
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyLaw:
+    """The distribution the sampler draws from, which π_θ must equal: softmax at `temperature` over ids below
+    `vocab_limit` (0 = the whole vocabulary; set together for rollouts and trainer by `orchestrator.vocab_limit`)."""
+
+    temperature: float = 1.0  # the sampler's temperature
+    vocab_limit: int = 0  # the sampler's vocab_limit
 
 
 def group_advantages(groups: list[GroupRecord]) -> list[float]:
@@ -66,15 +76,14 @@ def group_advantages(groups: list[GroupRecord]) -> list[float]:
 _COMPILED: dict[tuple, tuple[Any, Any, Any]] = {}
 
 
-def compiled_steps(model_cfg: ModelConfig, optim: optim_lib.OptimConfig, tc: TrainerConfig,
+def compiled_steps(model: Transformer, optim: optim_lib.OptimConfig, loss: PolicyLossConfig, law: PolicyLaw,
                    tx) -> tuple[Any, Any, Any]:
     """(optimizer, jitted π_prox log-probs, jitted update) of a configuration, shared by the Trainers of one process
     (a resumed or re-created trainer does not compile again); `tx` is kept from the first such trainer."""
-    key = (model_cfg, optim, tc.loss, tc.temperature, tc.vocab_limit)
+    key = (model.cfg, model.mesh, optim, loss, law)
     if key not in _COMPILED:
-        model = Transformer(model_cfg)
-        _COMPILED[key] = (tx, jax.jit(make_logprob_fn(model, tc.temperature, tc.vocab_limit)),
-                          jax.jit(make_update_fn(model, tx, tc.loss, tc.temperature, tc.vocab_limit)))
+        _COMPILED[key] = (tx, jax.jit(make_logprob_fn(model, law.temperature, law.vocab_limit)),
+                          jax.jit(make_update_fn(model, tx, loss, law.temperature, law.vocab_limit)))
     return _COMPILED[key]
 
 
@@ -105,18 +114,18 @@ def chunk_rows(packed: PackedBatch, rows: int) -> list[slice]:
 class Trainer:
     """Owns the train state; `train(groups)` makes the next weight version."""
 
-    def __init__(self, model_cfg: ModelConfig, optim: optim_lib.OptimConfig, tc: TrainerConfig, mesh=None,
-                 seed: int = 0):
-        self.model_cfg, self.tc = model_cfg, tc
-        self.model = Transformer(model_cfg)
+    def __init__(self, model_cfg: ModelConfig, optim: optim_lib.OptimConfig, tc: TrainerConfig,
+                 loss: PolicyLossConfig = RL_LOSS, law: PolicyLaw = PolicyLaw(), mesh=None, seed: int = 0):
+        self.model_cfg, self.tc, self.loss, self.law = model_cfg, tc, loss, law
         self.mesh = mesh or shd.make_mesh({"fsdp": -1}, devices=jax.devices()[:1])
+        self.model = Transformer(model_cfg, self.mesh)
         make_tx = lambda p, names: optim_lib.make_optimizer(optim, p, names)  # noqa: E731
         shape = (tc.rows, tc.seq_len)
         self.abstract, self.shardings, self.tx = abstract_train_state(self.model, make_tx, self.mesh, shape)
         self.state, _, _ = init_train_state(self.model, make_tx, self.mesh, jax.random.key(seed), shape)
         self.version = 0
         self.num_moe = len(moe_layer_ids(model_cfg))
-        self.tx, self._logp, self._update = compiled_steps(model_cfg, optim, tc, self.tx)
+        self.tx, self._logp, self._update = compiled_steps(self.model, optim, loss, law, self.tx)
         self._published_host = None
         self.reference = None  # (params, router_state) of π_ref when the loss has a KL term
         self.set_reference(self.state.params, self.state.router_state)  # the start weights
@@ -137,7 +146,7 @@ class Trainer:
     def set_reference(self, params, router_state) -> None:
         """The reference policy π_ref of the KL term (a resumed run sets it from the warm start again); kept only
         when the loss has one (kl_coef > 0), since it is a whole second copy of the weights."""
-        if self.tc.loss.kl_coef <= 0:
+        if self.loss.kl_coef <= 0:
             return
         with activate(self.mesh):
             self.reference = (jax.device_put(params, self.shardings.params),
@@ -189,7 +198,7 @@ class Trainer:
             routes = [None if routing is None else jnp.asarray(routing[:, c]) for c in chunks]
             old = [self._logp(self.state.params, self.state.router_state, b, r) for b, r in zip(batches, routes)]
             ref = [None] * len(batches)
-            if self.tc.loss.kl_coef > 0:
+            if self.loss.kl_coef > 0:
                 ref = [self._logp(*self.reference, b, r) for b, r in zip(batches, routes)]
             fetched = []
             for b, r, o, q in zip(batches, routes, old, ref):

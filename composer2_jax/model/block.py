@@ -1,0 +1,53 @@
+"""The decoder block shared by the trunk (model/transformer.py) and the MTP depths (model/mtp.py).
+
+    DecoderLayer   pre-norm: x + Attn(Norm(x)), then h + FFN(Norm(h)); FFN dense (SwiGLU) or MoE
+    remat          activation checkpointing of a layer class by policy name (ModelConfig.remat_policy)
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import jax
+from flax import linen as nn
+
+from composer2_jax.config import ModelConfig
+from composer2_jax.model.attention import MLAttention
+from composer2_jax.model.layers import MLP, RMSNorm, constrain
+from composer2_jax.model.moe import MoE
+
+RESIDUAL = ("activation_batch", "activation_length", "activation_embed")  # logical axes of the residual stream
+
+
+class DecoderLayer(nn.Module):
+    """Pre-norm block: x + Attn(Norm(x)), then h + FFN(Norm(h)); FFN dense or MoE."""
+
+    cfg: ModelConfig
+    moe: bool
+    mesh: Optional[jax.sharding.Mesh] = None  # given: the MoE dispatch runs expert-parallel over it (model/moe.py)
+
+    @nn.compact
+    def __call__(self, x_BTD, positions_BT, segment_ids_BT=None, replay_BTk=None):
+        c = self.cfg
+        norm = lambda name: RMSNorm(c.rms_norm_eps, c.dtype, c.param_dtype, name=name)  # noqa: E731
+        x_BTD = constrain(x_BTD, RESIDUAL)
+        h_BTD = x_BTD + MLAttention(c, name="attn")(norm("attn_norm")(x_BTD), positions_BT, segment_ids_BT)
+        h_BTD = constrain(h_BTD, RESIDUAL)
+        if not self.moe:
+            return h_BTD + MLP(c, c.intermediate_size, name="mlp")(norm("ffn_norm")(h_BTD)), None
+        valid = None if segment_ids_BT is None else segment_ids_BT != 0
+        y_BTD, aux = MoE(c, self.mesh, name="moe")(norm("ffn_norm")(h_BTD), valid, replay_BTk)
+        return h_BTD + y_BTD, aux
+
+
+def remat(cls, policy: str):
+    """Wrap a layer class in activation checkpointing with a named policy."""
+    if policy == "none":
+        return cls
+    policies = {
+        "full": None,
+        "dots": jax.checkpoint_policies.checkpoint_dots,
+        "dots_no_batch": jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims,
+        "save_attention_out": jax.checkpoint_policies.save_only_these_names("attention_out"),
+    }
+    return nn.remat(cls, policy=policies[policy], prevent_cse=True)

@@ -1,0 +1,172 @@
+"""The RL run's schema: the `rl`, `env` and `sft` sections and the whole experiment (`RLExperimentConfig`).
+
+The other sections are the services' own dataclasses (rollout: `RolloutConfig`, trainer: `TrainerConfig`, loss:
+`PolicyLossConfig`, reward: `RewardConfig`, harness: `HarnessConfig`). experiments/rl.py derives its ConfigDict from
+`RLExperimentConfig`; `run_rl` converts it back once and hands the frozen result to every service — embedded
+threads and Ray actors alike (it pickles), never a ConfigDict or JSON re-parsed on the far side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from composer2_jax.config import ModelConfig
+from composer2_jax.config import preset as model_preset
+from composer2_jax.data.tokenizer import TokenizerConfig
+from composer2_jax.env.harness import HarnessConfig
+from composer2_jax.losses.rl import PolicyLossConfig
+from composer2_jax.rl.rewards import RewardConfig
+from composer2_jax.rl.services.rollout import RolloutConfig
+from composer2_jax.rl.services.trainer import RL_LOSS, TrainerConfig
+from composer2_jax.train.checkpoint import CheckpointConfig
+from composer2_jax.train.metrics import LogConfig
+from composer2_jax.train.optim import OptimConfig
+
+BACKENDS = ("local", "ray")
+
+
+@dataclasses.dataclass(frozen=True)
+class RayConfig:
+    """backend=ray: actors and where they go (launch/ray_cluster.sh gives nodes these resources)."""
+
+    address: str = ""  # "" = start a local cluster; "auto" = join the cluster this node belongs to
+    rollout_actors: int = 1  # inference engines
+    env_actors: int = 2  # environment hosts
+    registry_resources: dict[str, Any] = dataclasses.field(default_factory=lambda: dict(num_cpus=0))  # the weight registry (head node)
+    # per RolloutActor: Ray actor options (num_cpus, num_gpus, custom resources; zero custom resources are dropped)
+    rollout_resources: dict[str, Any] = dataclasses.field(
+        default_factory=lambda: dict(num_cpus=0, num_gpus=0, resources=dict(rollout=0)))
+    # per EnvActor: Ray actor options (0 = no requirement)
+    env_resources: dict[str, Any] = dataclasses.field(
+        default_factory=lambda: dict(num_cpus=0, resources=dict(sandbox=0)))
+
+    def __post_init__(self):
+        if self.rollout_actors < 1 or self.env_actors < 1:
+            raise ValueError(f"rl.ray.rollout_actors={self.rollout_actors}, env_actors={self.env_actors}; "
+                             f"expected >= 1")
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+    """How the orchestrator drives episodes (rl/services/local.py)."""
+
+    episode_threads: int = 32  # episodes in flight at once (≥ the rollout batch keeps the engine full)
+    max_retries: int = 1  # retries of an episode whose sandbox or rollout call failed
+    min_group: int = 2  # groups with fewer surviving episodes are dropped
+    take_timeout_s: float = 600.0  # the trainer gives up (error naming the counters) after waiting this long
+
+    def __post_init__(self):
+        if self.episode_threads < 1 or self.max_retries < 0 or self.min_group < 1 or self.take_timeout_s <= 0:
+            raise ValueError(f"rl.loop {self}: expected episode_threads >= 1, max_retries >= 0, min_group >= 1, "
+                             f"take_timeout_s > 0")
+
+
+@dataclasses.dataclass(frozen=True)
+class RLConfig:
+    """The RL loop: backend, staleness, batch, the task family and held-out evaluation."""
+
+    backend: str = "local"  # local (threads in one process) | ray (actors, launch/ray_cluster.sh)
+    eta: int = 2  # staleness bound η: a sample of version v trains version t only if t − v ≤ η (0 = synchronous)
+    steps: int = 100  # weight versions to train
+    groups_per_batch: int = 8  # G: tasks per version
+    samples: int = 4  # rollouts per task (the Dr. GRPO group)
+    loop: LoopConfig = LoopConfig()  # how the orchestrator drives episodes (threads, retries, dropped groups)
+    episode_threads: int = 32  # evaluation episodes in flight
+    train_tasks: int = 4000  # size of the generated training task list (rl/tasks.py)
+    task_seed: int = 0  # seed of the training task list
+    heldout_seed: int = 1_000_000  # seed of the held-out task list (a disjoint content split)
+    levels: tuple[int, ...] = (0, 1, 2, 3)  # difficulty levels of the task family (rl/tasks.py)
+    eval_tasks: int = 64  # held-out tasks per evaluation
+    eval_samples: int = 2  # episodes per held-out task
+    eval_every: int = 50  # evaluate every N versions (0 = only at the end)
+    plot: bool = True  # write workdir/curves.png at the end
+    ray: RayConfig = RayConfig()  # backend=ray: actors and their placement
+
+    def __post_init__(self):
+        if self.backend not in BACKENDS:
+            raise ValueError(f"rl.backend={self.backend!r}; expected one of {BACKENDS}")
+        if self.eta < 0:
+            raise ValueError(f"rl.eta={self.eta}; expected >= 0 (0 = the synchronous loop)")
+        if min(self.steps, self.groups_per_batch, self.samples, self.episode_threads) < 1:
+            raise ValueError(f"rl.steps={self.steps}, groups_per_batch={self.groups_per_batch}, samples="
+                             f"{self.samples}, episode_threads={self.episode_threads}; expected >= 1")
+        if self.samples < self.loop.min_group:
+            raise ValueError(f"rl.samples={self.samples} < rl.loop.min_group={self.loop.min_group}: every group "
+                             f"would be dropped")
+        if self.eval_every < 0 or self.eval_tasks < 1 or self.eval_samples < 1:
+            raise ValueError(f"rl.eval_every={self.eval_every}, eval_tasks={self.eval_tasks}, eval_samples="
+                             f"{self.eval_samples}; expected >= 0, >= 1, >= 1")
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvConfig:
+    """The environment the episodes run in: tools the model sees, sandbox pool, time limits."""
+
+    tools: tuple[str, ...] = ("read_file", "edit_file", "submit")  # tool names offered (env/tool_schemas.py)
+    schemas_in_prompt: bool = False  # put the tool JSON schemas into the system prompt
+    pool_size: int = 16  # sandboxes kept started in advance
+    grade_timeout_s: float = 30.0  # wall-clock limit of the hidden check
+    command_timeout_s: float = 30.0  # default limit of one run_terminal_cmd
+
+    def __post_init__(self):
+        if not self.tools:
+            raise ValueError("env.tools is empty; expected at least one tool name")
+        if self.pool_size < 0 or self.grade_timeout_s <= 0 or self.command_timeout_s <= 0:
+            raise ValueError(f"env.pool_size={self.pool_size}, grade_timeout_s={self.grade_timeout_s}, "
+                             f"command_timeout_s={self.command_timeout_s}; expected >= 0, > 0, > 0")
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmStartConfig:
+    """The SFT warm start on oracle transcripts (experiments/sft.py), trained when `init_from` holds nothing."""
+
+    transcripts: int = 1500  # oracle episodes recorded through the real sandboxes
+    read_prob: float = 0.5  # fraction of oracle episodes that read the file before fixing it
+    # fraction of demonstrations in which the oracle writes a wrong operator (kept unverified): the SFT start
+    # inherits it and RL, which sees the hidden tests, must rise above its teacher
+    teacher_error: float = 0.0
+    seed: int = 0  # seed of the transcript task list and the oracle's choices
+    steps: int = 2000  # SFT steps
+    lr: float = 2e-5  # SFT peak learning rate
+    seq_len: int = 1024  # SFT packed row length
+    batch_size: int = 8  # SFT rows per step
+    init_from: str = ""  # checkpoint the SFT starts from ("" = a fresh model)
+
+    def __post_init__(self):
+        if not 0 <= self.read_prob <= 1 or not 0 <= self.teacher_error <= 1:
+            raise ValueError(f"sft.read_prob={self.read_prob}, teacher_error={self.teacher_error}; expected [0, 1]")
+        if min(self.transcripts, self.steps, self.seq_len, self.batch_size) < 1:
+            raise ValueError(f"sft.transcripts={self.transcripts}, steps={self.steps}, seq_len={self.seq_len}, "
+                             f"batch_size={self.batch_size}; expected >= 1")
+
+
+@dataclasses.dataclass(frozen=True)
+class RLExperimentConfig:
+    """Stage 4: asynchronous RL from the SFT warm start (the schema of experiments/rl.py's config)."""
+
+    preset: str = "toy"  # which architecture/run-size preset this config was built from
+    model: ModelConfig = model_preset("toy")  # the architecture (composer2_jax/config.py)
+    optim: OptimConfig = OptimConfig()  # the trainer's optimizer (train/optim.py)
+    tokenizer: TokenizerConfig = TokenizerConfig()  # byte | tiktoken, and its file
+    workdir: str = "runs/toy/rl"  # checkpoints/, logs/ and curves.png; an existing checkpoint there is resumed
+    init_from: str = ""  # version 0 = these weights (the SFT warm start; trained by `sft` when empty of checkpoints)
+    seed: int = 0  # trainer init and task-sampler seed
+    checkpoint: CheckpointConfig = CheckpointConfig()  # every N versions (and at the end)
+    log: LogConfig = LogConfig()  # metrics.jsonl / TensorBoard under workdir/logs
+    rl: RLConfig = RLConfig()  # the loop, the task family and evaluation
+    rollout: RolloutConfig = RolloutConfig()  # fixed engine shapes and sampling (rl/services/rollout.py)
+    trainer: TrainerConfig = TrainerConfig()  # packed batch layout of the updates (rl/services/trainer.py)
+    loss: PolicyLossConfig = RL_LOSS  # the policy objective (losses/rl.py): decoupled PPO, Dr. GRPO normaliser
+    reward: RewardConfig = RewardConfig()  # success − length penalty + auxiliary terms (rl/rewards.py)
+    harness: HarnessConfig = HarnessConfig()  # episode limits and prompts (env/harness.py)
+    env: EnvConfig = EnvConfig()  # tools, sandbox pool, time limits
+    sft: WarmStartConfig = WarmStartConfig()  # the warm start trained when init_from holds no checkpoint
+
+    def __post_init__(self):
+        if not self.workdir:
+            raise ValueError("workdir is empty; expected a directory for checkpoints/ and logs/")
+        reply = max(self.harness.max_new_tokens, self.harness.summary_tokens)
+        if reply > self.rollout.max_new_tokens:
+            raise ValueError(f"harness replies of up to {reply} tokens (max_new_tokens / summary_tokens) exceed "
+                             f"rollout.max_new_tokens={self.rollout.max_new_tokens}")
