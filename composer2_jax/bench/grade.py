@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from composer2_jax.bench.task import Task
+from composer2_jax.env.transfer import pack_dir  # noqa: F401  (agents import it from here)
 
 TESTS_DIR = "/tmp/tests"  # Harbor's /tests (the sandbox root is read-only; /tmp is the fork's own tmpfs)
 LOGS_DIR = "/tmp/logs"  # Harbor's /logs; the verifier writes verifier/reward.txt under it
@@ -50,25 +51,6 @@ class Grade:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
         return dataclasses.asdict(self)
-
-
-def pack_dir(folder: Path) -> str:
-    """A folder as base64 of a gzipped tar (paths relative to the folder, deterministic order)."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tf:
-        for path in sorted(folder.rglob("*")):
-            if "__pycache__" in path.parts:
-                continue
-            info = tf.gettarinfo(str(path), arcname=str(path.relative_to(folder)))
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            info.mtime = 0
-            if path.is_file():
-                with open(path, "rb") as f:
-                    tf.addfile(info, f)
-            elif path.is_dir() and not path.is_symlink():
-                tf.addfile(info)
-    return base64.b64encode(buf.getvalue()).decode()
 
 
 def _sh(env, sid: str, command: str, timeout: float) -> Any:
