@@ -233,6 +233,15 @@ class Environment:
         if not reply.get("ok"):
             raise SandboxError(f"copying {src} into {sid}:{dest} failed: {reply.get('message', reply)}")
 
+    def set_user(self, sid: str, user: str | None) -> None:
+        """The user later commands and file tools of an image sandbox run as (None: the image's USER)."""
+        record = self._record(sid)
+        if record.profile is None:
+            raise ValueError(f"sandbox {sid} is a workspace sandbox; its user is fixed")
+        with record.sandbox.lock:
+            record.profile = dataclasses.replace(record.profile, user=record.profile.image_user if user is None
+                                                 else user)
+
     def profile(self, sid: str) -> ImageProfile | None:
         """How an image sandbox runs things (None for a workspace sandbox)."""
         return self._record(sid, closed_ok=True).profile
@@ -271,6 +280,14 @@ class Environment:
     def episode(self, sid: str) -> dict:
         """Episode state: todos, submitted, summary, call and error counts."""
         return self._record(sid, closed_ok=True).episode.to_dict()
+
+    def new_episode(self, sid: str) -> dict:
+        """Start a fresh episode on a live sandbox (todos, submission and counts reset; files and processes kept),
+        as the next step of a multi-step task does; returns the finished episode's state."""
+        record = self._record(sid)
+        with record.sandbox.lock:
+            old, record.episode = record.episode, Episode()
+        return old.to_dict()
 
     def info(self, sid: str) -> dict:
         """Diagnostics: host pid of the sandbox's pid 1, its pid namespace, layer chain, cgroups, liveness."""

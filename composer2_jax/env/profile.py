@@ -29,6 +29,7 @@ class ImageProfile:
     user: str = ""  # default user of commands and file tools ("" = root; a name, uid, or user:group)
     env: tuple[tuple[str, str], ...] = ()  # environment of every command (image ENV, then overrides)
     entrypoint: tuple[str, ...] = ()  # the image's ENTRYPOINT (exec form)
+    image_user: str = ""  # the image's USER (set_user(sid, None) returns to it)
 
     def entrypoint_argv(self) -> tuple[str, ...]:
         """What is started detached at each container start: ENTRYPOINT + KEEPALIVE, or nothing."""
@@ -50,4 +51,4 @@ def profile_of(image, workdir: str | None = None, user: str | None = None,
     """The profile of an `images.Image`, with optional overrides (workdir, user, extra environment)."""
     cfg = image.config
     return ImageProfile(image.key, workdir or cfg.workdir or "/", cfg.user if user is None else user,
-                        tuple(cfg.env) + tuple((env or {}).items()), tuple(cfg.entrypoint))
+                        tuple(cfg.env) + tuple((env or {}).items()), tuple(cfg.entrypoint), cfg.user)

@@ -161,11 +161,14 @@ class Agent:
         return {"ok": True, "pid": pid}
 
     def _put_archive(self, req):
-        """Unpack a base64 tar (made by the host) at dest, owned by the given user (image sandboxes: inside the image)."""
+        """Unpack a base64 tar from the host at dest (any absolute path: the host is trusted; image sandboxes: inside
+        the image), owned by the given user."""
         data = base64.b64decode(req["data"])
         with self.in_image() as _:
             user = self._user(req.get("user")) if self.image_root else None
-            dest = fileops.resolve(req["dest"], exist=False)
+            if not req["dest"].startswith("/"):
+                raise fileops.ToolError("invalid_arguments", f"dest {req['dest']!r}; expected an absolute path")
+            dest = os.path.normpath(req["dest"])
             os.makedirs(dest, exist_ok=True)
             with tarfile.open(fileobj=io.BytesIO(data)) as tf:
                 names = tf.getnames()
