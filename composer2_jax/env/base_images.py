@@ -117,6 +117,8 @@ def _python(tag: str, extra: tuple[str, ...] = ()) -> BaseRecipe:
 def map_base(ref: str) -> BaseRecipe:
     """The local stand-in for a public base image reference, or UnsupportedBase naming the reason."""
     repo, tag = normalize(ref)
+    if repo.rsplit("/", 1)[-1] == "alpine" or any(p.startswith("alpine") for p in tag.split("-")):
+        raise UnsupportedBase(f"{ref}: Alpine (musl libc, apk) has no Debian stand-in; the task needs a glibc base")
     if repo == "ubuntu":
         return BaseRecipe("bookworm", cmd=("/bin/bash",),
                           note=f"Ubuntu {tag} userland replaced by Debian bookworm (same apt/dpkg, glibc 2.36)")
@@ -132,9 +134,6 @@ def map_base(ref: str) -> BaseRecipe:
                           note="t-bench's Ubuntu 24.04 image (ubuntu + tmux + asciinema) on Debian bookworm")
     if repo == TBENCH + "python-3-13":
         return _python("3.13-slim", ("tmux", "asciinema"))
-    family = repo.rsplit("/", 1)[-1]
-    if family == "alpine" or "alpine" in tag:
-        raise UnsupportedBase(f"{ref}: Alpine (musl libc, apk) has no Debian stand-in; the task needs a glibc base")
     raise UnsupportedBase(f"{ref}: no local stand-in (no registry is reachable); supported bases: ubuntu:*, "
                           f"debian:*, python:3.*, {TBENCH}ubuntu-24-04, {TBENCH}python-3-13")
 
