@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from composer2_jax.env import Environment, EgressPolicy, SandboxConfig
+from composer2_jax.env import EgressPolicy, Environment, SandboxConfig
 from composer2_jax.env import testing as envtest
 from composer2_jax.env.base_images import UnsupportedBase, describe, map_base, normalize
 from composer2_jax.env.config import Resources
@@ -316,7 +316,7 @@ def test_resources_are_enforced_and_reported(env, apt_image):
                                                                     storage_bytes=16 << 20))
     report = env.enforcement(sid)
     assert "16777216 bytes" in report["storage"]
-    code, out = sh(env, sid, "dd if=/dev/zero of=/app/big bs=1M count=40 2>&1; echo rc=$?")
+    _, out = sh(env, sid, "dd if=/dev/zero of=/app/big bs=1M count=40 2>&1; echo rc=$?")
     assert "No space left" in out and out.strip().endswith("rc=1")
     if env.rt.cgroups.available:
         assert report["memory"] == f"cgroup memory limit {256 << 20} bytes"
@@ -343,6 +343,10 @@ def test_egress_of_an_image_sandbox_follows_its_policy(env, apt_image):
 def test_python_base_builds_from_nothing_and_pip_installs_system_wide(tmp_path, env):
     """A fresh cache and a mirror spelling nobody used: debootstrap, the python recipe and the task all build."""
     fresh = ImageBuilder(cache_dir=tmp_path / "cache", mirror="http://deb.debian.org/debian/")
+    recipe = map_base("python:3.11-slim")
+    for name in (f"localhost/composer2/debootstrap-bookworm:{fresh._debootstrap_key('bookworm')[:20]}",
+                 fresh._base_name(recipe)):  # a previous run's bases would be reused: remove them
+        subprocess.run(["podman", "rmi", "-f", name], capture_output=True, check=False)
     ctx = tmp_path / "ctx"
     ctx.mkdir()
     (ctx / "Dockerfile").write_text("FROM python:3.11-slim\nRUN pip install --no-cache-dir six==1.16.0\n"

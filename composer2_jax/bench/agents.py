@@ -16,16 +16,20 @@ model takes (render → generate → decode → parse_assistant → Environment.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import shlex
 
 from composer2_jax.bench.grade import pack_dir, unpack_command, upload_commands
 from composer2_jax.bench.task import Task, resolve_env
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.data.chat import format_tool_call
-from composer2_jax.env.harness import Completion, HarnessConfig, Policy, is_summary_request
+from composer2_jax.env.harness import (
+    Completion,
+    HarnessConfig,
+    Policy,
+    is_summary_request,
+)
 
 SCRIPTED = ("oracle", "null", "broken", "tamper")
 _CHUNK = 64 * 1024
@@ -161,7 +165,11 @@ def make_agent(spec: str, config: HarnessConfig = HarnessConfig(), tokenizer: tk
         return Agent(spec, scripted_factory(spec, tok, config), tok, config)
     if not spec.startswith("model:") or len(spec) == len("model:"):
         raise ValueError(f"agent spec {spec!r}; expected one of {', '.join(SCRIPTED)} or model:CHECKPOINT")
-    from composer2_jax.bench.engine_policy import EnginePolicy, checkpoint_tokenizer, load_checkpoint
+    from composer2_jax.bench.engine_policy import (
+        EnginePolicy,
+        checkpoint_tokenizer,
+        load_checkpoint,
+    )
 
     engine, saved = load_checkpoint(spec[len("model:"):])
     tok = tokenizer or checkpoint_tokenizer(saved)

@@ -30,7 +30,13 @@ from composer2_jax.bench.grade import Grade, grade, scalar_reward
 from composer2_jax.bench.task import Step, Suite, Task, TaskError, resolve_env
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env.config import Resources
-from composer2_jax.env.harness import EpisodeResult, HarnessConfig, Policy, run_episode, transcript_jsonl
+from composer2_jax.env.harness import (
+    EpisodeResult,
+    HarnessConfig,
+    Policy,
+    run_episode,
+    transcript_jsonl,
+)
 
 log = logging.getLogger(__name__)
 MiB = 1 << 20

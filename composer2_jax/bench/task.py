@@ -32,10 +32,16 @@ import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any
 
 from composer2_jax.bench.task_config import (  # noqa: F401  (re-exported: the task API lives here)
-    DIFFICULTIES, StepConfig, TaskConfig, TaskError, parse_size_mb, parse_task_toml, resolve_env)
+    DIFFICULTIES,
+    StepConfig,
+    TaskConfig,
+    TaskError,
+    parse_size_mb,
+    parse_task_toml,
+    resolve_env,
+)
 from composer2_jax.env.base_images import UnsupportedBase, map_base
 from composer2_jax.env.dockerfile import DockerfileError, parse
 

@@ -70,10 +70,8 @@ def normalize(ref: str) -> tuple[str, str]:
     """(repository, tag) of an image reference: registry `docker.io/` and `library/` dropped, digest ignored."""
     ref = ref.strip().split("@", 1)[0]
     for prefix in ("docker.io/", "index.docker.io/", "registry-1.docker.io/"):
-        if ref.startswith(prefix):
-            ref = ref[len(prefix):]
-    if ref.startswith("library/"):
-        ref = ref[len("library/"):]
+        ref = ref.removeprefix(prefix)
+    ref = ref.removeprefix("library/")
     slash = ref.rfind("/")
     colon = ref.rfind(":")
     if colon > slash:

@@ -42,6 +42,7 @@ from composer2_jax.env.runtime import Runtime
 from composer2_jax.env.sandbox import Sandbox, SandboxError
 from composer2_jax.env.tool_schemas import tool_specs
 from composer2_jax.env.tools import Episode, ToolContext, call_tool
+from composer2_jax.env.transfer import pack_dir
 
 
 @dataclasses.dataclass
@@ -53,7 +54,7 @@ class _Record:
     log: EgressLog
     parent: str | None
     profile: ImageProfile | None = None  # image sandboxes: how they run things; None for workspace sandboxes
-    resources: Resources = Resources()  # per-sandbox limits (image sandboxes)
+    resources: Resources = dataclasses.field(default_factory=Resources)  # per-sandbox limits (image sandboxes)
 
 
 def _repo_dir(task: Any) -> str | None:
@@ -106,13 +107,18 @@ class Environment:
         chain = self.rt.layers.import_dir(_repo_dir(repo_dir))
         return self._register_snapshot(chain)
 
+    @property
+    def image_pool(self) -> SandboxPool | None:
+        """The warm pool of image sandboxes (None until the first image is imported)."""
+        return self._image_pool
+
     def import_image(self, image, workdir: str | None = None, user: str | None = None,
                      env: dict[str, str] | None = None) -> str:
         """A snapshot id of an image's root filesystem (an `images.Image`; its layers are used in place).
 
         workdir, user and env override the image's WORKDIR, USER and add to its ENV for sandboxes forked from it.
         """
-        self.rt.set_image_root(image.layer_root, image.uid_base)
+        self.rt.add_image(image.layers, image.layer_root, image.uid_base)
         with self._lock:
             if self._image_pool is None:
                 size = self.rt.config.image_pool_size
@@ -223,15 +229,17 @@ class Environment:
         return reply
 
     def put_dir(self, sid: str, src: str | os.PathLike, dest: str, user: str | None = None) -> None:
-        """Copy a host directory into a sandbox at dest (owned by user; an image sandbox's default is root)."""
-        from composer2_jax.env.transfer import pack_dir
+        """Copy a host directory into a sandbox at the absolute path dest (owned by user; default root in images)."""
+        self.put_archive(sid, pack_dir(src), dest, user)
 
+    def put_archive(self, sid: str, data: str, dest: str, user: str | None = None) -> None:
+        """Unpack a base64 tar.gz (transfer.pack_dir) into a sandbox at the absolute path dest."""
         record = self._record(sid)
         with record.sandbox.lock:
-            reply = record.sandbox.request("put_archive", wait_s=120, dest=dest, data=pack_dir(src),
+            reply = record.sandbox.request("put_archive", wait_s=120, dest=dest, data=data,
                                            user="" if user is None else user)
         if not reply.get("ok"):
-            raise SandboxError(f"copying {src} into {sid}:{dest} failed: {reply.get('message', reply)}")
+            raise SandboxError(f"unpacking into {sid}:{dest} failed: {reply.get('message', reply)}")
 
     def set_user(self, sid: str, user: str | None) -> None:
         """The user later commands and file tools of an image sandbox run as (None: the image's USER)."""
@@ -333,14 +341,14 @@ class Environment:
     # ---------------------------------------------------------------------------------------- internals
 
     def _start(self, chain: Chain, policy: EgressPolicy | None, parent: str | None, episode: Episode,
-               profile: ImageProfile | None = None, resources: Resources = Resources()) -> str:
+               profile: ImageProfile | None = None, resources: Resources | None = None) -> str:
         """Take a started sandbox, mount chain as its workspace (or root filesystem) and register it."""
         pool = self.pool if profile is None else self._image_pool
         try:
             sbx = pool.take(policy or self.policy)
-            record = _Record(sbx, episode, self.rt.proxy.log(sbx.sid), parent, profile, resources)
+            record = _Record(sbx, episode, self.rt.proxy.log(sbx.sid), parent, profile, resources or Resources())
             try:
-                sbx.mount(chain, resources.storage_bytes)
+                sbx.mount(chain, record.resources.storage_bytes)
                 self._boot(record)
             except Exception:
                 sbx.close()

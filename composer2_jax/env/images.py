@@ -387,7 +387,7 @@ class ImageBuilder:
 
     def _podman_has(self, name: str) -> bool:
         """True if podman's store has an image of this name."""
-        return subprocess.run([self.podman, "image", "exists", name], capture_output=True).returncode == 0
+        return subprocess.run([self.podman, "image", "exists", name], capture_output=True, check=False).returncode == 0
 
     # ------------------------------------------------------------------------------------------------ exporting
 

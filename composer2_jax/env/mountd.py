@@ -9,7 +9,7 @@ upper and work dirs, attaches the clone at /.sbx/layers (move_mount: overlay tak
 the caller's mount namespace), mounts the overlay on /workspace, detaches /.sbx/layers again (overlay keeps
 private clones of its lowers), and returns to its own namespace. The sandbox never sees the layer store.
 For an image sandbox (`mount_root`) the overlay is the whole root filesystem, at /.root: its lowers are the
-sandbox's snapshot layers over the image's exported layers (a second detached tree, /.sbx/images), the
+sandbox's snapshot layers over the image's exported layers (more detached trees, /.sbx/images<i>), the
 sandbox's /proc and /dev are bound into it, and /etc/hosts is a small per-sandbox file, as in a container.
 Needs Linux >= 5.2 (open_tree, move_mount).
 """
@@ -74,14 +74,14 @@ def move_mount(fd, target):
 def lowerdirs(chain, prefix="", image_prefix=None):
     """Lower layer ids (top first) joined for overlay, after checking each is a plain directory name.
 
-    Image layers (ids starting with "I") get image_prefix instead of prefix when it is given.
+    Image layers (ids starting with "I") get image_prefix(layer) instead of prefix when it is given.
     """
     for layer in chain:
         if not layer or any(c in layer for c in ":,/\\") or layer in (".", ".."):
             raise ValueError(f"layer id {layer!r} is not a plain directory name")
     if not chain:
         raise ValueError("a layer chain needs at least one layer")
-    pick = (lambda layer: image_prefix if image_prefix is not None and layer.startswith("I") else prefix)
+    pick = (lambda layer: image_prefix(layer) if image_prefix is not None and layer.startswith("I") else prefix)
     return ":".join(pick(layer) + layer for layer in chain)
 
 
@@ -124,7 +124,8 @@ def _ensure(path, uid, gid, make):
 
 def mount_root(req, home_ns):
     """(Re)mount an image sandbox's root filesystem at /.root in the mount namespace of req['pid']."""
-    trees = {"layers": open_tree_clone(req["layers_dir"]), "images": open_tree_clone(req["images_dir"])}
+    trees = {"layers": open_tree_clone(req["layers_dir"])}
+    trees.update({f"images{i}": open_tree_clone(d) for i, d in enumerate(req["image_dirs"])})
     target = os.open(f"/proc/{req['pid']}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
     uid, gid = req["uid"], req["gid"]
     try:
@@ -141,7 +142,7 @@ def mount_root(req, home_ns):
                 os.mkdir(f"/.sbx/{name}", 0o700)
                 move_mount(tree, f"/.sbx/{name}")
             try:
-                lower = lowerdirs(req["chain"], "/.sbx/layers/", "/.sbx/images/")
+                lower = lowerdirs(req["chain"], "/.sbx/layers/", lambda layer: f"/.sbx/images{req['image_index'][layer]}/")
                 mount("overlay", "/.root", "overlay", MS_NODEV, f"lowerdir={lower},upperdir=/.sbx/upper,workdir=/.sbx/work")
             finally:
                 for name in trees:

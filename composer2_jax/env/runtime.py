@@ -82,27 +82,30 @@ class Runtime:
         self.cgroups = Cgroups()
         # bwrap dies with the *thread* that started it (PR_SET_PDEATHSIG), so all spawns use this one thread.
         self.spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
-        self._image_root: str | None = None  # where imported images' layers live (one layer root per environment)
+        self._image_roots: dict[str, str] = {}  # exported image layer id -> the directory holding it
 
-    def set_image_root(self, path: str, uid_base: int) -> None:
-        """Register the directory of exported image layers (all images of one environment share it)."""
-        path = os.path.realpath(path)
+    def add_image(self, layers, layer_root: str, uid_base: int) -> None:
+        """Register an image's exported layers (they stay where its ImageBuilder put them)."""
+        root = os.path.realpath(layer_root)
         if uid_base != self.config.image_uid_base:
-            raise ValueError(f"image layers at {path} are shifted by uid {uid_base}, but SandboxConfig."
+            raise ValueError(f"image layers at {root} are shifted by uid {uid_base}, but SandboxConfig."
                              f"image_uid_base={self.config.image_uid_base}; build with ImageBuilder(uid_base=...) "
                              "matching the environment")
-        if any(c in path for c in ":,"):
-            raise ValueError(f"image layer root {path!r} contains ':' or ','; overlay options cannot name it")
-        if self._image_root not in (None, path):
-            raise ValueError(f"image layer root {path!r} differs from {self._image_root!r}; one environment takes "
-                             "images from one ImageBuilder cache")
-        self._image_root = path
+        if any(c in root for c in ":,"):
+            raise ValueError(f"image layer root {root!r} contains ':' or ','; overlay options cannot name it")
+        for layer in layers:
+            self._image_roots[layer] = root
 
-    def image_root(self) -> str:
-        """The registered image layer root (an error if no image was imported)."""
-        if self._image_root is None:
-            raise ValueError("no image was imported into this environment; call Environment.import_image first")
-        return self._image_root
+    def image_dirs(self, chain) -> tuple[list[str], dict[str, int]]:
+        """(the layer roots a chain's image layers live in, layer id -> index into them)."""
+        roots, index = [], {}
+        for layer in chain:
+            if layer.startswith("I"):
+                root = self._image_roots[layer]
+                if root not in roots:
+                    roots.append(root)
+                index[layer] = roots.index(root)
+        return roots, index
 
     @staticmethod
     def _subdir(parent: str, name: str, mode: int) -> str:

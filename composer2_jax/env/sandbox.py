@@ -123,9 +123,10 @@ class Sandbox:
         size = size_bytes or lim.disk_bytes
         if self.image:
             base = cfg.image_uid_base
-            self.rt.mountd.request("mount_root", pid=self.pid, layers_dir=self.rt.layers.root,
-                                   images_dir=self.rt.image_root(), chain=list(chain), uid=base, gid=base,
-                                   size_bytes=size, hostname=cfg.hostname)
+            roots, index = self.rt.image_dirs(chain)
+            self.rt.mountd.request("mount_root", pid=self.pid, layers_dir=self.rt.layers.root, image_dirs=roots,
+                                   image_index=index, chain=list(chain), uid=base, gid=base, size_bytes=size,
+                                   hostname=cfg.hostname)
         else:
             self.rt.mountd.mount_workspace(self.pid, self.rt.layers.root, chain, cfg.host_uid, cfg.host_gid, size)
         self.chain = tuple(chain)
