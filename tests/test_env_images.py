@@ -344,8 +344,7 @@ def test_python_base_builds_from_nothing_and_pip_installs_system_wide(tmp_path, 
     """A fresh cache and a mirror spelling nobody used: debootstrap, the python recipe and the task all build."""
     fresh = ImageBuilder(cache_dir=tmp_path / "cache", mirror="http://deb.debian.org/debian/")
     recipe = map_base("python:3.11-slim")
-    for name in (f"localhost/composer2/debootstrap-bookworm:{fresh._debootstrap_key('bookworm')[:20]}",
-                 fresh._base_name(recipe)):  # a previous run's bases would be reused: remove them
+    for name in (fresh.debootstrap_name("bookworm"), fresh.base_name(recipe)):  # a previous run's bases would be reused: remove them
         subprocess.run(["podman", "rmi", "-f", name], capture_output=True, check=False)
     ctx = tmp_path / "ctx"
     ctx.mkdir()

@@ -226,10 +226,14 @@ class ImageBuilder:
 
     # ------------------------------------------------------------------------------------------------ planning
 
-    def _base_name(self, recipe: base_images.BaseRecipe) -> str:
+    def base_name(self, recipe: base_images.BaseRecipe) -> str:
         """The podman name of a base recipe's image (its tag is the recipe's key)."""
         key = self._hash("base", self._debootstrap_key(recipe.suite), recipe.dockerfile("DEBOOTSTRAP"))
         return f"{LOCAL_PREFIX}/base-{recipe.suite}:{key[:20]}"
+
+    def debootstrap_name(self, suite: str) -> str:
+        """The podman name of a debootstrapped Debian release (its tag is the release's key)."""
+        return f"{LOCAL_PREFIX}/debootstrap-{suite}:{self._debootstrap_key(suite)[:20]}"
 
     def _debootstrap_key(self, suite: str) -> str:
         """Key of a debootstrapped Debian release (suite, mirror, the CA certificates added)."""
@@ -261,7 +265,7 @@ class ImageBuilder:
                 bases[use.ref] = base_images.map_base(use.ref)
             except base_images.UnsupportedBase as e:
                 raise UnsupportedImage(f"{path}: {e}") from None
-        text = dockerfile.rewrite(parsed, lambda ref: self._base_name(bases[ref]))
+        text = dockerfile.rewrite(parsed, lambda ref: self.base_name(bases[ref]))
         args = tuple(sorted((build_args or {}).items()))
         key = self._hash("task", text, json.dumps(args), context_digest(context))
         return BuildPlan(key, text, tuple(bases.items()), context, args)
@@ -299,7 +303,7 @@ class ImageBuilder:
 
     def _ensure_base(self, recipe: base_images.BaseRecipe, log: str) -> str:
         """Build (once) the podman image of a base recipe; its name."""
-        name = self._base_name(recipe)
+        name = self.base_name(recipe)
         with file_lock(os.path.join(self.cache, "locks", f"{name.rsplit(':', 1)[1]}.lock")):
             if self._podman_has(name):
                 return name
@@ -315,7 +319,7 @@ class ImageBuilder:
 
     def _ensure_debootstrap(self, suite: str, log: str) -> str:
         """Debootstrap a Debian release (minbase + ca-certificates + host CA certificates) into podman, once."""
-        name = f"{LOCAL_PREFIX}/debootstrap-{suite}:{self._debootstrap_key(suite)[:20]}"
+        name = self.debootstrap_name(suite)
         if self._podman_has(name):
             return name
         work = tempfile.mkdtemp(prefix=f"debootstrap-{suite}-", dir=os.path.join(self.cache, "work"))
