@@ -78,7 +78,9 @@ def main(argv: list[str]) -> int:
     start = time.monotonic()
     longest = max([600.0] + [t for task in suite.tasks for t in (task.config.agent_timeout_s or 0,
                                                                   task.config.verifier_timeout_s)])
-    limits = SandboxLimits(timeout_s=120, max_timeout_s=longest)  # a task's own timeouts are never capped
+    cores = max([1.0] + [t.config.cpus for t in suite.tasks if t.is_image])
+    limits = SandboxLimits(timeout_s=120, max_timeout_s=longest,  # a task's own timeouts are never capped
+                           sandbox_cpu_s=max(3600.0, 2 * longest * cores))
     pool = min(args.workers, 8) if any(not t.is_image for t in suite.tasks) else 0
     with Environment(pool_size=pool, limits=limits, config=SandboxConfig(image_pool_size=min(args.workers, 4))) as env:
         trials = run_suite(env, suite, agent.factory, samples=args.samples, workers=args.workers,

@@ -42,8 +42,9 @@ log = logging.getLogger(__name__)
 MiB = 1 << 20
 DEFAULT_WORKDIR = "/app"  # Harbor tasks' convention when the image sets no WORKDIR
 IMAGE_PROMPT = (
-    "You are an expert software engineer working in a Linux container as root. Your working directory is {workdir}. "
-    "Use the tools to read files, run commands (bash) and edit files; nothing else changes the machine. Processes "
+    "You are an expert software engineer working in a Linux container as {user}. Your working directory is {workdir}. "
+    "Tool paths are relative to it and may be absolute anywhere on the machine. Use the tools to read files, run "
+    "commands (bash) and edit files; nothing else changes the machine. Processes "
     "you start in the background keep running after the command returns. {network} Investigate before you change "
     "things and check your work. When the task is done, call submit with a short summary: the machine as you leave "
     "it is your answer.")
@@ -160,7 +161,8 @@ def step_view(task: Task, step: Step) -> Task:
     return dataclasses.replace(task, instruction=step.instruction, solution_dir=step.solution_dir)
 
 
-def harness_config(task: Task, step: Step, config: HarnessConfig, workdir: str | None) -> HarnessConfig:
+def harness_config(task: Task, step: Step, config: HarnessConfig, workdir: str | None = None,
+                   user: str = "root") -> HarnessConfig:
     """The episode's limits: the step's (or task's) agent timeout, the image prompt for image tasks."""
     timeout = step.config.agent_timeout_s or task.config.agent_timeout_s or config.timeout_s
     cfg = dataclasses.replace(config, timeout_s=timeout)
@@ -169,7 +171,7 @@ def harness_config(task: Task, step: Step, config: HarnessConfig, workdir: str |
     policy = task.config.network_policy
     network = ("There is no network access." if not policy.allow_hosts else
                "Network access goes through an HTTP(S) proxy (already configured in the environment).")
-    return dataclasses.replace(cfg, system_prompt=IMAGE_PROMPT.format(workdir=workdir, network=network))
+    return dataclasses.replace(cfg, system_prompt=IMAGE_PROMPT.format(workdir=workdir, user=user, network=network))
 
 
 def healthcheck(env, sid: str, task: Task, hc) -> None:
@@ -239,9 +241,9 @@ def _run_step(env, sid: str, task: Task, step: Step, factory, tokenizer, config,
         prepare_step(env, sid, task, step)
         view = step_view(task, step)
         policy = factory(view)
-        workdir = env.profile(sid).workdir if task.is_image else None
-        result = run_episode(env, sid, step.instruction, policy, tokenizer, harness_config(task, step, config, workdir),
-                             task_id=task.name, group_id=task.name)
+        profile = env.profile(sid) if task.is_image else None
+        cfg = harness_config(task, step, config, profile and profile.workdir, (profile and profile.user) or "root")
+        result = run_episode(env, sid, step.instruction, policy, tokenizer, cfg, task_id=task.name, group_id=task.name)
         _fill_from_episode(trial, result)
         row["stop_reason"] = result.stop_reason
         if log_dir is not None:

@@ -389,6 +389,7 @@ class Environment:
         if self.rt.cgroups.available:
             rlimits["memory_bytes"] = None  # the memory cgroup bounds the sandbox; RLIMIT_AS breaks big reservations
         rlimits["open_files"] = None  # inherited (the host's limit), as a container's default is generous
+        rlimits["cpu_s"] = None  # only the sandbox's CPU-seconds budget: a container has no per-process CPU limit
         env = profile.command_env(self.rt.config.proxy_port, self.rt.config.hostname, dict(self.rt.config.env))
         return ToolContext(record.sandbox, record.episode, self.limits, env, user=profile.user, confined=False,
                            rlimits=rlimits)

@@ -19,10 +19,6 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import base64
-import io
-import tarfile
-
 import fileops
 import runner
 import users
@@ -163,6 +159,10 @@ class Agent:
     def _put_archive(self, req):
         """Unpack a base64 tar from the host at dest (any absolute path: the host is trusted; image sandboxes: inside
         the image), owned by the given user."""
+        import base64  # deferred: the agent's start time counts in every sandbox start
+        import io
+        import tarfile
+
         data = base64.b64decode(req["data"])
         with self.in_image() as _:
             user = self._user(req.get("user")) if self.image_root else None
@@ -193,7 +193,7 @@ class Agent:
         if left <= 0:
             raise fileops.ToolError("cpu_budget_exhausted",
                                     f"the sandbox used {self.reaper.cpu_s:.1f} CPU s of its {req['cpu_budget_s']} s budget")
-        limits["cpu_s"] = min(limits["cpu_s"], left)
+        limits["cpu_s"] = left if limits["cpu_s"] is None else min(limits["cpu_s"], left)
         self.job = runner.Job(self.sel, self.reaper, req["cmd"], cwd, env, req["timeout_s"], limits,
                               self.image_root, user)
 
