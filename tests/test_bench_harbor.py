@@ -231,7 +231,10 @@ def test_grading_errors_are_errors_not_zero_rewards(bench_env, snapshots, tmp_pa
                 toml_extra="")
     (root / "slow-verifier" / "task.toml").write_text("[verifier]\ntimeout_sec = 2.0\n")
     _image_task(root, "long-verifier", "#!/bin/bash\nsleep 7\n" + PASS_IF_DONE.split("\n", 1)[1])
+    broken = _image_task(root, "broken-build", PASS_IF_DONE)
+    (broken / "environment" / "Dockerfile").write_text("FROM ubuntu:24.04\nRUN echo building && exit 3\n")
     trials = run(bench_env, snapshots, root, "oracle")
+    assert "ImageError" in trials["broken-build"].error and "exit code" in trials["broken-build"].error
     assert trials["good"].passed and trials["good"].error is None
     assert "no solution/solve.sh" in trials["no-solution"].error and trials["no-solution"].reward is None
     ruby = trials["ruby-verifier"]

@@ -94,6 +94,7 @@ class SnapshotCache:
     def __init__(self, env, cache_dir: str | Path | None = None, builder=None):
         self.env, self.cache_dir, self._builder = env, cache_dir, builder
         self._snaps: dict[str, str] = {}
+        self._failed: dict[str, Exception] = {}  # task name -> why its import or build failed (not retried)
         self.images: dict[str, Any] = {}  # task name -> its Image
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
@@ -108,12 +109,18 @@ class SnapshotCache:
             return self._builder
 
     def get(self, task: Task) -> str:
-        """The snapshot id of the task's starting state (imported or built on first use)."""
+        """The snapshot id of the task's starting state (imported or built on first use; a failure is remembered)."""
         with self._lock:
             lock = self._locks.setdefault(task.name, threading.Lock())
         with lock:
+            if task.name in self._failed:
+                raise self._failed[task.name]
             if task.name not in self._snaps:
-                self._snaps[task.name] = self._import(task)
+                try:
+                    self._snaps[task.name] = self._import(task)
+                except Exception as e:
+                    self._failed[task.name] = e
+                    raise
             return self._snaps[task.name]
 
     def _import(self, task: Task) -> str:
