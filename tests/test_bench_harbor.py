@@ -233,8 +233,11 @@ def test_grading_errors_are_errors_not_zero_rewards(bench_env, snapshots, tmp_pa
     _image_task(root, "long-verifier", "#!/bin/bash\nsleep 7\n" + PASS_IF_DONE.split("\n", 1)[1])
     broken = _image_task(root, "broken-build", PASS_IF_DONE)
     (broken / "environment" / "Dockerfile").write_text("FROM ubuntu:24.04\nRUN echo building && exit 3\n")
+    slow_build = _image_task(root, "slow-build", PASS_IF_DONE, toml_extra="build_timeout_sec = 3.0\n")
+    (slow_build / "environment" / "Dockerfile").write_text("FROM ubuntu:24.04\nRUN sleep 120\n")
     trials = run(bench_env, snapshots, root, "oracle")
     assert "ImageError" in trials["broken-build"].error and "exit code" in trials["broken-build"].error
+    assert "ran past 3 s" in trials["slow-build"].error  # [environment] build_timeout_sec
     assert trials["good"].passed and trials["good"].error is None
     assert "no solution/solve.sh" in trials["no-solution"].error and trials["no-solution"].reward is None
     ruby = trials["ruby-verifier"]

@@ -137,11 +137,11 @@ class SnapshotCache:
         """The task's image: environment/ built, or a docker_image used as a one-line Dockerfile."""
         builder = self.builder()
         if task.image_context is not None:
-            return builder.build(task.image_context)
+            return builder.build(task.image_context, timeout_s=task.config.build_timeout_s)
         context = Path(builder.cache) / "work" / f"docker-image-{task.name}"
         context.mkdir(parents=True, exist_ok=True)
         (context / "Dockerfile").write_text(f"FROM {task.config.docker_image}\n")
-        return builder.build(context)
+        return builder.build(context, timeout_s=task.config.build_timeout_s)
 
 
 def _fill_from_episode(trial: Trial, result: EpisodeResult) -> None:

@@ -38,6 +38,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -273,8 +274,12 @@ class ImageBuilder:
     # ------------------------------------------------------------------------------------------------ building
 
     def build(self, context: str | os.PathLike, dockerfile_name: str = "Dockerfile",
-              build_args: Mapping[str, str] | None = None) -> Image:
-        """The image of a build context (cached by content; see the module docstring)."""
+              build_args: Mapping[str, str] | None = None, timeout_s: float | None = None) -> Image:
+        """The image of a build context (cached by content; see the module docstring).
+
+        timeout_s bounds the task's own `podman build` (Harbor's build_timeout_sec; default: the builder's); the
+        bases it needs are built under the builder's timeout.
+        """
         plan = self.plan(context, dockerfile_name, build_args)
         image = self._load(plan.key, cached=True)
         if image is not None:
@@ -295,7 +300,7 @@ class ImageBuilder:
             try:
                 argv = [self.podman, "build", "--isolation", "chroot", "--pull=never", "--layers", "-f", df.name,
                         "-t", name, *[f"--build-arg={k}={v}" for k, v in plan.build_args], plan.context]
-                self._run_networked(argv, log, f"podman build of {plan.context}")
+                self._run_networked(argv, log, f"podman build of {plan.context}", timeout_s)
             finally:
                 os.unlink(df.name)
             mappings = tuple(base_images.describe(ref, r) for ref, r in plan.bases)
@@ -354,14 +359,15 @@ class ImageBuilder:
             self._proxy = EgressProxy()
         return self._proxy
 
-    def _run_networked(self, argv: list[str], log: str, what: str) -> None:
+    def _run_networked(self, argv: list[str], log: str, what: str, timeout_s: float | None = None) -> None:
         """Run argv inside buildnet.py: a fresh network namespace reaching only the registry policy's hosts."""
         proxy, route = self._egress(), f"build-{secrets.token_hex(6)}"
         sock_dir = tempfile.mkdtemp(prefix="egress-", dir=os.path.join(self.cache, "work"))
         sock = os.path.join(sock_dir, "egress.sock")
         proxy.add(route, sock, self.policy, 0, 0)
         try:
-            self._run([sys.executable, "-I", "-S", BUILDNET, sock, str(_free_port()), "--", *argv], log, what)
+            self._run([sys.executable, "-I", "-S", BUILDNET, sock, str(_free_port()), "--", *argv], log, what,
+                      timeout_s=timeout_s)
         finally:
             events = proxy.log(route).events()
             proxy.remove(route)
@@ -371,20 +377,25 @@ class ImageBuilder:
                 f.write(f"[egress] {len(events)} requests, {len(denied)} denied\n")
                 f.writelines(f"[egress] {e['summary']}\n" for e in denied)
 
-    def _run(self, argv: list[str], log: str, what: str, stdin=None) -> None:
+    def _run(self, argv: list[str], log: str, what: str, stdin=None, timeout_s: float | None = None) -> None:
         """Run a build step with its output appended to the log; ImageError with the log's tail on failure."""
+        timeout_s = timeout_s or self.timeout_s
         with open(log, "a") as f:
             f.write(f"$ {' '.join(argv)}\n")
             f.flush()
             start = time.monotonic()
             try:
-                proc = subprocess.run(argv, stdin=stdin if stdin is not None else subprocess.DEVNULL, stdout=f,
-                                      stderr=subprocess.STDOUT, timeout=self.timeout_s, check=False)
-            except subprocess.TimeoutExpired:
-                raise ImageError(f"{what} ran past {self.timeout_s:g} s; log {log}:\n{_tail(log)}") from None
+                proc = subprocess.Popen(argv, stdin=stdin if stdin is not None else subprocess.DEVNULL, stdout=f,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
             except FileNotFoundError:
                 raise ImageError(f"{what}: {argv[0]!r} is not installed (Debian: apt-get install -y podman "
                                  "debootstrap)") from None
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)  # the step's whole session: buildnet, podman, RUN processes
+                proc.wait()
+                raise ImageError(f"{what} ran past {timeout_s:g} s; log {log}:\n{_tail(log)}") from None
             f.write(f"[{what}: exit {proc.returncode} after {time.monotonic() - start:.1f} s]\n")
         if proc.returncode != 0:
             raise ImageError(f"{what} failed with exit code {proc.returncode}; log {log}:\n{_tail(log)}")
