@@ -1,8 +1,14 @@
 """Sandbox latencies and capacity, JSON lines: create, snapshot, fork, tool-call overhead, concurrent sandboxes.
 
-    python -m benchmarks.sandbox [--n 40] [--max-sandboxes 128] [--big-files 2000]
+    python -m benchmarks.sandbox [--n 40] [--max-sandboxes 128] [--big-files 2000] [--no-images]
 
-Goals (docs/design.md): fork <= 20 ms, >= 64 concurrent sandboxes on a 2-core machine, tool-call overhead <= 5 ms.
+Goals (docs/design.md): fork <= 20 ms, >= 64 concurrent sandboxes on a 2-core machine, tool-call overhead <= 5 ms;
+image sandboxes: fork <= 20 ms p50, first start of a cached image <= 100 ms.
+Image rows (metric names starting with "image_") use tests/data/harbor/apt-pytest's image (ubuntu:24.04 + python3,
+pip, pytest; built once and cached): a cached build, the first start of the cached image in a running environment (no
+warm pool: import_image, then bwrap, the 65536-id user namespace, the root overlay and the agent, all in the
+call), fork from its snapshot with a warm pool, fork of a live image sandbox, snapshot, and the same tool-call
+overhead as the workspace rows.
 fork is measured with the warm pool (started sandboxes waiting for a workspace: a fork only mounts) in bursts
 of --pool (the pool refills between bursts, as between rollout groups), and cold (no pool: namespaces,
 bwrap and the agent's interpreter start inside the call). Tool-call overhead is run_terminal_cmd('true')
@@ -19,7 +25,10 @@ import subprocess
 import tempfile
 import time
 
-from composer2_jax.env import Environment, SandboxLimits
+from composer2_jax.env import Environment, SandboxConfig, SandboxLimits
+
+IMAGE_CONTEXT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "harbor",
+                             "apt-pytest", "environment")
 
 
 def stats(name: str, samples_s: list[float], goal_ms: float | None = None, **extra) -> dict:
@@ -97,15 +106,19 @@ def bench_latencies(env: Environment, repo: str, n: int, pool: int) -> list[dict
     return rows
 
 
-def bench_tool_calls(env: Environment, sid: str, n: int) -> list[dict]:
-    """run_terminal_cmd('true') paired with a host fork/exec of the same command (interleaved), and read_file."""
+def bench_tool_calls(env: Environment, sid: str, n: int, shell: str = "/bin/sh") -> list[dict]:
+    """run_terminal_cmd('true') paired with a host fork/exec of the same shell command (interleaved), and read_file.
+
+    Workspace sandboxes run commands with /bin/sh, image sandboxes with /bin/bash (Harbor's `bash -c`): the host
+    side runs the same shell, so the difference is the sandbox's own cost.
+    """
     host, calls, reads = [], [], []
     for _ in range(n):
-        host.append(timed(subprocess.run, ["/bin/sh", "-c", "true"])[0])
+        host.append(timed(subprocess.run, [shell, "-c", "true"])[0])
         calls.append(timed(env.call, sid, "run_terminal_cmd", {"command": "true"})[0])
         reads.append(timed(env.call, sid, "read_file", {"path": "step0.txt"})[0])
     overhead = [c - h for c, h in zip(calls, host)]
-    return [stats("host_sh_true", host), stats("run_terminal_cmd_true", calls),
+    return [stats(f"host_{os.path.basename(shell)}_true", host), stats("run_terminal_cmd_true", calls),
             stats("tool_call_overhead", overhead, goal_ms=5.0), stats("read_file_small", reads, goal_ms=5.0)]
 
 
@@ -164,6 +177,72 @@ def bench_capacity(repo: str, limit: int) -> dict:
             "goal": 64, "meets_goal": len(live) >= 64 and ok}
 
 
+def bench_images(n: int, pool: int) -> list[dict]:
+    """The image-sandbox rows (see the module docstring)."""
+    from composer2_jax.env.images import ImageBuilder
+
+    builder = ImageBuilder()
+    image = builder.build(IMAGE_CONTEXT)  # builds on the first run; a cache hit afterwards
+    builds = [timed(builder.build, IMAGE_CONTEXT)[0] for _ in range(n)]
+    builder.close()
+    rows = [stats("image_cached_build", builds, goal_ms=1000.0, layers=len(image.layers))]
+    first = []
+    with Environment(config=SandboxConfig(pool_size=0, image_pool_size=0)) as env:
+        env.close(env.fork(env.import_image(image)))  # warm-up: the mount helper starts with the first mount
+        for _ in range(max(4, n // 2)):
+            t = time.perf_counter()
+            sid = env.fork(env.import_image(image))  # a new snapshot of the image, a sandbox started in the call
+            first.append(time.perf_counter() - t)
+            assert env.call(sid, "run_terminal_cmd", {"command": "true"}).ok
+            env.close(sid)
+    rows.append(stats("image_first_start_cached_image_no_pool", first, goal_ms=100.0))
+    warm = []
+    for _ in range(max(4, n // 4)):
+        with Environment(config=SandboxConfig(pool_size=0, image_pool_size=pool)) as env:
+            env.close(env.create(None))  # the mount helper starts (once per process), without touching the image
+            t0 = time.perf_counter()
+            snap = env.import_image(image)  # the image's first import: its pool of started sandboxes fills now
+            t_import = time.perf_counter() - t0
+            _wait_image_pool(env, pool)
+            t = time.perf_counter()
+            sid = env.fork(snap)  # the image's first sandbox: a pooled sandbox mounts the image's layers
+            warm.append(t_import + time.perf_counter() - t)
+            env.close(sid)
+    rows.append(stats("image_first_start_cached_image_warm_pool", warm, goal_ms=100.0, pool_size=pool))
+    with Environment(config=SandboxConfig(pool_size=0, image_pool_size=pool)) as env:
+        snap = env.import_image(image)
+        forks, live, snaps = [], [], []
+        while len(forks) < n:
+            _wait_image_pool(env, pool)
+            kids = [timed(env.fork, snap) for _ in range(min(pool, n - len(forks)))]
+            forks += [dt for dt, _ in kids]
+            for _, kid in kids:
+                env.close(kid)
+        base = env.fork(snap)
+        for i in range(max(4, n // 4)):
+            _wait_image_pool(env, pool)
+            env.call(base, "write_file", {"path": f"/etc/live{i}", "content": "x"})
+            dt, kid = timed(env.fork, base)
+            live.append(dt)
+            env.close(kid)
+        for i in range(n):
+            env.call(base, "write_file", {"path": f"step{i}.txt", "content": str(i)})
+            snaps.append(timed(env.snapshot, base)[0])
+        _wait_image_pool(env, pool)
+        rows.append(stats("image_fork_from_snapshot_warm_pool", forks, goal_ms=20.0, pool_size=pool))
+        rows.append(stats("image_fork_from_live_sandbox_warm_pool", live, goal_ms=20.0, pool_size=pool))
+        rows.append(stats("image_snapshot_small_delta", snaps))
+        rows += [dict(r, metric="image_" + r["metric"]) for r in bench_tool_calls(env, base, n, "/bin/bash")]
+    return rows
+
+
+def _wait_image_pool(env: Environment, size: int, timeout_s: float = 30.0) -> None:
+    """Block until the image pool is full again."""
+    deadline = time.monotonic() + timeout_s
+    while env.image_pool.ready() < size and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _rss_mb(pids: list[int]) -> float:
     """Total resident memory of the given processes in MiB."""
     total = 0
@@ -182,7 +261,13 @@ def main():
     ap.add_argument("--pool", type=int, default=8, help="warm pool size")
     ap.add_argument("--max-sandboxes", type=int, default=128, help="capacity probe stops here")
     ap.add_argument("--big-files", type=int, default=2000, help="files in the big repository (50 KB each)")
+    ap.add_argument("--no-images", action="store_true", help="skip the image-sandbox rows (they need podman)")
+    ap.add_argument("--only-images", action="store_true", help="only the image-sandbox rows")
     args = ap.parse_args()
+    if args.only_images:
+        for row in bench_images(args.n, args.pool):
+            print(json.dumps(row), flush=True)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         small = make_repo(os.path.join(tmp, "small"), 20, 2000)
         big = make_repo(os.path.join(tmp, "big"), args.big_files, 50_000)
@@ -191,6 +276,8 @@ def main():
         rows.append(bench_cold_fork(small, max(10, args.n // 2)))
         rows += bench_repo_size(small, big, max(8, args.n // 2), args.pool)
         rows.append(bench_capacity(small, args.max_sandboxes))
+    if not args.no_images:
+        rows += bench_images(args.n, args.pool)
     for row in rows:
         print(json.dumps(row), flush=True)
 

@@ -3,8 +3,11 @@
 Run:      python -m experiments.evaluate --suite v0 --agent oracle              (reference solutions)
           python -m experiments.evaluate --suite v0 --agent null                (submits at once)
           python -m experiments.evaluate --suite v0 --agent model:runs/toy/rl/checkpoints --samples 4 --k 1,4
-Hardware: scripted agents — any Linux host with bubblewrap, run as root (the sandboxes mount overlays);
+Hardware: scripted agents — any Linux host with bubblewrap, run as root (the sandboxes mount overlays); tasks with
+          an environment/Dockerfile also need podman and debootstrap (images are built once and cached);
           2 cores: the v0 oracle run takes about a minute with --workers 4.
+Exit:     0 when every trial ran; 1 when a trial crashed or no task ran (an unsupported --tasks name says why);
+          2 on bad arguments.
 Expected: oracle 100 % pass@1 on every category, null 0 %; results under runs/eval/<suite>/<agent>/<stamp>/
           (results.json, report.md, pass_at_k.png, logs/) and runs/eval/index.json keyed by suite version.
 """
@@ -23,7 +26,7 @@ from composer2_jax.bench import agents, report
 from composer2_jax.bench.runner import run_suite
 from composer2_jax.bench.task import load_suite
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.env import Environment, SandboxLimits
+from composer2_jax.env import Environment, SandboxConfig, SandboxLimits
 from composer2_jax.env.harness import HarnessConfig
 
 
@@ -55,7 +58,17 @@ def main(argv: list[str]) -> int:
     ks = sorted({int(k) for k in args.k.split(",") if k})
     if not ks or max(ks) > args.samples:
         raise SystemExit(f"--k {args.k}: expected k values in 1..--samples={args.samples}")
-    suite = load_suite(args.suite).select([t for t in args.tasks.split(",") if t])
+    names = [t for t in args.tasks.split(",") if t]
+    try:
+        suite = load_suite(args.suite).select(names)
+    except KeyError as e:
+        print(f"evaluate: {e.args[0]}", file=sys.stderr)
+        return 2
+    for u in suite.unsupported if names else ():
+        print(f"evaluate: task {u.name} is unsupported: {u.reason}", file=sys.stderr)
+    if not suite.tasks:
+        print(f"evaluate: no task of suite {suite.name} can run ({len(suite.unsupported)} unsupported)", file=sys.stderr)
+        return 1
     tokenizer = tk.make_tokenizer(args.tokenizer, args.tokenizer_path or None) if args.tokenizer else None
     config = HarnessConfig(max_turns=args.max_turns, max_new_tokens=args.max_new_tokens,
                            max_total_tokens=args.max_total_tokens, context_budget=args.context_budget)
@@ -63,7 +76,13 @@ def main(argv: list[str]) -> int:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = Path(args.out) / suite.name / agents.describe(args.agent) / stamp
     start = time.monotonic()
-    with Environment(pool_size=min(args.workers, 8), limits=SandboxLimits(timeout_s=120)) as env:
+    longest = max([600.0] + [t for task in suite.tasks for t in (task.config.agent_timeout_s or 0,
+                                                                  task.config.verifier_timeout_s)])
+    cores = max([1.0] + [t.config.cpus for t in suite.tasks if t.is_image])
+    limits = SandboxLimits(timeout_s=120, max_timeout_s=longest,  # a task's own timeouts are never capped
+                           sandbox_cpu_s=max(3600.0, 2 * longest * cores))
+    pool = min(args.workers, 8) if any(not t.is_image for t in suite.tasks) else 0
+    with Environment(pool_size=pool, limits=limits, config=SandboxConfig(image_pool_size=min(args.workers, 4))) as env:
         trials = run_suite(env, suite, agent.factory, samples=args.samples, workers=args.workers,
                            tokenizer=agent.tokenizer, config=agent.config, log_dir=run_dir / "logs")
     record = report.build_record(suite, args.agent, [t.to_dict() for t in trials], ks,
@@ -74,7 +93,7 @@ def main(argv: list[str]) -> int:
     print(f"{args.agent} on {suite.name}: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in overall.items()
                                                         if k.startswith("pass@"))
           + f" over {overall['tasks']} tasks ({len(suite.unsupported)} unsupported); report: {paths['markdown']}")
-    return int(any(t.error for t in trials))
+    return int(not trials or any(t.error for t in trials))
 
 
 if __name__ == "__main__":

@@ -5,13 +5,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # bubblewrap: the sandboxes of composer2_jax.env are real Linux namespaces; setpriv (util-linux) starts them as
-# an unprivileged uid.
-if ! command -v bwrap >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap util-linux >/dev/null
-  else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap util-linux >/dev/null
-  fi
+# an unprivileged uid. podman + debootstrap build the images of Dockerfile tasks (composer2_jax.env.images): bases
+# are bootstrapped from Debian's archive and cached in $COMPOSER2_IMAGE_CACHE (default /var/cache/composer2/images),
+# so only the first run on a machine builds them (a few minutes).
+if ! command -v bwrap >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1 || ! command -v podman >/dev/null 2>&1 \
+    || ! command -v debootstrap >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap util-linux podman debootstrap >/dev/null
 fi
 python -m pip install -q -r requirements-dev.txt
 

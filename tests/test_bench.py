@@ -72,26 +72,32 @@ def test_loader_reads_a_harbor_folder(tmp_path):
     assert (c.difficulty, c.category, c.tags) == ("medium", "programming", ("python", "toy"))
     assert (c.verifier_timeout_s, c.agent_timeout_s, c.cpus) == (30.0, 200.0, 2.0)
     assert (c.memory_mb, c.storage_mb) == (2048, 4096)
-    assert c.metadata["author_name"] == "Someone" and not c.allow_internet
-    assert c.network_policy.allow_hosts == ()  # deny all
+    assert c.metadata["author_name"] == "Someone" and c.allow_internet  # Harbor's default: internet allowed
+    assert c.network_policy.allow_hosts == ("*",)
+    no_net = load_task(toy_task(tmp_path, "offline", **{"task.toml": HARBOR_TOML + "allow_internet = false\n"}))
+    assert no_net.config.network_policy.allow_hosts == ()  # deny all
     assert task.instruction.startswith("Make app.answer()") and task.solution_dir is not None
     assert task.repo_dir() == tmp_path / "toy" / "environment" / "repo"
 
 
-def test_dockerfile_task_is_reported_unsupported(tmp_path):
-    path = write_task(tmp_path, "docker-task", {
-        "instruction.md": "Do it.\n", "task.toml": HARBOR_TOML, "environment/Dockerfile": "FROM ubuntu:24.04\n",
-        "tests/test.sh": "exit 0\n"})
-    result = load_task(path)
-    assert isinstance(result, Unsupported)
-    assert "environment/Dockerfile" in result.reason and "needs Docker" in result.reason
-    image = write_task(tmp_path, "image-task", {"instruction.md": "x", "tests/test.sh": "",
-                                                "task.toml": '[environment]\ndocker_image = "ghcr.io/x/y:1"\n'})
-    assert "ghcr.io/x/y:1" in load_task(image).reason
+def test_tasks_this_runner_cannot_run_are_reported_unsupported(tmp_path):
+    def task(name, files):
+        return write_task(tmp_path, name, {"instruction.md": "Do it.\n", "task.toml": HARBOR_TOML,
+                                           "tests/test.sh": "exit 0\n", **files})
+
+    task("alpine", {"environment/Dockerfile": "FROM alpine:3.20\nRUN apk add python3\n"})
+    task("compose", {"environment/Dockerfile": "FROM ubuntu:24.04\n", "environment/docker-compose.yaml": "services: {}\n"})
+    task("gpu", {"environment/Dockerfile": "FROM ubuntu:24.04\n", "task.toml": "[environment]\ngpus = 1\n"})
+    task("stage", {"environment/Dockerfile": "FROM golang:1.22 AS build\nFROM ubuntu:24.04\nCOPY --from=build /x /x\n"})
+    task("image", {"task.toml": '[environment]\ndocker_image = "ghcr.io/x/y:1"\n'})
+    task("ubuntu", {"environment/Dockerfile": "FROM ubuntu:24.04\n"})
     toy_task(tmp_path)
     suite = load_suite(tmp_path)
-    assert [t.name for t in suite.tasks] == ["toy"]
-    assert [u.name for u in suite.unsupported] == ["docker-task", "image-task"]
+    assert [t.name for t in suite.tasks] == ["toy", "ubuntu"] and suite.tasks[1].is_image
+    reasons = {u.name: u.reason for u in suite.unsupported}
+    assert "Alpine (musl libc, apk)" in reasons["alpine"]
+    assert "docker-compose tasks" in reasons["compose"] and "1 GPU(s)" in reasons["gpu"]
+    assert "golang:1.22: no local stand-in" in reasons["stage"] and "ghcr.io/x/y:1" in reasons["image"]
 
 
 def test_malformed_tasks_raise_clear_errors(tmp_path):
@@ -104,7 +110,7 @@ def test_malformed_tasks_raise_clear_errors(tmp_path):
         load_task(toy_task(tmp_path, "c", **{"task.toml": "[metadata\n"}))
     with pytest.raises(TaskError, match="timeout_sec = -1"):
         load_task(toy_task(tmp_path, "d", **{"task.toml": "[agent]\ntimeout_sec = -1\n"}))
-    with pytest.raises(TaskError, match="no starting repository"):
+    with pytest.raises(TaskError, match="no environment; expected environment/Dockerfile"):
         load_task(write_task(tmp_path, "e", {"instruction.md": "x", "tests/test.sh": ""}))
     with pytest.raises(TaskError, match="memory_mb = 'lots'"):
         load_task(toy_task(tmp_path, "f", **{"task.toml": '[environment]\nmemory = "lots"\n'}))

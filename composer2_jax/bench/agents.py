@@ -3,7 +3,9 @@
 Every agent is a `harness.Policy`: it continues token contexts, so scripted agents exercise exactly the path a
 model takes (render → generate → decode → parse_assistant → Environment.call). An agent spec names one:
 
-    oracle        runs the task's solution/solve.sh through run_terminal_cmd, then submits
+    oracle        runs the task's (or step's) solution/solve.sh through run_terminal_cmd, then submits; image tasks
+                  as Harbor's oracle does: solution/ at /solution, `/solution/solve.sh > /logs/agent/oracle.txt`
+                  in the working directory with DEBIAN_FRONTEND=noninteractive and [solution] env
     null          submits at once
     broken        sends only malformed tool calls (bad JSON, unknown tool, bad arguments, unterminated), then stops
     tamper        writes a passing tests/test.sh and reward files into every place it can reach, then submits
@@ -14,14 +16,20 @@ model takes (render → generate → decode → parse_assistant → Environment.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from composer2_jax.bench.grade import pack_dir, unpack_command, upload_commands
-from composer2_jax.bench.task import Task
+from composer2_jax.bench.task import Task, resolve_env
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.data.chat import format_tool_call
-from composer2_jax.env.harness import Completion, HarnessConfig, Policy, is_summary_request
+from composer2_jax.env.harness import (
+    Completion,
+    HarnessConfig,
+    Policy,
+    is_summary_request,
+)
 
 SCRIPTED = ("oracle", "null", "broken", "tamper")
 _CHUNK = 64 * 1024
@@ -51,16 +59,34 @@ class ScriptedPolicy:
         return Completion(tuple(self.tok.encode(text + tk.IM_END, allow_special=True)[:max_new_tokens]))
 
 
+ORACLE_TIMEOUT_S = 600.0  # the oracle's command timeout when the task gives no agent timeout
+
+
+def _image_oracle_command(task: Task, blob: str) -> str:
+    """Harbor's oracle in an image: unpack at /solution (base64 + tar: an image may have no python), run solve.sh."""
+    env = {"DEBIAN_FRONTEND": "noninteractive", **resolve_env(task.config.solution_env, f"{task.path}: [solution]")}
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    return (f"rm -rf /solution && mkdir -p /solution /logs/agent && base64 -d {blob} | tar -xzf - -C /solution && "
+            f"rm -f {blob} && chmod +x /solution/solve.sh && {{ {exports} /solution/solve.sh > /logs/agent/oracle.txt "
+            "2>&1; rc=$?; tail -c 3000 /logs/agent/oracle.txt; exit $rc; }")
+
+
 def oracle_replies(task: Task, config: HarnessConfig) -> list[str]:
-    """Upload solution/ (one reply per chunk, each within the reply budget), unpack it at /tmp/solution, run solve.sh
-    from /workspace, then submit."""
+    """Upload solution/ (one reply per chunk, each within the reply budget), unpack it, run solve.sh, then submit.
+
+    Workspace tasks: at /tmp/solution, run from /workspace. Image tasks: Harbor's oracle (see the module docstring).
+    """
     if task.solution_dir is None:
         raise ValueError(f"task {task.name!r} has no solution/solve.sh; the oracle agent needs one")
     blob = "/tmp/.solution.b64"
     size = max(256, min(_CHUNK, config.max_new_tokens - 512))  # base64 is ASCII: at most one token per character
     chunks = [call("run_terminal_cmd", command=c) for c in upload_commands(pack_dir(task.solution_dir), blob, size)]
-    run = call("run_terminal_cmd", command=unpack_command(blob, "/tmp/solution") + " && cd /workspace && "
-                                           "bash /tmp/solution/solve.sh", timeout=float(task.config.agent_timeout_s))
+    timeout = float(task.config.agent_timeout_s or ORACLE_TIMEOUT_S)
+    if task.is_image:
+        command = _image_oracle_command(task, blob)
+    else:
+        command = unpack_command(blob, "/tmp/solution") + " && cd /workspace && bash /tmp/solution/solve.sh"
+    run = call("run_terminal_cmd", command=command, timeout=timeout)
     return [f"Uploading the reference solution ({i + 1}/{len(chunks)}).{c}" for i, c in enumerate(chunks)] + [
         "Running the reference solution." + run, "The solution ran." + call("submit", summary="applied solve.sh")]
 
@@ -139,7 +165,11 @@ def make_agent(spec: str, config: HarnessConfig = HarnessConfig(), tokenizer: tk
         return Agent(spec, scripted_factory(spec, tok, config), tok, config)
     if not spec.startswith("model:") or len(spec) == len("model:"):
         raise ValueError(f"agent spec {spec!r}; expected one of {', '.join(SCRIPTED)} or model:CHECKPOINT")
-    from composer2_jax.bench.engine_policy import EnginePolicy, checkpoint_tokenizer, load_checkpoint
+    from composer2_jax.bench.engine_policy import (
+        EnginePolicy,
+        checkpoint_tokenizer,
+        load_checkpoint,
+    )
 
     engine, saved = load_checkpoint(spec[len("model:"):])
     tok = tokenizer or checkpoint_tokenizer(saved)

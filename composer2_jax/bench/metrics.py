@@ -33,9 +33,12 @@ _MEANS = ("reward", "turns", "tool_calls", "malformed", "generated_tokens", "wal
 def task_stats(trials: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
     """n, c, pass@k for each k <= n, and the mean of the per-trial counts, for the trials of one task."""
     n, c = len(trials), sum(bool(t["passed"]) for t in trials)
-    out: dict[str, Any] = {"n": n, "c": c}
+    errors = sum(bool(t.get("error") or t.get("grade_error")) for t in trials)
+    out: dict[str, Any] = {"n": n, "c": c, "errors": errors}  # errors: no trustworthy reward (counted as not passed)
     out.update({f"pass@{k}": pass_at_k(n, c, k) for k in ks if k <= n})
-    out.update({f"mean_{m}": sum(float(t.get(m) or 0) for t in trials) / n for m in _MEANS})
+    out.update({f"mean_{m}": sum(float(t.get(m) or 0) for t in trials) / n for m in _MEANS if m != "reward"})
+    rewards = [float(t["reward"]) for t in trials if t.get("reward") is not None]
+    out["mean_reward"] = sum(rewards) / len(rewards) if rewards else 0.0  # over the trials that have a reward
     return out
 
 

@@ -59,11 +59,12 @@ def markdown(record: dict[str, Any]) -> str:
     out += _table("Overall", {"all": record["overall"]}, ks, "suite")
     out += _table("By category", record["categories"], ks, "category")
     out += _table("By difficulty", record["difficulties"], ks, "difficulty")
-    head = ["task", "category", "difficulty", "c/n"] + [f"pass@{k} %" for k in ks]
+    head = ["task", "category", "difficulty", "c/n", "errors"] + [f"pass@{k} %" for k in ks]
     head += ["turns", "tool calls", "tokens", "wall s"]
     out += ["### By task", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in record["tasks"].items():
-        cells = [name, r["category"], r["difficulty"], f"{r['c']}/{r['n']}"] + [_pct(r.get(f"pass@{k}")) for k in ks]
+        cells = [name, r["category"], r["difficulty"], f"{r['c']}/{r['n']}", str(r.get("errors", 0))]
+        cells += [_pct(r.get(f"pass@{k}")) for k in ks]
         cells += [f"{r['mean_turns']:.1f}", f"{r['mean_tool_calls']:.1f}", f"{r['mean_generated_tokens']:.0f}",
                   f"{r['mean_wall_s']:.1f}"]
         out.append("| " + " | ".join(cells) + " |")

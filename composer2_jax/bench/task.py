@@ -1,18 +1,22 @@
-"""Benchmark tasks in Terminal-Bench 2.0's Harbor layout, and the loader that reads them.
+"""Benchmark tasks in Harbor's layout (Terminal-Bench 2.0), and the loader that reads them.
 
 A task is a folder:
 
     instruction.md            what the agent is told (nothing else about the task reaches it)
-    task.toml                 [metadata] difficulty/category/tags, [verifier] timeout_sec, [agent] timeout_sec,
-                              [environment] cpus/memory_mb/storage_mb/allow_internet (+ [environment.egress])
-    environment/repo/         the starting repository, or environment/repo.tar.gz|.tgz|.zip in its place;
-                              environment/generate.py (optional) adds generated files to it at load time
-    solution/solve.sh         the oracle, run from the repository root (other files of solution/ beside it)
-    tests/test.sh             hidden: copied in only at grading, writes $LOGS_DIR/verifier/reward.txt
+    task.toml                 Harbor's schema (bench/task_config.py)
+    environment/Dockerfile    an image task: built by composer2_jax.env.images (with any other files of
+                              environment/ as the build context); the agent works in the image's WORKDIR as root
+    environment/repo/         or a workspace task: the starting repository (or environment/repo.tar.gz|.tgz|.zip),
+                              run in a host-rootfs sandbox at /workspace; environment/generate.py (optional) adds
+                              generated files to it at load time
+    solution/solve.sh         the oracle (other files of solution/ beside it)
+    tests/test.sh             hidden: copied in only at grading, writes /logs/verifier/reward.txt or reward.json
+    steps/<name>/             a multi-step task ([[steps]] in task.toml): instruction.md, tests/, solution/,
+                              workdir/ (copied into the working directory before the step; workdir/setup.sh runs)
 
-Real Harbor tasks build their environment from environment/Dockerfile (or docker-compose.yaml); this runner has
-bubblewrap sandboxes over the host's system, not Docker, so such a task loads as `Unsupported` with the reason.
-A folder that is not a task at all (no instruction.md, bad TOML, unknown difficulty) raises `TaskError`.
+A task this runner cannot run (docker-compose, GPUs, Windows, a base image with no local stand-in) loads as
+`Unsupported` with the reason. A folder that is not a task at all (no instruction.md, bad TOML, unknown
+difficulty) raises `TaskError`.
 """
 
 from __future__ import annotations
@@ -28,61 +32,50 @@ import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any
 
-import tomllib
-
-from composer2_jax.env.egress_policy import EgressPolicy
+from composer2_jax.bench.task_config import (  # noqa: F401  (re-exported: the task API lives here)
+    DIFFICULTIES,
+    StepConfig,
+    TaskConfig,
+    TaskError,
+    parse_size_mb,
+    parse_task_toml,
+    resolve_env,
+)
+from composer2_jax.env.base_images import UnsupportedBase, map_base
+from composer2_jax.env.dockerfile import DockerfileError, parse
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
-DIFFICULTIES = ("easy", "medium", "hard", "unknown")
 ARCHIVES = ("repo.tar.gz", "repo.tgz", "repo.tar", "repo.zip")
-DOCKER_FILES = ("Dockerfile", "docker-compose.yaml", "docker-compose.yml")
+COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
-
-
-class TaskError(ValueError):
-    """A task folder is malformed; the message names the file and what was expected."""
 
 
 @dataclasses.dataclass(frozen=True)
-class TaskConfig:
-    """task.toml, with Harbor's keys (deprecated spellings `memory`/`storage` accepted) and our egress policy."""
+class Step:
+    """One step of a multi-step task (a single-step task runs as one step named after the task)."""
 
-    difficulty: str = "unknown"
-    category: str = "uncategorized"
-    tags: tuple[str, ...] = ()
-    verifier_timeout_s: float = 120.0  # [verifier] timeout_sec: wall-clock limit of tests/test.sh
-    agent_timeout_s: float = 900.0  # [agent] timeout_sec: wall-clock limit of the agent's episode
-    cpus: float = 1.0  # [environment] cpus
-    memory_mb: int = 2048  # [environment] memory_mb
-    storage_mb: int = 1024  # [environment] storage_mb
-    allow_internet: bool = False  # [environment] allow_internet (Harbor); False = deny all egress
-    egress: EgressPolicy = EgressPolicy()  # [environment.egress]: the hosts/ports a task may reach when allowed
-    docker_image: str | None = None  # [environment] docker_image (Harbor): a prebuilt image; needs Docker
-    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)  # all of [metadata], as written
-
-    @property
-    def network_policy(self) -> EgressPolicy:
-        """The sandbox egress policy: deny-all unless allow_internet, then [environment.egress] (default: any host)."""
-        if not self.allow_internet:
-            return EgressPolicy()
-        return self.egress if self.egress.allow_hosts else dataclasses.replace(self.egress, allow_hosts=("*",))
+    config: StepConfig
+    instruction: str
+    tests_dir: Path | None  # steps/<name>/tests, uploaded over the task's tests/ (None: the task's alone)
+    solution_dir: Path | None  # steps/<name>/solution (with solve.sh), for the oracle
+    workdir_dir: Path | None  # steps/<name>/workdir: copied into the working directory before the step
 
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """A loaded task; `repo_dir()` gives a directory holding its starting repository."""
+    """A loaded task; `repo_dir()` gives a workspace task's starting repository, `image_context` an image task's."""
 
     name: str
     path: Path
     instruction: str
     config: TaskConfig
-    repo_source: Path  # environment/repo/ or an archive
+    repo_source: Path | None  # environment/repo/ or an archive (workspace tasks)
     generator: Path | None  # environment/generate.py, run on a copy of the repo at materialisation
-    tests_dir: Path
-    solution_dir: Path | None
+    tests_dir: Path | None  # tests/ (a multi-step task may give tests only per step)
+    solution_dir: Path | None  # solution/ when it holds solve.sh
+    image_context: Path | None = None  # environment/ when it holds a Dockerfile (image tasks)
+    steps: tuple[Step, ...] = ()  # [[steps]] with their folders
 
     @property
     def category(self) -> str:
@@ -92,8 +85,21 @@ class Task:
     def difficulty(self) -> str:
         return self.config.difficulty
 
+    @property
+    def is_image(self) -> bool:
+        """True when the task runs in an image sandbox (a Dockerfile or a docker_image)."""
+        return self.image_context is not None or (self.repo_source is None and self.config.docker_image is not None)
+
+    def run_steps(self) -> tuple[Step, ...]:
+        """The steps to run: the [[steps]], or the task itself as one step."""
+        if self.steps:
+            return self.steps
+        return (Step(StepConfig(self.name), self.instruction, None, self.solution_dir, None),)
+
     def repo_dir(self, cache_dir: str | os.PathLike | None = None) -> Path:
         """The starting repository as a directory (archives and generators are materialised once in cache_dir)."""
+        if self.repo_source is None:
+            raise ValueError(f"task {self.name!r} is an image task; it has no repository")
         if self.generator is None and self.repo_source.is_dir():
             return self.repo_source
         return materialize(self, Path(cache_dir) if cache_dir else default_cache_dir())
@@ -118,86 +124,18 @@ class Suite:
     unsupported: tuple[Unsupported, ...]
 
     def select(self, names: list[str] | None) -> Suite:
-        """The suite restricted to the named tasks (all if names is empty); unknown names are an error."""
+        """The suite restricted to the named tasks (all if names is empty); its `unsupported` keeps the named ones
+        this runner cannot run (with their reasons); a name that is in neither list is a KeyError."""
         if not names:
             return self
         known = {t.name: t for t in self.tasks}
-        missing = [n for n in names if n not in known]
+        unsupported = {u.name: u for u in self.unsupported}
+        missing = [n for n in names if n not in known and n not in unsupported]
         if missing:
-            raise KeyError(f"tasks {missing} are not in suite {self.name!r}; it has {sorted(known)}")
-        return dataclasses.replace(self, tasks=tuple(known[n] for n in names),
-                                   unsupported=tuple(u for u in self.unsupported if u.name in names))
-
-
-# ---------------------------------------------------------------------------------------------------- task.toml
-
-
-def _section(doc: dict, key: str, where: Path) -> dict:
-    """A TOML table, empty if missing, or a TaskError if the key holds something else."""
-    value = doc.get(key, {})
-    if not isinstance(value, dict):
-        raise TaskError(f"{where}: [{key}] must be a table, got {type(value).__name__}")
-    return value
-
-
-def _number(table: dict, key: str, default: float, where: str) -> float:
-    """A positive number from a table (default if missing)."""
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise TaskError(f"{where}.{key} = {value!r}; expected a positive number")
-    return float(value)
-
-
-def parse_size_mb(value: Any, where: str) -> int:
-    """Megabytes from an int (MB) or a Harbor size string like '2G', '512M', '4GiB'."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    m = _SIZE.match(value) if isinstance(value, str) else None
-    if not m:
-        raise TaskError(f"{where} = {value!r}; expected megabytes (int) or a size like '2G' / '512M'")
-    scale = {"": 1 / (1 << 20), "K": 1 / 1024, "M": 1, "G": 1024, "T": 1 << 20}[m.group(2).upper()]
-    return max(1, int(float(m.group(1)) * scale))
-
-
-def _egress(env: dict, where: Path) -> EgressPolicy:
-    """[environment.egress] as an EgressPolicy."""
-    table = env.get("egress", {})
-    if not isinstance(table, dict):
-        raise TaskError(f"{where}: [environment.egress] must be a table")
-    try:
-        return EgressPolicy.from_dict(table)
-    except (TypeError, ValueError) as e:
-        raise TaskError(f"{where}: [environment.egress]: {e}") from None
-
-
-def parse_task_toml(path: Path) -> TaskConfig:
-    """Read a task.toml (a missing file gives the defaults) into a TaskConfig."""
-    if not path.exists():
-        return TaskConfig()
-    try:
-        doc = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise TaskError(f"{path}: not valid TOML: {e}") from None
-    meta, env = _section(doc, "metadata", path), _section(doc, "environment", path)
-    verifier, agent = _section(doc, "verifier", path), _section(doc, "agent", path)
-    difficulty = str(meta.get("difficulty", "unknown")).lower()
-    if difficulty not in DIFFICULTIES:
-        raise TaskError(f"{path}: metadata.difficulty = {meta['difficulty']!r}; expected one of {DIFFICULTIES}")
-    tags = meta.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise TaskError(f"{path}: metadata.tags = {tags!r}; expected a list of strings")
-    allow = env.get("allow_internet", False)
-    if not isinstance(allow, bool):
-        raise TaskError(f"{path}: environment.allow_internet = {allow!r}; expected true or false")
-    return TaskConfig(
-        difficulty=difficulty, category=str(meta.get("category", "uncategorized")), tags=tuple(tags),
-        verifier_timeout_s=_number(verifier, "timeout_sec", 120.0, f"{path}: verifier"),
-        agent_timeout_s=_number(agent, "timeout_sec", 900.0, f"{path}: agent"),
-        cpus=_number(env, "cpus", 1.0, f"{path}: environment"),
-        memory_mb=parse_size_mb(env.get("memory_mb", env.get("memory", 2048)), f"{path}: environment.memory_mb"),
-        storage_mb=parse_size_mb(env.get("storage_mb", env.get("storage", 1024)), f"{path}: environment.storage_mb"),
-        allow_internet=allow, egress=_egress(env, path), docker_image=env.get("docker_image") or None,
-        metadata=dict(meta))
+            raise KeyError(f"tasks {missing} are not in suite {self.name!r}; it has {sorted(known)} and, "
+                           f"unsupported, {sorted(unsupported)}")
+        return dataclasses.replace(self, tasks=tuple(known[n] for n in names if n in known),
+                                   unsupported=tuple(unsupported[n] for n in names if n in unsupported))
 
 
 # ---------------------------------------------------------------------------------------------------- loading
@@ -210,33 +148,81 @@ def _repo_source(env_dir: Path) -> Path | None:
     return next((env_dir / a for a in ARCHIVES if (env_dir / a).is_file()), None)
 
 
+def _image_problem(path: Path, config: TaskConfig) -> str | None:
+    """Why an image task cannot run here (its Dockerfile's or docker_image's base has no stand-in), or None."""
+    dockerfile = path / "environment" / "Dockerfile"
+    try:
+        if dockerfile.is_file():
+            for use in parse(dockerfile.read_text(), name=str(dockerfile)).uses:
+                map_base(use.ref)
+        elif config.docker_image:
+            map_base(config.docker_image)
+    except (UnsupportedBase, DockerfileError) as e:
+        return str(e)
+    return None
+
+
+def _unsupported_reason(path: Path, config: TaskConfig) -> str | None:
+    """Why this runner cannot run a task folder (compose, GPUs, Windows, an unmappable base), or None."""
+    env_dir = path / "environment"
+    compose = [f for f in COMPOSE_FILES if (env_dir / f).is_file()]
+    if compose:
+        return (f"environment/{compose[0]}: docker-compose tasks (several services or compose options) are not "
+                "supported; these sandboxes run one image built from environment/Dockerfile")
+    if config.gpus > 0:
+        return f"the task asks for {config.gpus} GPU(s); sandboxes have none"
+    if (path / "tests" / "test.bat").is_file() and not (path / "tests" / "test.sh").is_file():
+        return "tests/test.bat: Windows tasks are not supported"
+    if (env_dir / "Dockerfile").is_file() or (_repo_source(env_dir) is None and config.docker_image):
+        return _image_problem(path, config)
+    return None
+
+
+def _load_steps(path: Path, config: TaskConfig) -> tuple[Step, ...]:
+    """The [[steps]] with their folders; TaskError when a step lacks instruction.md or any test.sh."""
+    steps = []
+    for sc in config.steps:
+        d = path / "steps" / sc.name
+        if not (d / "instruction.md").is_file():
+            raise TaskError(f"{d}: no instruction.md; expected one per [[steps]] entry")
+        tests = d / "tests" if (d / "tests").is_dir() else None
+        if not ((tests and (tests / "test.sh").is_file()) or (path / "tests" / "test.sh").is_file()):
+            raise TaskError(f"{d}: no tests/test.sh here or in the task's tests/; expected a verifier for the step")
+        solution = d / "solution" if (d / "solution" / "solve.sh").is_file() else None
+        steps.append(Step(sc, (d / "instruction.md").read_text(), tests, solution,
+                          d / "workdir" if (d / "workdir").is_dir() else None))
+    return tuple(steps)
+
+
 def load_task(path: str | os.PathLike) -> Task | Unsupported:
-    """Load one task folder; Docker-only environments come back as Unsupported, malformed folders raise TaskError."""
+    """Load one task folder; tasks this runner cannot run come back as Unsupported, malformed ones raise TaskError."""
     path = Path(path).resolve()
     name = path.name
     if not _NAME.match(name):
         raise TaskError(f"task folder name {name!r}; expected letters, digits, '.', '_' or '-'")
-    if not (path / "instruction.md").is_file():
-        raise TaskError(f"{path}: no instruction.md; expected a Harbor task folder")
     config = parse_task_toml(path / "task.toml")
+    if not (path / "instruction.md").is_file() and not config.steps:
+        raise TaskError(f"{path}: no instruction.md; expected a Harbor task folder")
+    reason = _unsupported_reason(path, config)
+    if reason is not None:
+        return Unsupported(name, path, reason)
     env_dir = path / "environment"
-    source = _repo_source(env_dir)
-    if source is None:
-        docker = [f for f in DOCKER_FILES if (env_dir / f).is_file()]
-        if docker or config.docker_image:
-            what = f"environment/{docker[0]}" if docker else f"the docker_image {config.docker_image!r}"
-            return Unsupported(name, path, f"the environment is built from {what}, which needs Docker; these "
-                                           "sandboxes run the host's system, so give the starting repository as "
-                                           f"environment/repo/ or one of {', '.join(ARCHIVES)}")
-        raise TaskError(f"{path}: no starting repository; expected environment/repo/ or one of {ARCHIVES}")
+    image_context = env_dir if (env_dir / "Dockerfile").is_file() else None
+    source = None if image_context else _repo_source(env_dir)
+    if image_context is None and source is None and not config.docker_image:
+        raise TaskError(f"{path}: no environment; expected environment/Dockerfile, environment/repo/ or one of "
+                        f"{ARCHIVES}")
     tests = path / "tests"
-    if not (tests / "test.sh").is_file():
+    if not (tests / "test.sh").is_file() and not config.steps:
         raise TaskError(f"{path}: no tests/test.sh; expected the hidden verifier entry point")
+    if source is not None and config.steps:
+        raise TaskError(f"{path}: [[steps]] need an image environment (environment/Dockerfile)")
     generator = env_dir / "generate.py"
     solution = path / "solution"
-    return Task(name, path, (path / "instruction.md").read_text(), config, source,
-                generator if generator.is_file() else None, tests,
-                solution if (solution / "solve.sh").is_file() else None)
+    instruction = (path / "instruction.md").read_text() if (path / "instruction.md").is_file() else ""
+    return Task(name, path, instruction, config, source,
+                generator if source is not None and generator.is_file() else None, tests if tests.is_dir() else None,
+                solution if (solution / "solve.sh").is_file() else None, image_context, _load_steps(path, config))
 
 
 def suite_path(suite: str | os.PathLike) -> Path:
@@ -255,11 +241,11 @@ def load_suite(suite: str | os.PathLike) -> Suite:
     root = suite_path(suite)
     tasks, unsupported = [], []
     for child in sorted(root.iterdir()):
-        if child.is_dir() and (child / "instruction.md").is_file():
+        if child.is_dir() and ((child / "instruction.md").is_file() or (child / "steps").is_dir()):
             loaded = load_task(child)
             (tasks if isinstance(loaded, Task) else unsupported).append(loaded)
     if not tasks and not unsupported:
-        raise TaskError(f"suite folder {root} holds no task folders (folders with instruction.md)")
+        raise TaskError(f"suite folder {root} holds no task folders (folders with instruction.md or steps/)")
     return Suite(root.name, root, tuple(tasks), tuple(unsupported))
 
 

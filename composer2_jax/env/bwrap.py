@@ -9,6 +9,7 @@ from composer2_jax.env.config import SandboxConfig, SandboxLimits
 AGENT_DIR = "/opt/sandbox-agent"  # where the agent scripts appear inside the sandbox
 EGRESS_SOCKET = "/run/egress.sock"  # where the egress proxy's Unix socket appears inside the sandbox
 WORKSPACE = "/workspace"
+IMAGE_ROOT = "/.root"  # image sandboxes: where the image's root filesystem is mounted in the agent's view
 
 
 def system_binds(config: SandboxConfig) -> list[str]:
@@ -52,6 +53,38 @@ def bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: str, egr
     agent = [config.python_path(), "-I", "-S", f"{AGENT_DIR}/main.py", str(rpc_fd), str(config.proxy_port),
              EGRESS_SOCKET]
     return [*drop, config.bwrap_path(), *ns, *fs, *env, "--info-fd", str(info_fd), "--", *agent]
+
+
+def image_bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: str, egress_socket: str,
+                     rpc_fd: int, info_fd: int, block_fd: int) -> list[str]:
+    """Argv of an image sandbox: the same namespaces, but root inside, with a 65536-id user namespace.
+
+    bwrap starts as host uid image_uid_base and blocks on block_fd until the host has written the namespace's
+    uid/gid maps (0..65535 -> image_uid_base..+65535; see Sandbox._map_ids), which a single `--uid` cannot express.
+    Root inside gets Docker's default capabilities (config.image_caps), which only act on what the user namespace
+    owns. The agent's own view is the host-rootfs layout (it runs the host's python); the image's root filesystem
+    is mounted later at IMAGE_ROOT by mountd, and commands are chrooted into it.
+    """
+    base = config.image_uid_base
+    drop = [config.setpriv_path(), f"--reuid={base}", f"--regid={base}", "--clear-groups", "--"]
+    ns = ["--unshare-user", "--userns-block-fd", str(block_fd), "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+          "--unshare-net", "--unshare-cgroup-try", "--uid", "0", "--gid", "0",
+          "--hostname", config.hostname, "--die-with-parent", "--new-session", "--as-pid-1"]
+    caps = [arg for cap in config.image_caps for arg in ("--cap-add", cap)]
+    fs = system_binds(config) + [
+        "--proc", "/proc", "--dev", "/dev",
+        "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
+        "--size", str(limits.tmp_bytes), "--tmpfs", "/dev/shm",
+        "--ro-bind", agent_dir, AGENT_DIR,
+        "--bind", egress_socket, EGRESS_SOCKET,
+        "--dir", IMAGE_ROOT, "--dir", "/.sbx",
+        "--remount-ro", "/",
+        "--chdir", "/",
+    ]
+    env = ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
+    agent = [config.python_path(), "-I", "-S", f"{AGENT_DIR}/main.py", str(rpc_fd), str(config.proxy_port),
+             EGRESS_SOCKET, IMAGE_ROOT]
+    return [*drop, config.bwrap_path(), *ns, *caps, *fs, *env, "--info-fd", str(info_fd), "--", *agent]
 
 
 def command_env(config: SandboxConfig) -> dict[str, str]:

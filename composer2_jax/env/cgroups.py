@@ -1,9 +1,10 @@
-"""Per-sandbox memory and process limits through cgroups (v2, or v1 memory + pids), when the host allows it.
+"""Per-sandbox memory, process and CPU limits through cgroups (v2, or v1 memory + pids + cpu), when the host allows it.
 
 rlimits bind each process; a cgroup binds the sandbox as a whole (a fork bomb of small allocations, tmpfs
 pages, kernel memory). Groups are created next to this process's own group, under one parent named after
 this process, and removed at close. Where no writable hierarchy exists (some containers), `available` is
-False and `reason` says why: the per-process rlimits still hold.
+False and `reason` says why: the per-process rlimits still hold. The CPU controller is optional: where it is
+missing `cpu_reason` says so and a CPU quota is reported as not enforced.
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ class Cgroups:
 
     def __init__(self, root: str = ROOT, tag: str | None = None):
         self.root, self.tag = root, tag or f"composer2-env-{os.getpid()}"
-        self.parents: dict[str, str] = {}  # controller ("unified", "memory", "pids") -> our parent group
+        self.parents: dict[str, str] = {}  # controller ("unified", "memory", "pids", "cpu") -> our parent group
         self.reason = ""
+        self.cpu_reason = ""  # why CPU quotas cannot be enforced ("" when they can)
         try:
             self._setup()
         except OSError as e:
@@ -83,6 +85,10 @@ class Cgroups:
             os.makedirs(parent, exist_ok=True)
             self.parents["unified"] = parent
             _write(os.path.join(parent, "cgroup.subtree_control"), "+memory +pids")
+            try:
+                _write(os.path.join(parent, "cgroup.subtree_control"), "+cpu")
+            except OSError as e:
+                self.cpu_reason = f"the cpu controller cannot be enabled under {parent} ({e})"
             return
         for controller in ("memory", "pids"):
             mount = os.path.join(self.root, controller)
@@ -93,6 +99,14 @@ class Cgroups:
             parent = os.path.join(container, self.tag)
             os.makedirs(parent, exist_ok=True)
             self.parents[controller] = parent
+        try:
+            container = os.path.join(self.root, "cpu", _own_path("cpu").lstrip("/"))
+            _remove_stale(container)
+            parent = os.path.join(container, self.tag)
+            os.makedirs(parent, exist_ok=True)
+            self.parents["cpu"] = parent
+        except OSError as e:
+            self.cpu_reason = f"no writable cgroup v1 cpu hierarchy ({e})"
 
     def create(self, name: str, memory_bytes: int, pids: int) -> list[str]:
         """Make the groups of one sandbox; returns their dirs (empty when unavailable)."""
@@ -108,9 +122,24 @@ class Cgroups:
                     _write(os.path.join(path, "memory.swap.max"), "0")
             elif controller == "memory":
                 _write(os.path.join(path, "memory.limit_in_bytes"), str(memory_bytes))
-            else:
+            elif controller == "pids":
                 _write(os.path.join(path, "pids.max"), str(pids))
         return dirs
+
+    def set_limits(self, dirs: list[str], memory_bytes: int | None = None, cpus: float | None = None,
+                   period_us: int = 100_000) -> None:
+        """Change a sandbox's memory limit and CPU quota (cpus cores per period; None leaves a limit as it is)."""
+        for path in dirs:
+            controller = next(c for c, parent in self.parents.items() if path.startswith(parent + "/"))
+            if memory_bytes is not None and controller == "unified":
+                _write(os.path.join(path, "memory.max"), str(memory_bytes))
+            elif memory_bytes is not None and controller == "memory":
+                _write(os.path.join(path, "memory.limit_in_bytes"), str(memory_bytes))
+            if cpus is not None and controller == "unified" and not self.cpu_reason:
+                _write(os.path.join(path, "cpu.max"), f"{max(1000, int(cpus * period_us))} {period_us}")
+            elif cpus is not None and controller == "cpu":
+                _write(os.path.join(path, "cpu.cfs_period_us"), str(period_us))
+                _write(os.path.join(path, "cpu.cfs_quota_us"), str(max(1000, int(cpus * period_us))))
 
     @staticmethod
     def attach(dirs: list[str], pid: int) -> None:

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.observation import Observation
+from composer2_jax.env.transfer import pack_dir
 
 _ERRORS = {"KeyError": KeyError, "TypeError": TypeError, "ValueError": ValueError,
            "FileNotFoundError": FileNotFoundError, "NotADirectoryError": NotADirectoryError,
@@ -75,6 +76,19 @@ class EnvironmentClient:
     def call(self, sid: str, tool: Any, args: Any = None) -> Observation:
         """See Environment.call."""
         return Observation.from_dict(self._rpc("call", sid=sid, tool=tool, args=args))
+
+    def exec(self, sid: str, command: str, timeout_s: float | None = None, user: str | None = None,
+             cwd: str | None = None, env: dict[str, str] | None = None) -> dict:
+        """See Environment.exec."""
+        return self._rpc("exec", sid=sid, command=command, timeout_s=timeout_s, user=user, cwd=cwd, env=env)
+
+    def put_dir(self, sid: str, src: str, dest: str, user: str | None = None) -> None:
+        """See Environment.put_dir (src is on this host; it travels packed)."""
+        self._rpc("put_archive", sid=sid, data=pack_dir(src), dest=dest, user=user)
+
+    def new_episode(self, sid: str) -> dict:
+        """See Environment.new_episode."""
+        return self._rpc("new_episode", sid=sid)
 
     def snapshot(self, sid: str) -> str:
         """See Environment.snapshot."""

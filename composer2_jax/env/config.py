@@ -7,6 +7,10 @@ import os
 import shutil
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+# Docker's default capability set: what root in an image sandbox may do (inside its own user namespace only).
+DOCKER_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID",
+               "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",
+               "CAP_AUDIT_WRITE")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,17 +72,24 @@ class SandboxConfig:
     spawn_timeout_s: float = 20.0  # how long a sandbox may take to start
     max_layers: int = 64  # a snapshot chain deeper than this is squashed into one layer
     pool_size: int = 0  # sandboxes kept started in advance so create/fork skip namespace setup
+    image_pool_size: int | None = None  # started image sandboxes kept in advance (None: pool_size, once used)
+    image_uid_base: int = 200_000  # host uid (and gid) of uid 0 in image sandboxes; they own the 65536 ids above it
+    image_caps: tuple[str, ...] = DOCKER_CAPS  # capabilities of root in image sandboxes (in its user namespace)
 
     def __post_init__(self):
         if self.host_uid == 0 or self.host_gid == 0:
             raise ValueError(f"host_uid={self.host_uid}, host_gid={self.host_gid}; expected non-root ids "
                              "(the kernel does not apply RLIMIT_NPROC to host root)")
+        if self.image_uid_base <= 0 or self.image_uid_base <= self.host_uid < self.image_uid_base + 65536:
+            raise ValueError(f"image_uid_base={self.image_uid_base}; expected a positive host uid whose 65536 ids "
+                             f"do not include host_uid={self.host_uid}")
         if self.base_dir is not None and any(c in self.base_dir for c in ":,"):
             raise ValueError(f"base_dir={self.base_dir!r} contains ':' or ','; overlay options cannot name it")
         if not 0 < self.proxy_port < 65536:
             raise ValueError(f"proxy_port={self.proxy_port}; expected 1..65535")
-        if self.max_layers < 2 or self.pool_size < 0:
-            raise ValueError(f"max_layers={self.max_layers}, pool_size={self.pool_size}; expected >= 2 and >= 0")
+        if self.max_layers < 2 or self.pool_size < 0 or (self.image_pool_size or 0) < 0:
+            raise ValueError(f"max_layers={self.max_layers}, pool_size={self.pool_size}, image_pool_size="
+                             f"{self.image_pool_size}; expected >= 2, >= 0 and >= 0")
 
     def bwrap_path(self) -> str:
         """Absolute path of bwrap, or a clear error if it is not installed."""
@@ -107,3 +118,18 @@ def _which(what: str, binary: str, package: str) -> str:
         raise FileNotFoundError(f"{what} binary {binary!r} not found on PATH; install it "
                                 f"(Debian: apt-get install -y {package})")
     return path
+
+
+@dataclasses.dataclass(frozen=True)
+class Resources:
+    """Per-sandbox resources (Harbor's [environment] cpus / memory_mb / storage_mb); None keeps the Environment's."""
+
+    cpus: float | None = None  # CPU bandwidth in cores (cgroup cpu quota); None: not limited
+    memory_bytes: int | None = None  # memory cgroup limit; None: SandboxLimits.sandbox_memory_bytes
+    storage_bytes: int | None = None  # size of the tmpfs holding the sandbox's writable layer; None: disk_bytes
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise ValueError(f"Resources.{field.name}={value!r}; expected a positive number or None")

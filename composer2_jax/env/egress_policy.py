@@ -10,6 +10,22 @@ import threading
 import time
 
 DEFAULT_METHODS = ("GET", "HEAD", "OPTIONS", "CONNECT")
+# Addresses a sandbox must never reach unless `allow_private`: the host itself, its LAN and cloud metadata. These are
+# the IANA special-purpose ranges that name *internal* hosts (RFC 6890: loopback, RFC 1918, shared CGNAT space,
+# link-local, unique-local, multicast, "this network", reserved). The documentation and benchmarking ranges
+# (192.0.2/24, 198.51.100/24, 203.0.113/24, 198.18/15) are deliberately not here: transparent egress proxies answer
+# public names from them (on the machines this runs on, every public name resolves to 203.0.113.80).
+INTERNAL_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16",
+    "224.0.0.0/4", "240.0.0.0/4", "::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8"))
+
+
+def is_internal(address: str) -> bool:
+    """True if an IP address names the host, its LAN, link-local services or is not routable (see INTERNAL_NETWORKS)."""
+    addr = ipaddress.ip_address(address)
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return any(addr in net for net in INTERNAL_NETWORKS if net.version == addr.version)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,7 +35,7 @@ class EgressPolicy:
     allow_hosts: tuple[str, ...] = ()  # host patterns, shell-style and case-insensitive: "pypi.org", "*.github.com"
     allow_ports: tuple[int, ...] = (80, 443)  # destination ports
     allow_methods: tuple[str, ...] = DEFAULT_METHODS  # HTTP methods (CONNECT opens a TLS tunnel, not inspected)
-    allow_private: bool = False  # allow hosts that resolve to loopback, private or link-local addresses
+    allow_private: bool = False  # allow hosts that resolve to internal addresses (INTERNAL_NETWORKS: loopback, LAN, ...)
 
     def __post_init__(self):
         for port in self.allow_ports:
@@ -48,10 +64,8 @@ class EgressPolicy:
         except OSError as e:
             return None, f"cannot resolve {host}: {e}"
         for family, _, _, _, sockaddr in infos:
-            addr = ipaddress.ip_address(sockaddr[0])
-            if not self.allow_private and (addr.is_private or addr.is_loopback or addr.is_link_local
-                                           or addr.is_reserved or addr.is_multicast or addr.is_unspecified):
-                return None, f"host {host} resolves to non-public address {addr}"
+            if not self.allow_private and is_internal(sockaddr[0]):
+                return None, f"host {host} resolves to non-public address {sockaddr[0]}"
         return infos[0][4][0], "allowed by policy"
 
     def to_dict(self) -> dict:

@@ -9,6 +9,16 @@
 
 Snapshots are chains of layers; forks share them, so a fork's cost does not depend on repository size.
 Every method is thread-safe; calls on one sandbox run one at a time.
+
+Image sandboxes run a whole image (composer2_jax.env.images) as root in their own user namespace:
+
+    snap = env.import_image(image, workdir="/app")  # the image's exported layers as a snapshot (nothing copied)
+    sid = env.fork(snap, resources=Resources(cpus=1, memory_bytes=2 << 30, storage_bytes=10 << 30))
+    env.exec(sid, "apt-get update", timeout_s=600)  # host-side command (not a model tool call; not capped)
+
+Their root filesystem is the image's layers plus the sandbox's own upper layer, so writes anywhere (/etc, /usr,
+/app) are private to the sandbox; snapshot, fork and restore work on that layering as on a workspace (a snapshot
+stops the sandbox's processes and restarts its entrypoint: snapshots are of files, not of processes).
 """
 
 from __future__ import annotations
@@ -22,15 +32,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from composer2_jax.env.bwrap import command_env
-from composer2_jax.env.config import SandboxConfig, SandboxLimits
+from composer2_jax.env.config import Resources, SandboxConfig, SandboxLimits
 from composer2_jax.env.egress_policy import EgressLog, EgressPolicy
 from composer2_jax.env.layers import EMPTY, Chain
 from composer2_jax.env.observation import Observation
 from composer2_jax.env.pool import SandboxPool
+from composer2_jax.env.profile import ImageProfile, profile_of
 from composer2_jax.env.runtime import Runtime
-from composer2_jax.env.sandbox import Sandbox
+from composer2_jax.env.sandbox import Sandbox, SandboxError
 from composer2_jax.env.tool_schemas import tool_specs
 from composer2_jax.env.tools import Episode, ToolContext, call_tool
+from composer2_jax.env.transfer import pack_dir
 
 
 @dataclasses.dataclass
@@ -41,6 +53,8 @@ class _Record:
     episode: Episode
     log: EgressLog
     parent: str | None
+    profile: ImageProfile | None = None  # image sandboxes: how they run things; None for workspace sandboxes
+    resources: Resources = dataclasses.field(default_factory=Resources)  # per-sandbox limits (image sandboxes)
 
 
 def _repo_dir(task: Any) -> str | None:
@@ -73,8 +87,10 @@ class Environment:
         self._records: dict[str, _Record] = {}
         self._closed: dict[str, _Record] = {}
         self._snapshots: dict[str, Chain] = {}
+        self._profiles: dict[str, ImageProfile] = {}  # snapshot id -> profile, for snapshots of images
         self._lock = threading.Lock()
         self.pool = SandboxPool(self.rt, config.pool_size)
+        self._image_pool: SandboxPool | None = None  # started on the first image import
         self._shut = False
         atexit.register(self.shutdown)  # sandboxes die with this process anyway; this also removes cgroups and dirs
 
@@ -91,40 +107,75 @@ class Environment:
         chain = self.rt.layers.import_dir(_repo_dir(repo_dir))
         return self._register_snapshot(chain)
 
-    def fork(self, source: str, policy: EgressPolicy | None = None) -> str:
+    @property
+    def image_pool(self) -> SandboxPool | None:
+        """The warm pool of image sandboxes (None until the first image is imported)."""
+        return self._image_pool
+
+    def import_image(self, image, workdir: str | None = None, user: str | None = None,
+                     env: dict[str, str] | None = None) -> str:
+        """A snapshot id of an image's root filesystem (an `images.Image`; its layers are used in place).
+
+        workdir, user and env override the image's WORKDIR, USER and add to its ENV for sandboxes forked from it.
+        """
+        self.rt.add_image(image.layers, image.layer_root, image.uid_base)
+        with self._lock:
+            if self._image_pool is None:
+                size = self.rt.config.image_pool_size
+                self._image_pool = SandboxPool(self.rt, self.rt.config.pool_size if size is None else size, image=True)
+        snap = self._register_snapshot(tuple(image.layers), pinned=False)
+        with self._lock:
+            self._profiles[snap] = profile_of(image, workdir, user, env)
+        return snap
+
+    def fork(self, source: str, policy: EgressPolicy | None = None, resources: Resources | None = None) -> str:
         """A new sandbox on a snapshot, or on a sandbox's current state (snapshotting it); its id.
 
-        A fork of a sandbox starts with a copy of its parent's todo list and the parent's egress policy.
+        A fork of a sandbox starts with a copy of its parent's todo list, egress policy and resources.
+        `resources` (image sandboxes) sets its CPU quota, memory limit and writable-layer size.
         """
         with self._lock:
             chain = self._snapshots.get(source)
+            profile = self._profiles.get(source)
             record = self._records.get(source)
             if chain is not None:
                 self.rt.layers.pin(chain)
         if chain is not None:
-            return self._start(chain, policy, parent=None, episode=Episode())
+            return self._start(chain, policy, None, Episode(), profile, resources or Resources())
         if record is None:
             raise KeyError(f"{source!r} is neither a live sandbox nor a snapshot")
         with record.sandbox.lock:
-            chain = self._freeze(record.sandbox)  # pinned until _start registers the fork
+            chain = self._freeze(record)  # pinned until _start registers the fork
         episode = Episode(todos=[dict(t) for t in record.episode.todos])
-        return self._start(chain, policy or record.sandbox.policy, parent=source, episode=episode)
+        return self._start(chain, policy or record.sandbox.policy, source, episode, record.profile,
+                           resources or record.resources)
 
     def snapshot(self, sid: str) -> str:
-        """Freeze the sandbox's workspace as a snapshot id (its later writes do not change the snapshot)."""
-        sbx = self._record(sid).sandbox
-        with sbx.lock:
-            chain = self._freeze(sbx)
-        return self._register_snapshot(chain)
+        """Freeze the sandbox's files as a snapshot id (its later writes do not change the snapshot)."""
+        record = self._record(sid)
+        with record.sandbox.lock:
+            chain = self._freeze(record)
+        snap = self._register_snapshot(chain)
+        if record.profile is not None:
+            with self._lock:
+                self._profiles[snap] = record.profile
+        return snap
 
     def restore(self, sid: str, snapshot: str) -> None:
-        """Return a sandbox's workspace to a snapshot (its processes are killed first)."""
-        sbx = self._record(sid).sandbox
+        """Return a sandbox's files to a snapshot (its processes are killed first; an image's entrypoint restarts)."""
+        record = self._record(sid)
+        sbx = record.sandbox
         chain = self._snapshot(snapshot, pin=True)
+        with self._lock:
+            same_kind = (self._profiles.get(snapshot) is None) == (record.profile is None)
+        if not same_kind:
+            self.rt.layers.commit(chain)
+            raise ValueError(f"snapshot {snapshot!r} and sandbox {sid!r} are not both image (or both workspace) ones")
         try:
             with sbx.lock:
                 sbx.sweep()
-                sbx.mount(chain)
+                sbx.mount(chain, record.resources.storage_bytes)
+                self._boot(record)
         finally:
             self.rt.layers.commit(chain)
         self._gc()
@@ -145,6 +196,7 @@ class Environment:
         with self._lock:
             if self._snapshots.pop(snapshot, None) is None:
                 raise KeyError(f"no snapshot {snapshot!r}")
+            self._profiles.pop(snapshot, None)
         self._gc()
 
     # ---------------------------------------------------------------------------------------- tools & state
@@ -156,7 +208,69 @@ class Environment:
         if record is None:
             return Observation.failure("unknown_sandbox", f"no live sandbox {sid!r}")
         with record.sandbox.lock:
-            return call_tool(ToolContext(record.sandbox, record.episode, self.limits, self._env), tool, args)
+            return call_tool(self._context(record), tool, args)
+
+    def exec(self, sid: str, command: str, timeout_s: float | None = None, user: str | None = None,
+             cwd: str | None = None, env: dict[str, str] | None = None) -> dict:
+        """Run a command for the host (a verifier, a setup step): not a tool call, not counted in the episode, and
+        its timeout is not capped by SandboxLimits.max_timeout_s. Returns the agent's result (exit_code, stdout,
+        stderr, timed_out, killed, wall_s, ...); SandboxError if the sandbox is gone.
+        """
+        record = self._record(sid)
+        ctx = self._context(record)
+        timeout = timeout_s or self.limits.timeout_s
+        with record.sandbox.lock:
+            reply = record.sandbox.request(
+                "exec", wait_s=timeout + 60, cmd=command, cwd=cwd or ".", env={**ctx.env, **(env or {})},
+                timeout_s=timeout, limits=ctx.rlimits, cpu_budget_s=self.limits.sandbox_cpu_s,
+                **({"user": ctx.user if user is None else user} if record.profile is not None else {}))
+        if not reply.get("ok"):
+            raise SandboxError(f"exec in {sid} failed: {reply.get('message', reply)}")
+        return reply
+
+    def put_dir(self, sid: str, src: str | os.PathLike, dest: str, user: str | None = None) -> None:
+        """Copy a host directory into a sandbox at the absolute path dest (owned by user; default root in images)."""
+        self.put_archive(sid, pack_dir(src), dest, user)
+
+    def put_archive(self, sid: str, data: str, dest: str, user: str | None = None) -> None:
+        """Unpack a base64 tar.gz (transfer.pack_dir) into a sandbox at the absolute path dest."""
+        record = self._record(sid)
+        with record.sandbox.lock:
+            reply = record.sandbox.request("put_archive", wait_s=120, dest=dest, data=data,
+                                           user="" if user is None else user)
+        if not reply.get("ok"):
+            raise SandboxError(f"unpacking into {sid}:{dest} failed: {reply.get('message', reply)}")
+
+    def set_user(self, sid: str, user: str | None) -> None:
+        """The user later commands and file tools of an image sandbox run as (None: the image's USER)."""
+        record = self._record(sid)
+        if record.profile is None:
+            raise ValueError(f"sandbox {sid} is a workspace sandbox; its user is fixed")
+        with record.sandbox.lock:
+            record.profile = dataclasses.replace(record.profile, user=record.profile.image_user if user is None
+                                                 else user)
+
+    def profile(self, sid: str) -> ImageProfile | None:
+        """How an image sandbox runs things (None for a workspace sandbox)."""
+        return self._record(sid, closed_ok=True).profile
+
+    def enforcement(self, sid: str) -> dict[str, str]:
+        """How each resource limit of a sandbox is enforced on this host (or why it is not)."""
+        record = self._record(sid)
+        cg, res, lim = self.rt.cgroups, record.resources, self.limits
+        memory = res.memory_bytes or lim.sandbox_memory_bytes
+        if cg.available:
+            mem = f"cgroup memory limit {memory} bytes"
+        else:
+            mem = f"not enforced per sandbox ({cg.reason}); per process RLIMIT_AS {lim.memory_bytes}"
+        if res.cpus is None:
+            cpu = "not limited (no cpus given)"
+        elif cg.available and not cg.cpu_reason:
+            cpu = f"cgroup CPU quota {res.cpus:g} cores"
+        else:
+            cpu = f"not enforced ({cg.cpu_reason or cg.reason}); CPU seconds budget {lim.sandbox_cpu_s:g}"
+        storage = f"tmpfs of {res.storage_bytes or lim.disk_bytes} bytes for the sandbox's writes"
+        return {"memory": mem, "cpus": cpu, "storage": storage}
 
     @staticmethod
     def tools() -> list[dict]:
@@ -174,6 +288,14 @@ class Environment:
     def episode(self, sid: str) -> dict:
         """Episode state: todos, submitted, summary, call and error counts."""
         return self._record(sid, closed_ok=True).episode.to_dict()
+
+    def new_episode(self, sid: str) -> dict:
+        """Start a fresh episode on a live sandbox (todos, submission and counts reset; files and processes kept),
+        as the next step of a multi-step task does; returns the finished episode's state."""
+        record = self._record(sid)
+        with record.sandbox.lock:
+            old, record.episode = record.episode, Episode()
+        return old.to_dict()
 
     def info(self, sid: str) -> dict:
         """Diagnostics: host pid of the sandbox's pid 1, its pid namespace, layer chain, cgroups, liveness."""
@@ -202,6 +324,8 @@ class Environment:
             self._shut = True
         atexit.unregister(self.shutdown)
         self.pool.close()
+        if self._image_pool is not None:
+            self._image_pool.close()
         for sid in self.sandboxes():
             self.close(sid)
         self.rt.close()
@@ -216,12 +340,16 @@ class Environment:
 
     # ---------------------------------------------------------------------------------------- internals
 
-    def _start(self, chain: Chain, policy: EgressPolicy | None, parent: str | None, episode: Episode) -> str:
-        """Take a started sandbox, mount chain as its workspace and register it."""
+    def _start(self, chain: Chain, policy: EgressPolicy | None, parent: str | None, episode: Episode,
+               profile: ImageProfile | None = None, resources: Resources | None = None) -> str:
+        """Take a started sandbox, mount chain as its workspace (or root filesystem) and register it."""
+        pool = self.pool if profile is None else self._image_pool
         try:
-            sbx = self.pool.take(policy or self.policy)
+            sbx = pool.take(policy or self.policy)
+            record = _Record(sbx, episode, self.rt.proxy.log(sbx.sid), parent, profile, resources or Resources())
             try:
-                sbx.mount(chain)
+                sbx.mount(chain, record.resources.storage_bytes)
+                self._boot(record)
             except Exception:
                 sbx.close()
                 raise
@@ -229,30 +357,70 @@ class Environment:
             self.rt.layers.commit(chain)
             raise
         with self._lock:
-            self._records[sbx.sid] = _Record(sbx, episode, self.rt.proxy.log(sbx.sid), parent)
+            self._records[sbx.sid] = record
         self.rt.layers.commit(chain)
         return sbx.sid
 
-    def _freeze(self, sbx: Sandbox) -> Chain:
+    def _boot(self, record: _Record) -> None:
+        """After a (re)mount of an image sandbox: working directory, limits, then the entrypoint (Harbor's rule)."""
+        profile, sbx = record.profile, record.sandbox
+        if profile is None:
+            return
+        reply = sbx.request("configure", workdir=profile.workdir, user=profile.user, create=True)
+        if not reply.get("ok"):
+            raise SandboxError(f"sandbox {sbx.sid}: {reply.get('message')}")
+        res = record.resources
+        if sbx.cgroup_dirs and (res.memory_bytes or res.cpus):
+            self.rt.cgroups.set_limits(sbx.cgroup_dirs, res.memory_bytes, res.cpus)
+        argv = profile.entrypoint_argv()
+        if argv:
+            ctx = self._context(record)
+            reply = sbx.request("spawn", argv=list(argv), env=ctx.env, cwd=".", user=profile.user,
+                                limits={**ctx.rlimits, "cpu_s": None}, log="/tmp/entrypoint.log")
+            if not reply.get("ok"):
+                raise SandboxError(f"sandbox {sbx.sid}: the entrypoint {list(argv)} did not start: "
+                                   f"{reply.get('message')}")
+
+    def _context(self, record: _Record) -> ToolContext:
+        """What a tool call (or exec) on this sandbox needs: its environment, user, rlimits and path rule."""
+        profile, rlimits = record.profile, self.limits.command_rlimits()
+        if profile is None:
+            return ToolContext(record.sandbox, record.episode, self.limits, self._env, rlimits=rlimits)
+        if self.rt.cgroups.available:
+            rlimits["memory_bytes"] = None  # the memory cgroup bounds the sandbox; RLIMIT_AS breaks big reservations
+        rlimits["open_files"] = None  # inherited (the host's limit), as a container's default is generous
+        rlimits["cpu_s"] = None  # only the sandbox's CPU-seconds budget: a container has no per-process CPU limit
+        env = profile.command_env(self.rt.config.proxy_port, self.rt.config.hostname, dict(self.rt.config.env))
+        return ToolContext(record.sandbox, record.episode, self.limits, env, user=profile.user, confined=False,
+                           rlimits=rlimits)
+
+    def _freeze(self, record: _Record) -> Chain:
         """Freeze a sandbox's upper layer (its lock held) and remount it; the new chain, pinned until committed."""
+        sbx = record.sandbox
         sbx.sweep()
         frozen = self.rt.layers.freeze(sbx.upper_dir(), sbx.chain)
         if frozen == sbx.chain:
             self.rt.layers.pin(frozen)
             return frozen
         chain = frozen
-        if len(chain) > self.rt.config.max_layers:
-            chain = self.rt.layers.squash(chain, self.rt.mountd)
+        own = [layer for layer in chain if not layer.startswith("I")]  # snapshot layers (image layers stay shared)
+        if len(own) > self.rt.config.max_layers:
+            if record.profile is None:
+                chain = self.rt.layers.squash(chain, self.rt.mountd)
+            else:
+                chain = (self.rt.layers.merge(tuple(own)),) + tuple(layer for layer in chain if layer.startswith("I"))
             self.rt.layers.commit(frozen[:1])  # the squashed-away top layer is garbage once unused
-        sbx.mount(chain)
+        sbx.mount(chain, record.resources.storage_bytes)
+        self._boot(record)
         return chain
 
-    def _register_snapshot(self, chain: Chain) -> str:
-        """Store a chain under a new snapshot id."""
+    def _register_snapshot(self, chain: Chain, pinned: bool = True) -> str:
+        """Store a chain under a new snapshot id (dropping the pin its new layers carry, if any)."""
         snap = f"snap-{secrets.token_hex(6)}"
         with self._lock:
             self._snapshots[snap] = chain
-        self.rt.layers.commit(chain)
+        if pinned:
+            self.rt.layers.commit(chain)
         return snap
 
     def _snapshot(self, snapshot: str, pin: bool = False) -> Chain:

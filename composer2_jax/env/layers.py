@@ -13,6 +13,7 @@ import itertools
 import os
 import secrets
 import shutil
+import stat
 import subprocess
 import threading
 
@@ -81,6 +82,15 @@ class LayerStore:
         os.chown(dest, self.uid, self.gid)
         return (layer, EMPTY)
 
+    def merge(self, chain: Chain) -> str:
+        """Merge snapshot layers (top first) into one new layer that is still a diff: unlike `squash`, whiteouts
+        and opaque directories that hide files of the lower (image) layers are kept. The new layer's id."""
+        layer, dest = self._new()
+        os.mkdir(dest, 0o755)
+        for src in reversed(chain):
+            _apply_diff(self.path(src), dest)
+        return layer
+
     def gc(self, live: set[str]) -> list[str]:
         """Delete every layer not in `live` (except the empty base); returns the deleted ids."""
         deleted = []
@@ -91,6 +101,59 @@ class LayerStore:
                 shutil.rmtree(self.path(layer), ignore_errors=True)
                 deleted.append(layer)
         return deleted
+
+
+OPAQUE = "trusted.overlay.opaque"
+
+
+def _is_whiteout(st: os.stat_result) -> bool:
+    """An overlayfs whiteout: a character device 0/0."""
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
+
+
+def _remove(path: str) -> None:
+    """Delete whatever is at path (a directory recursively)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def _apply_diff(src: str, dest: str) -> None:
+    """Apply overlay diff src on top of diff dest, in place, so dest becomes the diff of both (whiteouts kept)."""
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = os.path.relpath(dirpath, src)
+        out_dir = dest if rel == "." else os.path.join(dest, rel)
+        for name in list(dirnames):
+            s_path, d_path = os.path.join(dirpath, name), os.path.join(out_dir, name)
+            st = os.lstat(s_path)
+            opaque = _xattr(s_path, OPAQUE) == b"y"
+            if opaque or not (os.path.isdir(d_path) and not os.path.islink(d_path)):
+                _remove(d_path)
+                os.mkdir(d_path)
+                if opaque:
+                    os.setxattr(d_path, OPAQUE, b"y", follow_symlinks=False)
+            os.lchown(d_path, st.st_uid, st.st_gid)
+            os.chmod(d_path, stat.S_IMODE(st.st_mode))
+        for name in filenames:
+            s_path, d_path = os.path.join(dirpath, name), os.path.join(out_dir, name)
+            st = os.lstat(s_path)
+            _remove(d_path)
+            if _is_whiteout(st):
+                os.mknod(d_path, stat.S_IFCHR | 0o000, 0)
+                os.lchown(d_path, st.st_uid, st.st_gid)
+            else:
+                proc = subprocess.run(["cp", "-a", "--no-dereference", s_path, d_path], capture_output=True, check=False)
+                if proc.returncode != 0:
+                    raise OSError(f"merging {s_path} failed: {proc.stderr.decode(errors='replace').strip()}")
+
+
+def _xattr(path: str, name: str) -> bytes | None:
+    """An extended attribute of path (not followed through symlinks), or None."""
+    try:
+        return os.getxattr(path, name, follow_symlinks=False)
+    except OSError:
+        return None
 
 
 def _copy_tree(src: str, dest: str) -> None:

@@ -8,6 +8,9 @@ namespace, mounts a size-limited tmpfs on /.sbx (hidden from the sandbox user by
 upper and work dirs, attaches the clone at /.sbx/layers (move_mount: overlay takes lower layers only from
 the caller's mount namespace), mounts the overlay on /workspace, detaches /.sbx/layers again (overlay keeps
 private clones of its lowers), and returns to its own namespace. The sandbox never sees the layer store.
+For an image sandbox (`mount_root`) the overlay is the whole root filesystem, at /.root: its lowers are the
+sandbox's snapshot layers over the image's exported layers (more detached trees, /.sbx/images<i>), the
+sandbox's /proc and /dev are bound into it, and /etc/hosts is a small per-sandbox file, as in a container.
 Needs Linux >= 5.2 (open_tree, move_mount).
 """
 
@@ -23,7 +26,7 @@ OPEN_TREE_CLONE = 1
 MOVE_MOUNT_F_EMPTY_PATH = 4
 AT_FDCWD = -100
 CLONE_NEWNS = 0x00020000
-MS_NOSUID, MS_NODEV, MS_RDONLY = 2, 4, 1
+MS_NOSUID, MS_NODEV, MS_RDONLY, MS_BIND, MS_REC = 2, 4, 1, 4096, 16384
 MNT_DETACH = 2
 EINVAL = 22
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -68,14 +71,18 @@ def move_mount(fd, target):
            f"move_mount(-> {target})")
 
 
-def lowerdirs(chain, prefix=""):
-    """Lower layer ids (top first) joined for overlay, after checking each is a plain directory name."""
+def lowerdirs(chain, prefix="", image_prefix=None):
+    """Lower layer ids (top first) joined for overlay, after checking each is a plain directory name.
+
+    Image layers (ids starting with "I") get image_prefix(layer) instead of prefix when it is given.
+    """
     for layer in chain:
         if not layer or any(c in layer for c in ":,/\\") or layer in (".", ".."):
             raise ValueError(f"layer id {layer!r} is not a plain directory name")
     if not chain:
         raise ValueError("a layer chain needs at least one layer")
-    return ":".join(prefix + layer for layer in chain)
+    pick = (lambda layer: image_prefix(layer) if image_prefix is not None and layer.startswith("I") else prefix)
+    return ":".join(pick(layer) + layer for layer in chain)
 
 
 def mount_workspace(req, home_ns):
@@ -108,6 +115,58 @@ def mount_workspace(req, home_ns):
     return {"ok": True}
 
 
+def _ensure(path, uid, gid, make):
+    """Create path with make(path) if missing, owned by uid:gid (the sandbox's root)."""
+    if not os.path.lexists(path):
+        make(path)
+        os.lchown(path, uid, gid)
+
+
+def mount_root(req, home_ns):
+    """(Re)mount an image sandbox's root filesystem at /.root in the mount namespace of req['pid']."""
+    trees = {"layers": open_tree_clone(req["layers_dir"])}
+    trees.update({f"images{i}": open_tree_clone(d) for i, d in enumerate(req["image_dirs"])})
+    target = os.open(f"/proc/{req['pid']}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+    uid, gid = req["uid"], req["gid"]
+    try:
+        setns(target)
+        try:
+            umount("/.root")
+            umount("/.sbx")
+            inodes = max(10_000, req["size_bytes"] // 4096)
+            mount("tmpfs", "/.sbx", "tmpfs", MS_NOSUID | MS_NODEV, f"size={req['size_bytes']},nr_inodes={inodes},mode=0700")
+            os.mkdir("/.sbx/upper", 0o755)
+            os.chown("/.sbx/upper", uid, gid)
+            os.mkdir("/.sbx/work", 0o700)
+            for name, tree in trees.items():
+                os.mkdir(f"/.sbx/{name}", 0o700)
+                move_mount(tree, f"/.sbx/{name}")
+            try:
+                lower = lowerdirs(req["chain"], "/.sbx/layers/", lambda layer: f"/.sbx/images{req['image_index'][layer]}/")
+                mount("overlay", "/.root", "overlay", MS_NODEV, f"lowerdir={lower},upperdir=/.sbx/upper,workdir=/.sbx/work")
+            finally:
+                for name in trees:
+                    umount(f"/.sbx/{name}")
+            for name in ("proc", "dev"):
+                _ensure(f"/.root/{name}", uid, gid, lambda p: os.mkdir(p, 0o755))
+                mount(f"/{name}", f"/.root/{name}", "none", MS_BIND | MS_REC, "")
+            with open("/.sbx/hosts", "w") as f:
+                f.write(f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+                        f"127.0.1.1\t{req['hostname']}\n")
+            os.chown("/.sbx/hosts", uid, gid)
+            _ensure("/.root/etc", uid, gid, lambda p: os.mkdir(p, 0o755))
+            _ensure("/.root/etc/hosts", uid, gid, lambda p: open(p, "w").close())
+            mount("/.sbx/hosts", "/.root/etc/hosts", "none", MS_BIND, "")
+        finally:
+            setns(home_ns)
+            os.chdir("/")
+    finally:
+        os.close(target)
+        for tree in trees.values():
+            os.close(tree)
+    return {"ok": True}
+
+
 def squash(req, home_ns):
     """Copy the merged view of a layer chain into req['dest'] (a new single layer)."""
     chain = req["chain"] if len(req["chain"]) >= 2 else req["chain"] + [req["empty"]]  # read-only overlay: 2+ lowers
@@ -124,7 +183,8 @@ def squash(req, home_ns):
     return {"ok": True}
 
 
-OPS = {"mount_workspace": mount_workspace, "squash": squash, "ping": lambda req, ns: {"ok": True}}
+OPS = {"mount_workspace": mount_workspace, "mount_root": mount_root, "squash": squash,
+       "ping": lambda req, ns: {"ok": True}}
 
 
 def main():

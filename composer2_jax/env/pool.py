@@ -24,10 +24,10 @@ def new_sid() -> str:
 
 
 class SandboxPool:
-    """Hands out started sandboxes; keeps `size` of them ready."""
+    """Hands out started sandboxes (workspace or, with image=True, image sandboxes); keeps `size` of them ready."""
 
-    def __init__(self, runtime: Runtime, size: int):
-        self.rt, self.size = runtime, size
+    def __init__(self, runtime: Runtime, size: int, image: bool = False):
+        self.rt, self.size, self.image = runtime, size, image
         self._ready: collections.deque[Sandbox] = collections.deque()
         self._pending = 0
         self._closed = False
@@ -45,7 +45,7 @@ class SandboxPool:
             sbx.close()
             sbx = None
         if sbx is None:
-            sbx = self.rt.spawner.submit(Sandbox(self.rt, new_sid(), policy).start).result()
+            sbx = self.rt.spawner.submit(Sandbox(self.rt, new_sid(), policy, self.image).start).result()
         else:
             sbx.policy = policy
             self.rt.proxy.set_policy(sbx.sid, policy)
@@ -62,7 +62,7 @@ class SandboxPool:
     def _start_one(self) -> None:
         """Start one sandbox into the pool (on the spawner thread)."""
         try:
-            sbx = Sandbox(self.rt, new_sid(), DENY_ALL).start()
+            sbx = Sandbox(self.rt, new_sid(), DENY_ALL, self.image).start()
         except SandboxError as e:
             sbx, self._last_error = None, str(e)
         with self._cond:

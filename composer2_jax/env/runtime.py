@@ -82,6 +82,30 @@ class Runtime:
         self.cgroups = Cgroups()
         # bwrap dies with the *thread* that started it (PR_SET_PDEATHSIG), so all spawns use this one thread.
         self.spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
+        self._image_roots: dict[str, str] = {}  # exported image layer id -> the directory holding it
+
+    def add_image(self, layers, layer_root: str, uid_base: int) -> None:
+        """Register an image's exported layers (they stay where its ImageBuilder put them)."""
+        root = os.path.realpath(layer_root)
+        if uid_base != self.config.image_uid_base:
+            raise ValueError(f"image layers at {root} are shifted by uid {uid_base}, but SandboxConfig."
+                             f"image_uid_base={self.config.image_uid_base}; build with ImageBuilder(uid_base=...) "
+                             "matching the environment")
+        if any(c in root for c in ":,"):
+            raise ValueError(f"image layer root {root!r} contains ':' or ','; overlay options cannot name it")
+        for layer in layers:
+            self._image_roots[layer] = root
+
+    def image_dirs(self, chain) -> tuple[list[str], dict[str, int]]:
+        """(the layer roots a chain's image layers live in, layer id -> index into them)."""
+        roots, index = [], {}
+        for layer in chain:
+            if layer.startswith("I"):
+                root = self._image_roots[layer]
+                if root not in roots:
+                    roots.append(root)
+                index[layer] = roots.index(root)
+        return roots, index
 
     @staticmethod
     def _subdir(parent: str, name: str, mode: int) -> str:

@@ -6,6 +6,11 @@ bound read-only, the root and /dev are remounted read-only, /tmp and /dev/shm ar
 size-limited tmpfs (mounted into the sandbox's namespace by the mount helper). The sandbox user maps to
 an unprivileged host uid and has no capabilities. Closing SIGKILLs pid 1 through a pidfd: the kernel then
 kills every process of the pid namespace, and bwrap's exit confirms they are all gone.
+
+An image sandbox (`image=True`) differs in three ways: its user namespace maps 65536 ids (0 = host
+image_uid_base), written by this process while bwrap waits on a pipe; root inside has Docker's default
+capabilities there; and the mount helper mounts a whole root filesystem (the image's layers under the
+sandbox's own upper layer) at IMAGE_ROOT, into which the agent chroots every command.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import threading
 import time
 
 from composer2_jax.env.agent import wire
-from composer2_jax.env.bwrap import bwrap_argv
+from composer2_jax.env.bwrap import bwrap_argv, image_bwrap_argv
 from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.layers import Chain
 from composer2_jax.env.runtime import Runtime
@@ -33,8 +38,8 @@ class SandboxError(RuntimeError):
 class Sandbox:
     """Handle on one running sandbox; `request` talks to its agent, `mount` (re)builds its workspace."""
 
-    def __init__(self, runtime: Runtime, sid: str, policy: EgressPolicy):
-        self.rt, self.sid, self.policy = runtime, sid, policy
+    def __init__(self, runtime: Runtime, sid: str, policy: EgressPolicy, image: bool = False):
+        self.rt, self.sid, self.policy, self.image = runtime, sid, policy, image
         self.lock = threading.RLock()  # one request at a time
         self.chain: Chain | None = None
         self.pid = self.pidns = self.pidfd = None
@@ -50,8 +55,9 @@ class Sandbox:
         cfg = self.rt.config
         sock_path = os.path.join(self.rt.egress_dir, f"{self.sid}.sock")
         log_path = os.path.join(self.rt.log_dir, f"{self.sid}.log")
+        owner = (cfg.image_uid_base,) * 2 if self.image else (cfg.host_uid, cfg.host_gid)
         try:
-            self.rt.proxy.add(self.sid, sock_path, self.policy, cfg.host_uid, cfg.host_gid)
+            self.rt.proxy.add(self.sid, sock_path, self.policy, *owner)
             info = self._spawn(sock_path, log_path)
             self.pid, self.pidns = info["child-pid"], info.get("pid-namespace")
             self.pidfd = os.pidfd_open(self.pid)
@@ -71,19 +77,35 @@ class Sandbox:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.rpc = ours
         info_r, info_w = os.pipe()
+        block_r, block_w = os.pipe() if self.image else (-1, -1)
         try:
-            argv = bwrap_argv(cfg, lim, self.rt.agent_dir, sock_path, theirs.fileno(), info_w)
+            if self.image:
+                argv = image_bwrap_argv(cfg, lim, self.rt.agent_dir, sock_path, theirs.fileno(), info_w, block_r)
+            else:
+                argv = bwrap_argv(cfg, lim, self.rt.agent_dir, sock_path, theirs.fileno(), info_w)
+            fds = (theirs.fileno(), info_w) + ((block_r,) if self.image else ())
             with open(log_path, "wb") as log:
                 self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                             pass_fds=(theirs.fileno(), info_w))  # ids dropped by setpriv
+                                             pass_fds=fds)  # ids dropped by setpriv
             os.close(info_w)
             info_w = -1
-            return _read_info(info_r, cfg.spawn_timeout_s)
+            info = _read_info(info_r, cfg.spawn_timeout_s)
+            if self.image:
+                self._map_ids(info["child-pid"])
+                os.write(block_w, b"1")
+            return info
         finally:
             theirs.close()
-            os.close(info_r)
-            if info_w >= 0:
-                os.close(info_w)
+            for fd in (info_r, info_w, block_r, block_w):
+                if fd >= 0:
+                    os.close(fd)
+
+    def _map_ids(self, pid: int) -> None:
+        """Write the image sandbox's uid and gid maps: ids 0..65535 inside are image_uid_base.. on the host."""
+        base = self.rt.config.image_uid_base
+        for name in ("uid_map", "gid_map"):
+            with open(f"/proc/{pid}/{name}", "w") as f:
+                f.write(f"0 {base} 65536\n")
 
     def _confine(self) -> None:
         """Put the agent (and so every later process) in the sandbox's cgroup."""
@@ -92,11 +114,21 @@ class Sandbox:
             self.cgroup_dirs = self.rt.cgroups.create(self.sid, lim.sandbox_memory_bytes, lim.processes + 16)
             self.rt.cgroups.attach(self.cgroup_dirs, self.pid)
 
-    def mount(self, chain: Chain) -> None:
-        """Give the sandbox a fresh, empty upper layer over `chain` (processes must be swept first)."""
+    def mount(self, chain: Chain, size_bytes: int | None = None) -> None:
+        """Give the sandbox a fresh, empty upper layer over `chain` (processes must be swept first).
+
+        A workspace sandbox gets /workspace; an image sandbox its whole root filesystem (see mountd.mount_root).
+        """
         lim, cfg = self.rt.limits, self.rt.config
-        self.rt.mountd.mount_workspace(self.pid, self.rt.layers.root, chain, cfg.host_uid, cfg.host_gid,
-                                       lim.disk_bytes)
+        size = size_bytes or lim.disk_bytes
+        if self.image:
+            base = cfg.image_uid_base
+            roots, index = self.rt.image_dirs(chain)
+            self.rt.mountd.request("mount_root", pid=self.pid, layers_dir=self.rt.layers.root, image_dirs=roots,
+                                   image_index=index, chain=list(chain), uid=base, gid=base, size_bytes=size,
+                                   hostname=cfg.hostname)
+        else:
+            self.rt.mountd.mount_workspace(self.pid, self.rt.layers.root, chain, cfg.host_uid, cfg.host_gid, size)
         self.chain = tuple(chain)
 
     def upper_dir(self) -> str:

@@ -25,7 +25,8 @@ from composer2_jax.env.observation import Observation
 from composer2_jax.env.sandbox import SandboxError
 
 METHODS = ("create", "import_repo", "call", "snapshot", "fork", "restore", "close", "delete_snapshot",
-           "egress_log", "todos", "episode", "info", "tools", "sandboxes", "snapshots")
+           "egress_log", "todos", "episode", "info", "tools", "sandboxes", "snapshots", "exec", "put_archive",
+           "new_episode")
 MAX_BODY = 64 << 20
 
 

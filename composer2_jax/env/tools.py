@@ -46,6 +46,17 @@ class ToolContext:
     episode: Episode
     limits: SandboxLimits
     env: dict[str, str]
+    user: str | None = None  # image sandboxes: the user commands and file tools run as ("" = root)
+    confined: bool = True  # paths must stay under /workspace (workspace sandboxes); image sandboxes: any path
+    rlimits: dict | None = None  # per-command rlimits (None: limits.command_rlimits())
+
+    def command_limits(self) -> dict:
+        """The rlimits of a command."""
+        return self.rlimits if self.rlimits is not None else self.limits.command_rlimits()
+
+    def user_field(self) -> dict:
+        """{"user": ...} for agent requests in an image sandbox, {} in a workspace sandbox."""
+        return {} if self.user is None else {"user": self.user}
 
 
 def call_tool(ctx: ToolContext, tool: Any, args: Any) -> Observation:
@@ -56,7 +67,8 @@ def call_tool(ctx: ToolContext, tool: Any, args: Any) -> Observation:
         if ctx.episode.submitted:
             obs = Observation.failure("already_submitted", f"the episode was submitted; {tool} is not possible any more")
         else:
-            _check_paths(parsed)
+            if ctx.confined:
+                _check_paths(parsed)
             obs = _HANDLERS[tool](ctx, parsed)
     except ArgumentError as e:
         obs = Observation.failure(e.kind, str(e))
@@ -81,8 +93,8 @@ def _check_paths(args: dict[str, Any]) -> None:
 
 
 def _agent(ctx: ToolContext, op: str, wait_s: float = 60.0, **fields) -> dict:
-    """One agent request; an agent-side failure becomes an ArgumentError carrying its kind."""
-    reply = ctx.sandbox.request(op, wait_s=wait_s, **fields)
+    """One agent request (as the context's user); an agent-side failure becomes an ArgumentError carrying its kind."""
+    reply = ctx.sandbox.request(op, wait_s=wait_s, **ctx.user_field(), **fields)
     if not reply.get("ok"):
         kind = reply.get("error")
         raise ArgumentError(kind if kind in ERROR_KINDS else "sandbox_error", reply.get("message", f"{op} failed"))
@@ -124,7 +136,7 @@ def _grep(ctx: ToolContext, a: dict) -> Observation:
     """grep."""
     lim = ctx.limits
     r = _agent(ctx, "grep", wait_s=lim.grep_timeout_s + 30, max_results=lim.grep_results,
-               max_file_bytes=lim.grep_file_bytes, timeout_s=lim.grep_timeout_s, limits=lim.command_rlimits(), **a)
+               max_file_bytes=lim.grep_file_bytes, timeout_s=lim.grep_timeout_s, limits=ctx.command_limits(), **a)
     lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in r["matches"]] or ["(no matches)"]
     return Observation(True, "\n".join(lines) + ("\n[more matches not shown]" if r["truncated"] else ""), r)
 
@@ -155,13 +167,14 @@ def _run_terminal_cmd(ctx: ToolContext, a: dict) -> Observation:
     lim = ctx.limits
     timeout = min(a.get("timeout", lim.timeout_s), lim.max_timeout_s)
     r = _agent(ctx, "exec", wait_s=timeout + 60, cmd=a["command"], cwd=a.get("cwd", "."), env=ctx.env,
-               timeout_s=timeout, limits=lim.command_rlimits(), cpu_budget_s=lim.sandbox_cpu_s)
+               timeout_s=timeout, limits=ctx.command_limits(), cpu_budget_s=lim.sandbox_cpu_s)
     out, out_fields = _stream(r, "stdout")
     err, err_fields = _stream(r, "stderr")
     fields = {"exit_code": r["exit_code"], "timed_out": r["timed_out"], "killed": r["killed"],
               "wall_s": r["wall_s"], "cpu_s": r["cpu_s"], **out_fields, **err_fields}
     if r["timed_out"]:
-        status, error = f"timed out after {timeout:g} s; every process of the command was killed", "timeout"
+        killed = "every process of the command" if ctx.confined else "the command's process group"
+        status, error = f"timed out after {timeout:g} s; {killed} was killed", "timeout"
     elif r["killed"] == "output_limit":
         status, error = f"killed: output exceeded {lim.output_kill_bytes} bytes", "too_large"
     elif r["exit_code"] is not None and r["exit_code"] < 0:

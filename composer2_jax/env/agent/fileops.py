@@ -2,6 +2,9 @@
 
 Every path goes through `resolve`: relative paths are taken from /workspace, and a path that leaves the
 workspace lexically or through a symlink is refused with kind "path_outside_workspace".
+In an image sandbox (`configure(workdir, confined=False)`, called with the agent chrooted into the image's root)
+the whole root filesystem is the model's machine: relative paths are taken from the image's working directory
+and absolute paths may name any file, as they would in a container.
 """
 
 import errno
@@ -15,6 +18,8 @@ import stat
 import time
 
 WS = "/workspace"
+_BASE = {"dir": WS, "confined": True}  # where relative paths start, and whether paths must stay below it
+PSEUDO_FS = ("/proc", "/sys", "/dev")  # never walked by grep in an image sandbox
 BINARY_PROBE = 8192
 MAX_TEXT_BYTES = 64 << 20  # read_file and edit_file refuse larger files (they would be read whole)
 _OS_ERRORS = {"ENOSPC": "no_space", "EDQUOT": "no_space", "EFBIG": "too_large", "EACCES": "permission_denied",
@@ -36,30 +41,37 @@ def os_error(e, path):
     return ToolError(_OS_ERRORS.get(name, "os_error"), f"{path!r}: {os.strerror(e.errno or 5)} ({name})")
 
 
+def configure(base, confined):
+    """Take relative paths from `base`; with confined, refuse paths outside it (the /workspace rule)."""
+    _BASE.update(dir=base, confined=confined)
+
+
 def _inside(path):
-    """True if the absolute, normalised path is /workspace or below it."""
-    return path == WS or path.startswith(WS + "/")
+    """True if the absolute, normalised path is the base directory or below it."""
+    base = _BASE["dir"]
+    return path == base or path.startswith(base.rstrip("/") + "/")
 
 
 def resolve(path, exist=True):
     """Absolute real path of a workspace path; ToolError if it escapes or (when exist) is missing."""
     if "\x00" in path:
         raise ToolError("invalid_arguments", f"path {path!r} contains a NUL byte")
-    full = os.path.normpath(path if path.startswith("/") else os.path.join(WS, path))
-    if not _inside(full):
-        raise ToolError("path_outside_workspace", f"path {path!r} is outside the workspace {WS}")
+    base = _BASE["dir"]
+    full = os.path.normpath(path if path.startswith("/") else os.path.join(base, path))
+    if _BASE["confined"] and not _inside(full):
+        raise ToolError("path_outside_workspace", f"path {path!r} is outside the workspace {base}")
     real = os.path.realpath(full)
-    if not _inside(real):
+    if _BASE["confined"] and not _inside(real):
         raise ToolError("path_outside_workspace",
-                        f"path {path!r} resolves through a symlink to {real!r}, outside the workspace {WS}")
+                        f"path {path!r} resolves through a symlink to {real!r}, outside the workspace {base}")
     if exist and not os.path.exists(real):
         raise ToolError("not_found", f"path {path!r} does not exist")
     return real
 
 
 def _rel(real):
-    """Workspace-relative display path."""
-    return os.path.relpath(real, WS)
+    """Display path: relative to the base directory when below it, else absolute."""
+    return os.path.relpath(real, _BASE["dir"]) if _inside(real) else real
 
 
 def _read_text(real, path):
@@ -169,7 +181,7 @@ def _grep_files(root, glob):
         yield root
         return
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        dirnames[:] = sorted(d for d in dirnames if d != ".git" and os.path.join(dirpath, d) not in PSEUDO_FS)
         for name in sorted(filenames):
             full = os.path.join(dirpath, name)
             if glob and not (fnmatch.fnmatch(name, glob) or fnmatch.fnmatch(_rel(full), glob)):

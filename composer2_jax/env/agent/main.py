@@ -1,11 +1,16 @@
 """Entry point of the sandbox agent: pid 1 of the sandbox, serving the host's requests over an inherited socket.
 
-Usage (inside the sandbox, started by bwrap): python3 -I -S main.py RPC_FD PROXY_PORT EGRESS_SOCKET
+Usage (inside the sandbox, started by bwrap): python3 -I -S main.py RPC_FD PROXY_PORT EGRESS_SOCKET [IMAGE_ROOT]
 
 One selector loop serves three things: request frames from the host (file tools run inline, a command
 runs as a `Job` whose pipes join the loop), SIGCHLD wakeups (reaping), and the egress relay.
+
+With IMAGE_ROOT (image sandboxes) the agent is root in its user namespace and the image's root filesystem is
+mounted there by the host: commands are chrooted into it, and file tools run with the agent chrooted into it for
+the call (`in_image`, which returns through a descriptor of the agent's own root) and as the requested user.
 """
 
+import contextlib
 import os
 import selectors
 import signal
@@ -16,15 +21,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fileops
 import runner
+import users
 import wire
 from relay import Relay
+
+FILE_OPS = ("read_file", "write_file", "edit_file", "list_dir")
 
 
 class Agent:
     """The sandbox's init: request loop, command jobs, reaper and relay."""
 
-    def __init__(self, rpc_fd, proxy_port, egress_socket):
+    def __init__(self, rpc_fd, proxy_port, egress_socket, image_root=None):
         os.set_inheritable(rpc_fd, False)
+        self.image_root = image_root
+        self.outer = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC) if image_root else None
         self.rpc = socket.socket(fileno=rpc_fd)
         self.sel = selectors.DefaultSelector()
         self.reaper = runner.Reaper(self.sel)
@@ -63,6 +73,39 @@ class Agent:
         if reply is not None:
             wire.send(sock, reply)
 
+    @contextlib.contextmanager
+    def in_image(self, user_spec=None):
+        """For the block: chrooted into the image (image sandboxes) and acting as the given user."""
+        if self.image_root is None:
+            yield None
+            return
+        os.chroot(self.image_root)
+        os.chdir("/")
+        try:
+            user = self._user(user_spec)
+            if user.uid != 0 or user.gid != 0:
+                os.setgroups(list(user.groups))
+                os.setegid(user.gid)
+                os.seteuid(user.uid)
+            try:
+                yield user
+            finally:
+                os.seteuid(0)
+                os.setegid(0)
+                os.setgroups([])
+        finally:
+            os.fchdir(self.outer)
+            os.chroot(".")
+            os.chdir("/")
+
+    @staticmethod
+    def _user(spec):
+        """users.resolve with a failure as a ToolError."""
+        try:
+            return users.resolve(spec)
+        except users.UserError as e:
+            raise fileops.ToolError("invalid_arguments", str(e)) from None
+
     def _dispatch(self, req):
         """Run one operation; None when the answer comes later (a started command)."""
         op = req.get("op")
@@ -70,9 +113,17 @@ class Agent:
             self._start_job(req)
             return None
         if op == "grep":
-            return fileops.grep(req, req["limits"], runner.set_limits)
-        if op in ("read_file", "write_file", "edit_file", "list_dir"):
-            return getattr(fileops, op)(req)
+            with self.in_image(req.get("user")):
+                return fileops.grep(req, req["limits"], runner.set_limits)
+        if op in FILE_OPS:
+            with self.in_image(req.get("user")):
+                return getattr(fileops, op)(req)
+        if op == "configure":
+            return self._configure(req)
+        if op == "spawn":
+            return self._spawn(req)
+        if op == "put_archive":
+            return self._put_archive(req)
         if op == "sweep":
             self.reaper.sweep()
             return {"ok": True, "cpu_s": self.reaper.cpu_s}
@@ -80,26 +131,79 @@ class Agent:
             return {"ok": True, "cpu_s": self.reaper.cpu_s}
         raise fileops.ToolError("unknown_op", f"unknown agent operation {op!r}")
 
+    def _configure(self, req):
+        """Image sandboxes: set the working directory (created, owned by the user, if asked) relative paths use."""
+        if self.image_root is None:
+            raise fileops.ToolError("unknown_op", "configure is only for image sandboxes")
+        workdir = os.path.normpath("/" + req["workdir"])
+        with self.in_image() as _:
+            user = self._user(req.get("user"))
+            if req.get("create") and not os.path.isdir(workdir):
+                os.makedirs(workdir, exist_ok=True)
+                os.chown(workdir, user.uid, user.gid)
+            if not os.path.isdir(workdir):
+                raise fileops.ToolError("not_a_directory", f"working directory {workdir!r} does not exist in the image")
+        fileops.configure(workdir, confined=False)
+        return {"ok": True, "workdir": workdir}
+
+    def _spawn(self, req):
+        """Image sandboxes: start a detached process (an ENTRYPOINT) that outlives every call; its pid."""
+        if self.image_root is None:
+            raise fileops.ToolError("unknown_op", "spawn is only for image sandboxes")
+        with self.in_image() as _:
+            user = self._user(req.get("user"))
+            cwd = fileops.resolve(req.get("cwd") or ".")
+        pid = runner.spawn(req["argv"], req["env"], cwd, req["limits"], self.image_root, user, req["log"])
+        return {"ok": True, "pid": pid}
+
+    def _put_archive(self, req):
+        """Unpack a base64 tar from the host at dest (any absolute path: the host is trusted; image sandboxes: inside
+        the image), owned by the given user."""
+        import base64  # deferred: the agent's start time counts in every sandbox start
+        import io
+        import tarfile
+
+        data = base64.b64decode(req["data"])
+        with self.in_image() as _:
+            user = self._user(req.get("user")) if self.image_root else None
+            if not req["dest"].startswith("/"):
+                raise fileops.ToolError("invalid_arguments", f"dest {req['dest']!r}; expected an absolute path")
+            dest = os.path.normpath(req["dest"])
+            os.makedirs(dest, exist_ok=True)
+            with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+                names = tf.getnames()
+                tf.extractall(dest, numeric_owner=True)
+            if user is not None:
+                for name in [""] + names:
+                    os.lchown(os.path.join(dest, name), user.uid, user.gid)
+        return {"ok": True, "dest": dest, "entries": len(names)}
+
     def _start_job(self, req):
         """Check cwd and the sandbox CPU budget, then fork the command."""
-        cwd = fileops.resolve(req.get("cwd") or ".")
-        if not os.path.isdir(cwd):
-            raise fileops.ToolError("not_a_directory", f"cwd {req.get('cwd')!r} is not a directory")
+        with self.in_image() as _:
+            user = self._user(req.get("user")) if self.image_root else None
+            cwd = fileops.resolve(req.get("cwd") or ".")
+            if not os.path.isdir(cwd):
+                raise fileops.ToolError("not_a_directory", f"cwd {req.get('cwd')!r} is not a directory")
+        env = dict(req["env"])
+        if user is not None:
+            env.setdefault("HOME", user.home)
         limits = dict(req["limits"])
         left = req["cpu_budget_s"] - self.reaper.cpu_s
         if left <= 0:
             raise fileops.ToolError("cpu_budget_exhausted",
                                     f"the sandbox used {self.reaper.cpu_s:.1f} CPU s of its {req['cpu_budget_s']} s budget")
-        limits["cpu_s"] = min(limits["cpu_s"], left)
-        self.job = runner.Job(self.sel, self.reaper, req["cmd"], cwd, req["env"], req["timeout_s"], limits)
+        limits["cpu_s"] = left if limits["cpu_s"] is None else min(limits["cpu_s"], left)
+        self.job = runner.Job(self.sel, self.reaper, req["cmd"], cwd, env, req["timeout_s"], limits,
+                              self.image_root, user)
 
 
 def main(argv):
-    """Parse RPC_FD PROXY_PORT EGRESS_SOCKET, make the agent untraceable by its own sandbox, and serve."""
+    """Parse RPC_FD PROXY_PORT EGRESS_SOCKET [IMAGE_ROOT], make the agent untraceable by its sandbox, and serve."""
     runner.set_dumpable(False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     rpc_fd, proxy_port, egress_socket = int(argv[1]), int(argv[2]), argv[3]
-    Agent(rpc_fd, proxy_port, egress_socket).serve()
+    Agent(rpc_fd, proxy_port, egress_socket, argv[4] if len(argv) > 4 else None).serve()
 
 
 if __name__ == "__main__":

@@ -1,9 +1,15 @@
 """Commands inside the sandbox: fork/exec under rlimits, bounded output capture, reaping and the sweep.
 
 The agent is pid 1 of the sandbox's pid namespace and single-threaded, so a plain fork/exec is safe and
-`kill(-1, SIGKILL)` from it reaches every other process of the sandbox and nothing outside. A command
-never outlives its call: when its shell exits, times out or floods its output, everything it left
-behind is killed and reaped (the sweep).
+`kill(-1, SIGKILL)` from it reaches every other process of the sandbox and nothing outside. In a workspace
+sandbox a command never outlives its call: when its shell exits, times out or floods its output, everything
+it left behind is killed and reaped (the sweep).
+
+In an image sandbox the machine behaves like a container: a command runs chrooted into the image's root as
+its user (`users.resolve`) under bash, and what it starts in the background (`nohup server &`) keeps
+running after the call returns. The call ends when the shell exits; pipes that background processes still
+hold are read for GRACE_S more and then handed to a `Drain` that discards their output until they close.
+A timeout or an output flood kills the command's process group only.
 """
 
 import ctypes
@@ -14,7 +20,9 @@ import signal
 import time
 
 SHELL = "/bin/sh"
+IMAGE_SHELL = "/bin/bash"  # Harbor runs commands with `bash -c`; /bin/sh when an image has no bash
 CHUNK = 1 << 16
+GRACE_S = 0.1  # image sandboxes: how long output is still collected after the shell exits
 PR_SET_DUMPABLE = 4
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _RESET_SIGNALS = ("SIGPIPE", "SIGXFSZ", "SIGXCPU", "SIGINT", "SIGTERM", "SIGHUP", "SIGCHLD", "SIGQUIT")
@@ -100,56 +108,118 @@ def set_dumpable(flag):
 
 
 def set_limits(limits):
-    """Apply per-command rlimits and make this process the OOM killer's choice before the agent (in the child)."""
+    """Apply per-command rlimits and make this process the OOM killer's choice before the agent (in the child).
+
+    A limit given as None is left as inherited (image sandboxes bound memory by their cgroup, not RLIMIT_AS).
+    """
     set_dumpable(True)
     with open("/proc/self/oom_score_adj", "w") as f:
         f.write("500")
-    cpu = max(1, int(limits["cpu_s"]))
+    cpu = None if limits["cpu_s"] is None else max(1, int(limits["cpu_s"]))
     for name, soft, hard in (
-        ("RLIMIT_CPU", cpu, cpu + 1),
+        ("RLIMIT_CPU", cpu, None if cpu is None else cpu + 1),
         ("RLIMIT_AS", limits["memory_bytes"], limits["memory_bytes"]),
         ("RLIMIT_NPROC", limits["processes"], limits["processes"]),
         ("RLIMIT_FSIZE", limits["file_size_bytes"], limits["file_size_bytes"]),
         ("RLIMIT_NOFILE", limits["open_files"], limits["open_files"]),
         ("RLIMIT_CORE", 0, 0),
     ):
-        resource.setrlimit(getattr(resource, name), (soft, hard))
+        if soft is not None:
+            resource.setrlimit(getattr(resource, name), (soft, hard))
 
 
-def _exec_child(cmd, cwd, env, limits, out_w, err_w):
-    """Child side of fork: wire stdio, reset signals, apply limits, exec the shell; never returns."""
+def enter(root, cwd, user):
+    """In a child about to exec: chroot into root (if any), change to cwd and become user (if any)."""
+    if root:
+        os.chroot(root)
+    os.chdir(cwd)
+    if user is not None:
+        os.setgroups(list(user.groups))
+        os.setgid(user.gid)
+        os.setuid(user.uid)
+
+
+def _reset_child(out_fd, err_fd):
+    """In a fresh child: new session, stdio wired (stdin /dev/null), other fds closed, signals back to default."""
+    os.setsid()
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    os.closerange(3, 1 << 16)
+    signal.set_wakeup_fd(-1)
+    for name in _RESET_SIGNALS:
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
+def _exec_child(cmd, cwd, env, limits, out_w, err_w, root, user):
+    """Child side of fork: wire stdio, reset signals, apply limits, enter the image, exec the shell; never returns."""
     try:
-        os.setsid()
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        os.closerange(3, 1 << 16)
-        signal.set_wakeup_fd(-1)
-        for name in _RESET_SIGNALS:
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
-        os.chdir(cwd)
+        _reset_child(out_w, err_w)
         set_limits(limits)
-        os.execve(SHELL, [SHELL, "-c", cmd], env)
+        enter(root, cwd, user)
+        shell = IMAGE_SHELL if root and os.path.exists(IMAGE_SHELL) else SHELL
+        os.execve(shell, [shell, "-c", cmd], env)
     except BaseException as e:  # noqa: BLE001 - report anything, then die
         os.write(2, f"sandbox: cannot start command: {e}\n".encode())
     os._exit(127)
 
 
-class Job:
-    """One running command: its pipes registered on the agent's selector, its deadline and its captures."""
+def spawn(argv, env, cwd, limits, root, user, log_path):
+    """Start a detached process (an image's ENTRYPOINT): own session, output appended to log_path; its pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            _reset_child(log, log)
+            set_limits(limits)
+            enter(root, cwd, user)
+            os.execvpe(argv[0], argv, env)
+        except BaseException as e:  # noqa: BLE001 - report anything, then die
+            os.write(2, f"sandbox: cannot start {argv!r}: {e}\n".encode())
+        os._exit(127)
+    return pid
 
-    def __init__(self, sel, reaper, cmd, cwd, env, timeout_s, limits):
-        self.sel, self.reaper, self.limits = sel, reaper, limits
+
+class Drain:
+    """Reads and discards what background processes still write to a finished command's pipes, until they close."""
+
+    def __init__(self, sel, fds):
+        self.sel = sel
+        for fd in fds:
+            sel.register(fd, selectors.EVENT_READ, self._read)
+
+    def _read(self, fd, mask):
+        """Discard available bytes; close at end of stream."""
+        try:
+            if os.read(fd, CHUNK):
+                return
+        except BlockingIOError:
+            return
+        except OSError:
+            pass
+        self.sel.unregister(fd)
+        os.close(fd)
+
+
+class Job:
+    """One running command: its pipes registered on the agent's selector, its deadline and its captures.
+
+    With root set (image sandboxes) the command runs chrooted as `user` and may leave background processes.
+    """
+
+    def __init__(self, sel, reaper, cmd, cwd, env, timeout_s, limits, root=None, user=None):
+        self.sel, self.reaper, self.limits, self.background = sel, reaper, limits, bool(root)
         self.start = time.monotonic()
         self.deadline = self.start + timeout_s
+        self.exited_at = None
         self.captures = {"stdout": Capture(limits["output_bytes"]), "stderr": Capture(limits["output_bytes"])}
         self.killed, self.timed_out, self.done = None, False, False
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         self.pid = os.fork()
         if self.pid == 0:
-            _exec_child(cmd, cwd, env, limits, out_w, err_w)
+            _exec_child(cmd, cwd, env, limits, out_w, err_w, root, user)
         os.close(out_w)
         os.close(err_w)
         self.fds = {out_r: "stdout", err_r: "stderr"}
@@ -158,8 +228,9 @@ class Job:
             sel.register(fd, selectors.EVENT_READ, self._read)
 
     def time_left(self):
-        """Seconds until the wall deadline (never negative)."""
-        return max(0.0, self.deadline - time.monotonic())
+        """Seconds until the wall deadline, or the end of the grace after the shell exited (never negative)."""
+        end = self.deadline if self.exited_at is None else min(self.deadline, self.exited_at + GRACE_S)
+        return max(0.0, end - time.monotonic())
 
     def _read(self, fd, mask):
         """Move available output into its capture; close the pipe at end of stream."""
@@ -178,11 +249,20 @@ class Job:
 
     def poll(self):
         """Finish the job if its shell exited, its deadline passed or its output overflowed."""
-        exited = self.pid in self.reaper.exits
-        if time.monotonic() >= self.deadline and not exited:
+        exited, now = self.pid in self.reaper.exits, time.monotonic()
+        if now >= self.deadline and not exited:
             self.timed_out = True
-        if exited or self.timed_out or self.killed:
-            self._finish()
+        if not self.background:
+            if exited or self.timed_out or self.killed:
+                self._finish()
+            return
+        if exited and self.exited_at is None:
+            self.exited_at = now
+        if self.timed_out or self.killed:
+            self._kill_group()
+            self._hand_off()
+        elif exited and (not self.fds or now >= self.exited_at + GRACE_S):
+            self._hand_off()
 
     def _finish(self):
         """Kill what is left, drain the pipes to their end, mark done."""
@@ -191,6 +271,31 @@ class Job:
             os.set_blocking(fd, True)
             while fd in self.fds:
                 self._read(fd, selectors.EVENT_READ)
+        self.done = True
+
+    def _kill_group(self):
+        """SIGKILL the command's process group (image sandboxes: other processes keep running) and reap it."""
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        while self.pid not in self.reaper.exits and self.reaper.reap():
+            time.sleep(0.001)
+
+    def _hand_off(self):
+        """Read what the pipes hold now, give pipes still open to a Drain, mark done (image sandboxes)."""
+        for fd in list(self.fds):
+            while fd in self.fds:
+                before = sum(c.total for c in self.captures.values())
+                self._read(fd, selectors.EVENT_READ)
+                if fd in self.fds and sum(c.total for c in self.captures.values()) == before:
+                    break
+        left = list(self.fds)
+        for fd in left:
+            self.sel.unregister(fd)
+        self.fds = {}
+        if left:
+            Drain(self.sel, left)
         self.done = True
 
     def result(self):

@@ -1,0 +1,2 @@
+#!/bin/bash
+printf "one\ntwo\nthree\n" > /app/data.txt

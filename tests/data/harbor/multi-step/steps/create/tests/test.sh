@@ -1,0 +1,3 @@
+#!/bin/bash
+source /tests/check.sh
+check_lines 3

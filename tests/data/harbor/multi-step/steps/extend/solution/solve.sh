@@ -1,0 +1,2 @@
+#!/bin/bash
+echo four >> /app/data.txt
