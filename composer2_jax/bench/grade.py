@@ -2,12 +2,16 @@
 
 1. Fork the agent's sandbox (or a snapshot): the fork sees the workspace as the agent left it, with a fresh /tmp
    and none of the agent's processes.
-2. Install the task's tests/ folder at /tmp/tests ($TESTS_DIR, Harbor's /tests): the agent never saw it, and
-   whatever the agent wrote into the workspace's own tests/ or into a reward file plays no part.
-3. Run `bash $TESTS_DIR/test.sh` from /workspace with LOGS_DIR=/tmp/logs (Harbor's /logs) under the task's verifier
+2. Install the task's tests/ folder at a fresh, random path under /tmp ($TESTS_DIR, Harbor's /tests) and make a
+   fresh $LOGS_DIR (Harbor's /logs): the agent never saw either, and whatever it wrote into the workspace's own
+   tests/ or into a reward file plays no part. A task judged by the verdict runner (bench/verdict.py) gets its
+   tests/ without expected.json: the hidden values stay on the host.
+3. Run `bash $TESTS_DIR/test.sh` from /workspace with LOGS_DIR set, the runner's scrub switch on and the
+   interpreter kept off the workspace's path (PYTHONSAFEPATH, PYTHONNOUSERSITE), under the task's verifier
    timeout; its output goes to $LOGS_DIR/verifier/test-output.txt.
-4. Read $LOGS_DIR/verifier/reward.txt (or reward.json {"reward": x}) from the host through /proc/<pid>/root, one
-   path component at a time and never through a symlink; then close the fork.
+4. Read, from the host through /proc/<pid>/root, one path component at a time and never through a symlink:
+   answers.json for a verdict-runner task, judged here against the host's expected.json; otherwise
+   $LOGS_DIR/verifier/reward.txt (or reward.json {"reward": x}). Then close the fork.
 """
 
 from __future__ import annotations
@@ -25,10 +29,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from composer2_jax.bench import verdict
 from composer2_jax.bench.task import Task
 
-TESTS_DIR = "/tmp/tests"  # Harbor's /tests (the sandbox root is read-only; /tmp is the fork's own tmpfs)
-LOGS_DIR = "/tmp/logs"  # Harbor's /logs; the verifier writes verifier/reward.txt under it
+VERIFIER_ROOT = "/tmp"  # fresh verifier dirs go here (the sandbox root is read-only; /tmp is the fork's own tmpfs)
 WORKSPACE = "/workspace"
 _CHUNK = 64 * 1024  # base64 characters per command (one argv string must stay under the kernel's 128 KiB)
 _OUTPUT_TAIL = 16 * 1024
@@ -52,12 +56,19 @@ class Grade:
         return dataclasses.asdict(self)
 
 
-def pack_dir(folder: Path) -> str:
-    """A folder as base64 of a gzipped tar (paths relative to the folder, deterministic order)."""
+def fresh_dirs() -> tuple[str, str]:
+    """(tests dir, logs dir) at a fresh random path: Harbor's /tests and /logs for one grading."""
+    base = f"{VERIFIER_ROOT}/.verifier-{secrets.token_hex(8)}"
+    return f"{base}/tests", f"{base}/logs"
+
+
+def pack_dir(folder: Path, exclude: tuple[str, ...] = ()) -> str:
+    """A folder as base64 of a gzipped tar (paths relative to the folder, deterministic order), less `exclude`
+    (paths relative to the folder)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tf:
         for path in sorted(folder.rglob("*")):
-            if "__pycache__" in path.parts:
+            if "__pycache__" in path.parts or str(path.relative_to(folder)) in exclude:
                 continue
             info = tf.gettarinfo(str(path), arcname=str(path.relative_to(folder)))
             info.uid = info.gid = 0
@@ -89,18 +100,31 @@ def unpack_command(blob: str, dest: str) -> str:
     return f"mkdir -p {dest} && python3 -I -c \"{code}\" && rm -f {blob}"
 
 
-def install_tests(env, sid: str, task: Task) -> str | None:
-    """Unpack the task's hidden tests at TESTS_DIR and make LOGS_DIR; an error message, or None."""
+def install_tests(env, sid: str, task: Task, tests_dir: str, logs_dir: str,
+                  exclude: tuple[str, ...] = ()) -> str | None:
+    """Unpack the task's hidden tests (less `exclude`) at tests_dir and make logs_dir; an error message, or None."""
     blob = f"/tmp/.tests-{secrets.token_hex(6)}.b64"
-    for command in upload_commands(pack_dir(task.tests_dir), blob):
+    for command in upload_commands(pack_dir(task.tests_dir, exclude), blob):
         obs = _sh(env, sid, command, 60)
         if not obs.ok or obs.fields.get("exit_code") != 0:
             return f"could not copy the hidden tests into the grading sandbox: {obs.content[:500]}"
-    obs = _sh(env, sid, f"rm -rf {TESTS_DIR} {LOGS_DIR} && mkdir -p {LOGS_DIR}/verifier {LOGS_DIR}/agent && "
-                        + unpack_command(blob, TESTS_DIR), 60)
+    obs = _sh(env, sid, f"rm -rf {tests_dir} {logs_dir} && mkdir -p {logs_dir}/verifier {logs_dir}/agent && "
+                        + unpack_command(blob, tests_dir), 60)
     if not obs.ok or obs.fields.get("exit_code") != 0:
         return f"could not unpack the hidden tests in the grading sandbox: {obs.content[:500]}"
     return None
+
+
+def run_verifier(env, sid: str, task: Task, exclude: tuple[str, ...] = ()) -> tuple[Any, str, str | None]:
+    """Install tests/ at fresh dirs and run test.sh there; (observation or None, logs dir, install error)."""
+    tests_dir, logs_dir = fresh_dirs()
+    error = install_tests(env, sid, task, tests_dir, logs_dir, exclude)
+    if error is not None:
+        return None, logs_dir, error
+    obs = _sh(env, sid, f"cd {WORKSPACE} && {verdict.verifier_env(tests_dir, logs_dir)} "
+                        f"bash {tests_dir}/test.sh > {logs_dir}/verifier/test-output.txt 2>&1",
+              task.config.verifier_timeout_s)
+    return obs, logs_dir, None
 
 
 def is_local(env, sid: str) -> bool:
@@ -156,45 +180,53 @@ def parse_reward(txt: bytes | None, js: bytes | None) -> tuple[float | None, str
     return value, None
 
 
-def _read_results(env, sid: str) -> tuple[bytes | None, bytes | None, bytes | None, str, str | None]:
-    """(reward.txt, reward.json, output tail, source, error): from outside when local, else through the sandbox."""
-    names = ("reward.txt", "reward.json", "test-output.txt")
+def read_verifier_files(env, sid: str, logs_dir: str, names: tuple[str, ...]) -> tuple[dict, str, str | None]:
+    """({name: bytes or None}, source, error) of files under logs_dir/verifier: from outside when local, else
+    through the sandbox; output files are read from their tail."""
+    limits = {"test-output.txt": _OUTPUT_TAIL, verdict.vr.ANSWERS: verdict.ANSWERS_LIMIT}
     if is_local(env, sid):
         try:
-            got = [read_outside(env, sid, f"{LOGS_DIR}/verifier/{n}", tail=n.endswith("output.txt"),
-                                limit=_OUTPUT_TAIL if n.endswith("output.txt") else 1 << 16) for n in names]
+            got = {n: read_outside(env, sid, f"{logs_dir}/verifier/{n}", tail=n.endswith("output.txt"),
+                                   limit=limits.get(n, 1 << 16)) for n in names}
         except OSError as e:
-            return None, None, None, "host", f"refused to read the verifier's files: {e}"
-        return got[0], got[1], got[2], "host", None
-    got = []
+            return {n: None for n in names}, "host", f"refused to read the verifier's files: {e}"
+        return got, "host", None
+    got = {}
     for n in names:
-        obs = _sh(env, sid, f"cat {LOGS_DIR}/verifier/{n}", 30)
+        obs = _sh(env, sid, f"cat {logs_dir}/verifier/{n}", 30)
         ok = obs.ok and obs.fields.get("exit_code") == 0
-        got.append(obs.fields.get("stdout", "").encode("utf-8", "replace") if ok else None)
-    return got[0], got[1], got[2], "sandbox", None
+        got[n] = obs.fields.get("stdout", "").encode("utf-8", "replace") if ok else None
+    return got, "sandbox", None
 
 
 def grade(env, source: str, task: Task, pass_threshold: float = 1.0) -> Grade:
     """Run the task's hidden tests on a fresh fork of `source` (a sandbox id or a snapshot id); see the module doc."""
     start = time.monotonic()
+    try:
+        expected = verdict.load_expected(task.tests_dir)
+    except verdict.VerdictError as e:
+        return Grade(0.0, False, None, False, "", time.monotonic() - start, str(e))
     gid = env.fork(source)
     try:
-        error = install_tests(env, gid, task)
+        obs, logs_dir, error = run_verifier(env, gid, task, verdict.HOST_ONLY if expected is not None else ())
         if error is not None:
             return Grade(0.0, False, None, False, "", time.monotonic() - start, error)
-        timeout = task.config.verifier_timeout_s
-        obs = _sh(env, gid, f"cd {WORKSPACE} && TESTS_DIR={TESTS_DIR} LOGS_DIR={LOGS_DIR} PYTHONDONTWRITEBYTECODE=1 "
-                            f"bash {TESTS_DIR}/test.sh > {LOGS_DIR}/verifier/test-output.txt 2>&1", timeout)
+        names = (verdict.vr.ANSWERS,) if expected is not None else ("reward.txt", "reward.json")
+        got, source_kind, read_error = read_verifier_files(env, gid, logs_dir, names + ("test-output.txt",))
+        output = (got["test-output.txt"] or b"").decode("utf-8", "replace")
+        if expected is not None:
+            judged, why = verdict.judge_answers(got[verdict.vr.ANSWERS], expected)
+            reward = None if judged is None else judged.reward
+            output = output + ("\n" + judged.summary() if judged is not None else "")
+        else:
+            reward, why = parse_reward(got["reward.txt"], got["reward.json"])
         timed_out = obs.error == "timeout"
-        txt, js, out, source_kind, read_error = _read_results(env, gid)
-        reward, why = parse_reward(txt, js)
         if read_error is not None:
             reward, why = None, read_error
         elif timed_out:
-            reward, why = None, f"the verifier ran past its {timeout:g} s timeout"
+            reward, why = None, f"the verifier ran past its {task.config.verifier_timeout_s:g} s timeout"
         elif obs.error is not None:
             reward, why = None, f"the verifier could not run: {obs.content[:500]}"
-        output = (out or b"").decode("utf-8", "replace")
         value = 0.0 if reward is None else reward
         return Grade(value, reward is not None and reward >= pass_threshold, obs.fields.get("exit_code"), timed_out,
                      output, time.monotonic() - start, why, source_kind)
