@@ -6,9 +6,9 @@
    fresh $LOGS_DIR (Harbor's /logs): the agent never saw either, and whatever it wrote into the workspace's own
    tests/ or into a reward file plays no part. A task judged by the verdict runner (bench/verdict.py) gets its
    tests/ without expected.json: the hidden values stay on the host.
-3. Run `bash $TESTS_DIR/test.sh` from /workspace with LOGS_DIR set, the runner's scrub switch on and the
-   interpreter kept off the workspace's path (PYTHONSAFEPATH, PYTHONNOUSERSITE), under the task's verifier
-   timeout; its output goes to $LOGS_DIR/verifier/test-output.txt.
+3. Run `bash $TESTS_DIR/test.sh` from /workspace with LOGS_DIR set, the runner's scrub switch on and
+   bench/verifier_guard.py first on PYTHONPATH (the workspace cannot shadow the standard library or a test
+   runner; no user site), under the task's verifier timeout; its output goes to $LOGS_DIR/verifier/test-output.txt.
 4. Read, from the host through /proc/<pid>/root, one path component at a time and never through a symlink:
    answers.json for a verdict-runner task, judged here against the host's expected.json; otherwise
    $LOGS_DIR/verifier/reward.txt (or reward.json {"reward": x}). Then close the fork.
@@ -108,8 +108,10 @@ def install_tests(env, sid: str, task: Task, tests_dir: str, logs_dir: str,
         obs = _sh(env, sid, command, 60)
         if not obs.ok or obs.fields.get("exit_code") != 0:
             return f"could not copy the hidden tests into the grading sandbox: {obs.content[:500]}"
-    obs = _sh(env, sid, f"rm -rf {tests_dir} {logs_dir} && mkdir -p {logs_dir}/verifier {logs_dir}/agent && "
-                        + unpack_command(blob, tests_dir), 60)
+    guard = verdict.guard_dir(tests_dir)
+    obs = _sh(env, sid, f"rm -rf {tests_dir} {logs_dir} {guard} && mkdir -p {logs_dir}/verifier {logs_dir}/agent {guard}"
+                        f" && cat > {guard}/sitecustomize.py <<'__GUARD__' && {unpack_command(blob, tests_dir)}\n"
+                        f"{verdict.GUARD.read_text()}__GUARD__\n", 60)
     if not obs.ok or obs.fields.get("exit_code") != 0:
         return f"could not unpack the hidden tests in the grading sandbox: {obs.content[:500]}"
     return None

@@ -27,6 +27,7 @@ from typing import Any
 from composer2_jax.bench import verdict_runner as vr
 
 RUNNER = Path(vr.__file__).resolve()
+GUARD = RUNNER.with_name("verifier_guard.py")  # installed as sitecustomize.py for every verifier
 RUNNER_NAME = RUNNER.name
 HOST_ONLY = (vr.EXPECTED,)  # files of tests/ the graders keep on the host
 ANSWERS_LIMIT = 8 << 20  # most bytes of answers.json the host reads
@@ -107,11 +108,17 @@ def judge_answers(raw: bytes | None, expected: dict) -> tuple[Verdict | None, st
     return Verdict(v["reward"], v["passed"], v["failed"], v["errors"], tuple(v["cases"]), runs, guards), None
 
 
+def guard_dir(tests_dir: str) -> str:
+    """Where the graders put bench/verifier_guard.py as sitecustomize.py, beside a grading's tests dir."""
+    return f"{tests_dir.rstrip('/').rpartition('/')[0]}/site"
+
+
 def verifier_env(tests_dir: str, logs_dir: str) -> str:
-    """Environment assignments for test.sh: Harbor's dirs, the runner's scrub switch, and interpreter isolation
-    for third-party verifiers (no cwd or script folder on sys.path, no user site, no bytecode in the workspace)."""
-    return (f"TESTS_DIR={tests_dir} LOGS_DIR={logs_dir} VERDICT_SCRUB=1 PYTHONSAFEPATH=1 PYTHONNOUSERSITE=1 "
-            "PYTHONDONTWRITEBYTECODE=1")
+    """Environment assignments for test.sh: Harbor's dirs, the runner's scrub switch, and interpreter guards for
+    third-party verifiers: the guard first on PYTHONPATH (the workspace cannot shadow the standard library or a test
+    runner), no user site, no bytecode written into the workspace."""
+    return (f"TESTS_DIR={tests_dir} LOGS_DIR={logs_dir} VERDICT_SCRUB=1 PYTHONPATH={guard_dir(tests_dir)} "
+            "PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1")
 
 
 # ---------------------------------------------------------------------------------------------------- authoring
