@@ -52,7 +52,7 @@ def solved_source(env, task: Task) -> str:
     return sid
 
 
-def grade_bench(env, task: Task, policy: str, work: Path) -> dict:
+def grade_bench(env, task: Task, policy: str, work: Path, hang_s: float = HANG_TIMEOUT_S) -> dict:
     """Grade the task's repository after `policy` (a forging policy, or a baseline) with the benchmark grader."""
     if policy == "oracle":
         source = solved_source(env, task)
@@ -61,7 +61,7 @@ def grade_bench(env, task: Task, policy: str, work: Path) -> dict:
         if policy != "null":
             repo = forging.forged_copy(repo, policy, work / f"bench-{task.name}-{policy}")
         source = env.import_repo(repo)
-    graded = capped(task, HANG_TIMEOUT_S) if policy == "hang" else task
+    graded = capped(task, hang_s) if policy == "hang" else task
     try:
         g = grade(env, source, graded)
     finally:
@@ -70,7 +70,7 @@ def grade_bench(env, task: Task, policy: str, work: Path) -> dict:
     return {"reward": g.reward, "passed": g.passed, "error": g.error, "wall_s": round(g.wall_s, 2)}
 
 
-def grade_rl(env, task: rl_tasks.CodingTask, policy: str, work: Path) -> dict:
+def grade_rl(env, task: rl_tasks.CodingTask, policy: str, work: Path, hang_s: float = HANG_TIMEOUT_S) -> dict:
     """Grade a toy-family task's repository after `policy` with the RL grader."""
     repo = work / f"{task.task_id}-{policy}-src"
     files = task.fixed_files() if policy == "oracle" else task.files()
@@ -79,7 +79,7 @@ def grade_rl(env, task: rl_tasks.CodingTask, policy: str, work: Path) -> dict:
         (repo / rel).write_text(text)
     if policy not in BASELINES:
         repo = forging.forged_copy(repo, policy, work / f"{task.task_id}-{policy}")
-    g = grade_task(env, env.import_repo(repo), task, timeout_s=HANG_TIMEOUT_S if policy == "hang" else RL_TIMEOUT_S)
+    g = grade_task(env, env.import_repo(repo), task, timeout_s=hang_s if policy == "hang" else RL_TIMEOUT_S)
     return {"reward": g.reward, "passed": g.reward >= 1.0, "error": g.error, "wall_s": round(g.wall_s, 2),
             "tests": dataclasses.asdict(g.tests)}
 

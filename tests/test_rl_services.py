@@ -6,7 +6,6 @@ import json
 import os
 import random
 import subprocess
-import sys
 import threading
 
 import numpy as np
@@ -54,7 +53,8 @@ def run_check(task, files, tmp_path):
     subprocess.run(["bash", str(folder / "tests" / "test.sh")], cwd=repo, check=True, capture_output=True,
                    env={"PATH": os.environ["PATH"], "TESTS_DIR": str(folder / "tests"), "LOGS_DIR": str(logs)})
     verdict = json.loads((logs / "verifier" / "verdict.json").read_text())
-    return (logs / "verifier" / "reward.txt").read_text().strip(), {k: verdict[k] for k in ("passed", "failed", "errors")}
+    counts = {k: verdict[k] for k in ("passed", "failed", "errors")}
+    return (logs / "verifier" / "reward.txt").read_text().strip(), counts
 
 
 def test_task_family_difficulty_knob_and_check(tmp_path):

@@ -30,7 +30,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from composer2_jax.bench import verdict
+from composer2_jax.bench import verdict, verdict_record
 from composer2_jax.env.config import SandboxConfig
 
 GENERATOR_VERSION = 1
@@ -225,9 +225,10 @@ def write_verifier(tests: Path, cand: Candidate, classes: tuple[str, ...], test_
         (repo / PACKAGE).mkdir(parents=True)
         (repo / PACKAGE / "__init__.py").write_text("")
         (repo / PACKAGE / f"{cand.module}.py").write_text(original)
-        expected = verdict.expected_from_answers(verdict.record_local(repo, tests, python)["answers"], check)
+        expected = verdict_record.expected_from_answers(verdict_record.record_local(repo, tests, python)["answers"],
+                                                      check)
         (repo / PACKAGE / f"{cand.module}.py").write_text(delete_function(original, cand))
-        starting = verdict.record_local(repo, tests, python)["answers"]
+        starting = verdict_record.record_local(repo, tests, python)["answers"]
     if verdict.vr.judge(starting, expected)["reward"] != 0.0:
         raise ValueError(f"{cand.name}: the starting module passes the recorded check; expected it to fail")
     (tests / verdict.vr.EXPECTED).write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")

@@ -109,7 +109,8 @@ def install_tests(env, sid: str, task: Task, tests_dir: str, logs_dir: str,
         if not obs.ok or obs.fields.get("exit_code") != 0:
             return f"could not copy the hidden tests into the grading sandbox: {obs.content[:500]}"
     guard = verdict.guard_dir(tests_dir)
-    obs = _sh(env, sid, f"rm -rf {tests_dir} {logs_dir} {guard} && mkdir -p {logs_dir}/verifier {logs_dir}/agent {guard}"
+    obs = _sh(env, sid, f"rm -rf {tests_dir} {logs_dir} {guard} && "
+                        f"mkdir -p {logs_dir}/verifier {logs_dir}/agent {guard}"
                         f" && cat > {guard}/sitecustomize.py <<'__GUARD__' && {unpack_command(blob, tests_dir)}\n"
                         f"{verdict.GUARD.read_text()}__GUARD__\n", 60)
     if not obs.ok or obs.fields.get("exit_code") != 0:

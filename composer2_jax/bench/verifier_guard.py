@@ -5,10 +5,11 @@ the current directory comes first on sys.path, so a workspace `unittest.py`, `py
 imported instead of the real one and could report whatever it likes. The graders put this file first on the
 verifier's PYTHONPATH (bench/verdict.py `verifier_env`); it runs at interpreter start-up, before the current
 directory is added to sys.path, and puts a finder in front of all others that resolves every standard-library
-module but `test` and the test runners' own packages (`PROTECTED`) from the interpreter's own folders only. Modules of the
-repository under test stay importable as usual; a repository module named like a standard-library module is not
-(the interpreter already ignores the workspace for the modules it imports at start-up). The interpreter's own
-sitecustomize, if any, still runs. Stdlib only; a no-op where Python predates `sys.stdlib_module_names` (3.10).
+module but `test` and the test runners' own packages (`PROTECTED`) from the interpreter's own folders only.
+Modules of the repository under test stay importable as usual; a repository module named like a standard-library
+module is not (the interpreter already ignores the workspace for the modules it imports at start-up). The
+interpreter's own sitecustomize, if any, still runs. Stdlib only; a no-op where Python predates
+`sys.stdlib_module_names` (3.10).
 """
 
 import os
