@@ -312,6 +312,6 @@ def test_every_forging_policy_scores_zero_on_every_task(env, tmp_path):
             for kind, name in [("rl", f"calc-7-L{lv}") for lv in range(4)] +
             [("rl-harbor", f"calc-7-L{lv}") for lv in range(4)] + [("v0", t.name) for t in load_suite("v0").tasks]]
     with ThreadPoolExecutor(4) as pool:
-        grades = list(pool.map(lambda j: (j, grade_job(env, *j, tmp_path / "-".join(j), 10.0)), jobs))
+        grades = list(pool.map(lambda j: (j, grade_job(env, *j, tmp_path / "-".join(j), HANG_S)), jobs))
     forged = [(j, g) for j, g in grades if g["passed"] or g["reward"] != 0.0]
     assert not forged, forged

@@ -183,23 +183,27 @@ def parse_reward(txt: bytes | None, js: bytes | None) -> tuple[float | None, str
     return value, None
 
 
-def read_verifier_files(env, sid: str, logs_dir: str, names: tuple[str, ...]) -> tuple[dict, str, str | None]:
-    """({name: bytes or None}, source, error) of files under logs_dir/verifier: from outside when local, else
-    through the sandbox; output files are read from their tail."""
-    limits = {"test-output.txt": _OUTPUT_TAIL, verdict.vr.ANSWERS: verdict.ANSWERS_LIMIT}
+def read_file(env, sid: str, path: str, limit: int = 1 << 16, tail: bool = False) -> bytes | None:
+    """A file of the sandbox (None if absent): read from outside without following symlinks when the sandbox is
+    local (OSError if refused), else through `cat` inside it (remote environments)."""
     if is_local(env, sid):
-        try:
-            got = {n: read_outside(env, sid, f"{logs_dir}/verifier/{n}", tail=n.endswith("output.txt"),
-                                   limit=limits.get(n, 1 << 16)) for n in names}
-        except OSError as e:
-            return {n: None for n in names}, "host", f"refused to read the verifier's files: {e}"
-        return got, "host", None
-    got = {}
-    for n in names:
-        obs = _sh(env, sid, f"cat {logs_dir}/verifier/{n}", 30)
-        ok = obs.ok and obs.fields.get("exit_code") == 0
-        got[n] = obs.fields.get("stdout", "").encode("utf-8", "replace") if ok else None
-    return got, "sandbox", None
+        return read_outside(env, sid, path, limit=limit, tail=tail)
+    obs = _sh(env, sid, f"cat {path}", 30)
+    return obs.fields.get("stdout", "").encode("utf-8", "replace") if obs.ok and obs.fields.get("exit_code") == 0 \
+        else None
+
+
+def read_verifier_files(env, sid: str, logs_dir: str, names: tuple[str, ...]) -> tuple[dict, str, str | None]:
+    """({name: bytes or None}, source, error) of files under logs_dir/verifier; output files are read from their
+    tail."""
+    limits = {"test-output.txt": _OUTPUT_TAIL, verdict.vr.ANSWERS: verdict.ANSWERS_LIMIT}
+    source = "host" if is_local(env, sid) else "sandbox"
+    try:
+        got = {n: read_file(env, sid, f"{logs_dir}/verifier/{n}", limits.get(n, 1 << 16), n.endswith("output.txt"))
+               for n in names}
+    except OSError as e:
+        return {n: None for n in names}, source, f"refused to read the verifier's files: {e}"
+    return got, source, None
 
 
 def grade(env, source: str, task: Task, pass_threshold: float = 1.0) -> Grade:

@@ -103,6 +103,59 @@ def judge_answers(raw: bytes | None, expected: dict) -> tuple[Verdict | None, st
     return Verdict(v["reward"], v["passed"], v["failed"], v["errors"], tuple(v["cases"]), runs, guards), None
 
 
+@dataclasses.dataclass(frozen=True)
+class DirectRun:
+    """One child of the runner started by the grader itself, which is then its parent (see `direct_run`)."""
+
+    command: str  # the shell command to run in the sandbox
+    nonce: str  # what the child's answer lines must carry
+    names: frozenset  # the answer names asked
+    answers_path: str  # where the child's answer lines go (read from outside the sandbox)
+
+
+def direct_run(items: list[dict], workspace: str, base: str, timeout_s: float, site: bool = True) -> DirectRun:
+    """A child of the runner with the grader as its parent: for checks with one run and no setup.py (the RL toy
+    family), where the in-sandbox parent would only add an interpreter start per grading.
+
+    The command writes the runner and the request into a fresh folder `base`, then starts the child as the parent
+    does (`-I -B`, an empty working directory, a clean environment, a private HOME; `site=False` adds `-S` for code
+    that needs no site-packages, saving the site import) with its answers on fd 3 redirected to a file; the grader
+    reads that file from outside and keeps the lines carrying the nonce. The expected values never enter the
+    sandbox; processes the child leaves behind die with the grading fork.
+    """
+    import secrets
+
+    nonce = secrets.token_hex(16)
+    request = json.dumps({"nonce": nonce, "workspace": workspace, "items": items, "fixture": {},
+                          "probes_source": "", "support": {}})
+    home, answers = f"{base}/home", f"{base}/answers.lines"
+    env = (f"env -i PATH=/usr/local/bin:/usr/bin:/bin HOME={home} TMPDIR={home} LANG=C.UTF-8 LC_ALL=C.UTF-8 "
+           "PYTHONDONTWRITEBYTECODE=1")
+    command = (f"mkdir -p {home}/work && chmod 700 {home} && "
+               + _heredoc(f"{base}/{RUNNER_NAME}", RUNNER.read_text(), "__RUNNER__")
+               + _heredoc(f"{home}/request.json", request + "\n", "__REQUEST__")
+               + f"cd {home}/work && {env} timeout -s KILL {max(1, int(timeout_s))} "
+               f"python3 -I -B{'' if site else ' -S'} "
+               f"{base}/{RUNNER_NAME} --child 3 3> {answers} > {base}/output.txt 2>&1; true")
+    return DirectRun(command, nonce, frozenset(vr.names_of(items)), answers)
+
+
+def _heredoc(path: str, text: str, marker: str) -> str:
+    """`cat > path` of text through a quoted heredoc (the marker must not occur in the text)."""
+    if marker in text:
+        raise ValueError(f"{path} contains the heredoc marker {marker}")
+    return f"cat > {path} <<'{marker}'\n{text}{'' if text.endswith(chr(10)) else chr(10)}{marker}\n"
+
+
+def judge_direct(raw: bytes | None, run: DirectRun, expected: dict) -> Verdict:
+    """The verdict on a direct run's answer lines (none at all: every case unanswered)."""
+    answers, done = vr.parse_answers(raw or b"", run.nonce, set(run.names))
+    v = vr.judge(answers, expected)
+    record = {"status": "done" if done else "no done line", "answered": len(answers)}
+    return Verdict(v["reward"], v["passed"], v["failed"], v["errors"], tuple(v["cases"]), {"direct": record},
+                   {"parent": "grader"})
+
+
 def guard_dir(tests_dir: str) -> str:
     """Where the graders put bench/verifier_guard.py as sitecustomize.py, beside a grading's tests dir."""
     return f"{tests_dir.rstrip('/').rpartition('/')[0]}/site"

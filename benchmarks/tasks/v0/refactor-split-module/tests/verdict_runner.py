@@ -13,11 +13,12 @@ Protocol (docs/benchmark.md, "Verdicts"):
    of the same user cannot read its memory, environment or file descriptors) and a child subreaper (so every
    process the code under test starts stays its descendant), then removes the hidden files it read when it may
    (VERDICT_SCRUB=1, set by the project's graders, or the tests folder is Harbor's /tests).
-2. Each run starts a fresh child, `python3 -I -B -c <this file> --child FD`, in a fresh temporary working directory
-   with a clean environment. The child gets the run's request (a nonce, the workspace, the probes) on stdin,
-   imports the code under test through a finder appended after the standard ones (the workspace is never on
-   sys.path, so it cannot shadow a standard module), computes each item and writes one line per answer, carrying
-   the nonce, to the answer pipe FD. Answers are canonical JSON (`encode`): plain data only.
+2. Each run starts a fresh child, `python3 -I -B -c <this file> --child FD`, in a fresh, empty working directory
+   with a clean environment. The child reads the run's request (a nonce, the workspace, the probes) from its
+   private home folder, imports the code under test through a finder appended after the standard ones (the
+   workspace is never on sys.path, so it cannot shadow a standard module), computes each item and writes one
+   line per answer, carrying the nonce, to the answer pipe FD. Answers are canonical JSON (`encode`): plain data.
+   (A grader may be the parent itself: bench/verdict.py `direct_run`, used for the RL toy family.)
 3. The parent reads answer lines until the child's "done" line, EOF or the run's timeout, then SIGKILLs the child
    and every descendant. Lines without the nonce, for items not asked, repeated, or beyond the size cap are
    dropped. A child that exits early, hangs, crashes, writes files or prints "OK" has simply not answered.
@@ -35,15 +36,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import secrets
-import select
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
+
+# The child runs this same file, so module-level imports are paid twice per grading (RL grades every episode): the
+# parent's own modules (subprocess, select, shutil, signal, tempfile, ctypes) are imported where they are used.
 
 VERSION = 1
 CHECK, PROBES, SETUP, EXPECTED = "check.json", "probes.py", "setup.py", "expected.json"
@@ -258,6 +255,7 @@ class Context:
     def run(self, argv, cwd: str | None = None, env: dict | None = None, timeout: float = 60.0,
             input: str | None = None) -> dict:
         """Run a command (default cwd: the workspace); {"returncode" (None on timeout), "stdout", "stderr"}."""
+        import subprocess
         base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         try:
             r = subprocess.run(argv, cwd=cwd or self.workspace, env=base if env is None else {**base, **env},
@@ -416,17 +414,19 @@ def _trace_items(item: dict, emit) -> None:
 def child_main(fd: int) -> None:
     """The child: read the request, answer every item on fd, say done, and leave without running exit hooks."""
     os.set_inheritable(fd, False)
-    request = json.loads(sys.stdin.buffer.read())
+    home = os.environ["HOME"]  # private to this child, beside the (empty) working directory, not inside it
+    with open(os.path.join(home, "request.json"), "rb") as f:
+        request = json.loads(f.read())
     nonce, workspace = request["nonce"], request["workspace"]
-    home = os.environ.get("HOME") or tempfile.mkdtemp()  # beside the (empty) working directory, not inside it
-    support = os.path.join(home, ".support")
+    support, scratch = os.path.join(home, "support"), os.path.join(home, "scratch")
     os.makedirs(support, exist_ok=True)
+    os.makedirs(scratch, exist_ok=True)
     for name, text in request.get("support", {}).items():
         with open(os.path.join(support, os.path.basename(name)), "w") as f:
             f.write(text)
     sys.path.insert(0, support)
     sys.meta_path.append(_WorkspaceFinder(workspace))
-    ctx = Context(workspace, request.get("fixture", {}), tempfile.mkdtemp(dir=home))
+    ctx = Context(workspace, request.get("fixture", {}), scratch)
     probes, broken = {}, None
     if request.get("probes_source"):
         try:
@@ -489,6 +489,7 @@ def _children(pid: int) -> list[int]:
 
 def kill_descendants(deadline_s: float = 10.0) -> int:
     """SIGKILL every descendant (orphans come back to us as subreaper) and reap them; how many were killed."""
+    import signal
     me, killed, end = os.getpid(), 0, time.monotonic() + deadline_s
     while time.monotonic() < end:
         kids = _children(me)
@@ -517,14 +518,39 @@ def child_env(home: str) -> dict:
             "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
 
 
+def accept_line(line: bytes, nonce: str, names: set, answers: dict) -> bool:
+    """File one answer line into answers (first answer per asked name wins, other nonces are ignored); True on the
+    child's done line."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return False
+    if not isinstance(msg, dict) or msg.get("nonce") != nonce:
+        return False
+    if msg.get("done") is True:
+        return True
+    name = msg.get("name")
+    if isinstance(name, str) and (name in names or names == {"*"}) and name not in answers:
+        answers[name] = msg.get("value")
+    return False
+
+
+def parse_answers(data: bytes, nonce: str, names: set) -> tuple[dict, bool]:
+    """(answers, done) from a child's whole answer stream (how a grader that is the parent itself reads it)."""
+    answers = {}
+    for line in data[:MAX_ANSWER_BYTES].split(b"\n"):
+        if accept_line(line, nonce, names, answers):
+            return answers, True
+    return answers, False
+
+
 def _read_answers(fd: int, nonce: str, names: set, deadline: float, answers: dict) -> str:
     """Collect answer lines from fd into answers until done / EOF / deadline; why reading stopped."""
+    import select
     buf, total = b"", 0
     while True:
         left = deadline - time.monotonic()
-        if left <= 0:
-            return "timeout"
-        if not select.select([fd], [], [], left)[0]:
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
             return "timeout"
         chunk = os.read(fd, 1 << 16)
         if not chunk:
@@ -534,39 +560,38 @@ def _read_answers(fd: int, nonce: str, names: set, deadline: float, answers: dic
             return "answers over %d bytes" % MAX_ANSWER_BYTES
         buf += chunk
         *lines, buf = buf.split(b"\n")
-        for line in lines:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(msg, dict) or msg.get("nonce") != nonce:
-                continue
-            if msg.get("done") is True:
-                return "done"
-            name = msg.get("name")
-            if isinstance(name, str) and (name in names or names == {"*"}) and name not in answers:
-                answers[name] = msg.get("value")
+        if any(accept_line(line, nonce, names, answers) for line in lines):
+            return "done"
+
+
+def names_of(items: list[dict]) -> set:
+    """The answer names a run's items may produce ("*" when a trace names its own)."""
+    if any(i["kind"] == "trace" for i in items):
+        return {"*"}
+    return {i["name"] for i in items}
 
 
 def run_child(request: dict, source: str, timeout_s: float, names: set, log_path: str) -> tuple[dict, dict]:
     """Start one child for a request, collect its answers, kill it and its descendants; (answers, run record)."""
-    nonce = secrets.token_hex(16)
-    request = dict(request, nonce=nonce)
+    import shutil
+    import subprocess
+    import tempfile
+    nonce = os.urandom(16).hex()
     home = tempfile.mkdtemp(prefix="verdict-child-")
     os.chmod(home, 0o700)
     cwd = os.path.join(home, "work")  # a fresh, empty working directory
     os.mkdir(cwd)
+    with open(os.path.join(home, "request.json"), "w") as f:
+        json.dump(dict(request, nonce=nonce), f)
     r_fd, w_fd = os.pipe()
     start, answers = time.monotonic(), {}
     try:
         with open(log_path, "ab") as log:
             proc = subprocess.Popen([sys.executable, "-I", "-B", "-c", source, "--child", str(w_fd)],
-                                    stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
                                     env=child_env(home), pass_fds=(w_fd,), start_new_session=True)
         os.close(w_fd)
         w_fd = -1
-        feeder = threading.Thread(target=_feed, args=(proc, json.dumps(request).encode()), daemon=True)
-        feeder.start()
         status = _read_answers(r_fd, nonce, names, start + timeout_s, answers)
         proc.kill()
         proc.wait()
@@ -578,15 +603,6 @@ def run_child(request: dict, source: str, timeout_s: float, names: set, log_path
         shutil.rmtree(home, ignore_errors=True)
     return answers, {"status": status, "answered": len(answers), "exit": proc.returncode,
                      "killed_descendants": killed, "wall_s": round(time.monotonic() - start, 3)}
-
-
-def _feed(proc, data: bytes) -> None:
-    """Write the request to the child's stdin (in a thread: a child that never reads must not block us)."""
-    try:
-        proc.stdin.write(data)
-        proc.stdin.close()
-    except (BrokenPipeError, OSError, ValueError):
-        pass
 
 
 def _read(path: str) -> str | None:
@@ -646,6 +662,7 @@ class Check:
 
 def scrub(tests: str) -> bool:
     """Remove the tests folder's contents (best effort); True if nothing is left."""
+    import shutil
     for entry in os.listdir(tests):
         path = os.path.join(tests, entry)
         try:
@@ -661,15 +678,9 @@ def scrub(tests: str) -> bool:
         return False
 
 
-def _names(items: list[dict]) -> set:
-    """The answer names a run's items may produce ("*" when a trace names its own)."""
-    if any(i["kind"] == "trace" for i in items):
-        return {"*"}
-    return {i["name"] for i in items}
-
-
 def write_atomic(folder: str, name: str, text: str) -> None:
     """Write folder/name through a fresh file renamed into place (a planted symlink is replaced, not followed)."""
+    import tempfile
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + name + ".", dir=folder)
     with os.fdopen(fd, "w") as f:
@@ -677,18 +688,29 @@ def write_atomic(folder: str, name: str, text: str) -> None:
     os.replace(tmp, os.path.join(folder, name))
 
 
+def _args(argv: list[str]) -> dict:
+    """--tests DIR (default: this file's folder), --workspace DIR (default: the working directory), --out DIR
+    (default: $LOGS_DIR/verifier, Harbor's /logs/verifier)."""
+    out = {"tests": os.path.dirname(os.path.abspath(__file__)), "workspace": os.getcwd(),
+           "out": os.path.join(os.environ.get("LOGS_DIR", "/logs"), "verifier")}
+    it = iter(argv)
+    for arg in it:
+        key, _, value = arg.partition("=")
+        if key[2:] not in out or not key.startswith("--"):
+            raise SystemExit("verdict_runner.py: unknown argument %r; expected --tests, --workspace, --out" % arg)
+        out[key[2:]] = os.path.abspath(value or next(it))
+    return out
+
+
 def parent_main(argv: list[str]) -> int:
     """The trusted side: see the module docstring. Exit status 0 when it wrote its files (never the verdict)."""
-    import argparse
-    p = argparse.ArgumentParser(prog="verdict_runner.py")
-    p.add_argument("--tests", default=os.path.dirname(os.path.abspath(__file__)))
-    p.add_argument("--workspace", default=os.getcwd())
-    p.add_argument("--out", default=os.path.join(os.environ.get("LOGS_DIR", "/logs"), "verifier"))
-    args = p.parse_args(argv)
+    import shutil
+    import tempfile
+    args = _args(argv)
     guards = harden()
     with open(os.path.abspath(__file__), encoding="utf-8") as f:
         source = f.read()
-    tests, workspace, out = (os.path.abspath(x) for x in (args.tests, args.workspace, args.out))
+    tests, workspace, out = args["tests"], args["workspace"], args["out"]
     check = Check(tests, workspace)
     private = tempfile.mkdtemp(prefix="verdict-")
     os.chmod(private, 0o700)
@@ -697,14 +719,15 @@ def parent_main(argv: list[str]) -> int:
     guards["scrubbed"] = scrub(tests) if os.environ.get("VERDICT_SCRUB") == "1" or tests == "/tests" else False
     order = list(runs)
     if check.spec.get("shuffle_runs"):
-        secrets.SystemRandom().shuffle(order)
+        import random
+        random.SystemRandom().shuffle(order)
     answers, records = {}, {}
     log = os.path.join(private, "children.log")
     for run in order:
         workspace_r = run["prepare"](tempfile.mkdtemp(dir=private)) if run.get("prepare") else workspace
         request = {"workspace": workspace_r, "items": run["items"], "fixture": fixture,
                    "probes_source": check.probes_source, "support": check.support}
-        got, records[run["name"]] = run_child(request, source, check.timeout_s, _names(run["items"]), log)
+        got, records[run["name"]] = run_child(request, source, check.timeout_s, names_of(run["items"]), log)
         rename = run.get("rename", {})  # the child answers under neutral names; the parent knows which run it was
         answers.update({rename.get(k, k): v for k, v in got.items()})
         if run.get("prepare"):
