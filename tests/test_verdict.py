@@ -128,6 +128,17 @@ def test_children_that_misbehave_have_not_answered(tmp_path):
     assert answers["guards"]["subreaper"] is True
 
 
+def test_answer_lines_need_the_nonce_and_the_first_answer_wins():
+    lines = b"\n".join(json.dumps(m).encode() for m in [
+        {"nonce": "n", "name": "a", "value": 1}, {"nonce": "x", "name": "b", "value": 2},  # another nonce
+        {"nonce": "n", "name": "a", "value": 3}, {"nonce": "n", "name": "zz", "value": 4},  # repeat, not asked
+        {"nonce": "n", "name": "c", "value": [5]}]) + b"\nnot json\n"
+    assert vr.parse_answers(lines, "n", {"a", "b", "c"}) == ({"a": 1, "c": [5]}, False)
+    done = lines + json.dumps({"nonce": "n", "done": True}).encode() + b"\n" + json.dumps(
+        {"nonce": "n", "name": "b", "value": 6}).encode()
+    assert vr.parse_answers(done, "n", {"a", "b", "c"}) == ({"a": 1, "c": [5]}, True)  # nothing after done
+
+
 def test_a_hung_child_times_out_and_its_daemons_are_killed(tmp_path):
     pid_file = tmp_path / "daemon.pid"
     probes = ("import os, time\n"
