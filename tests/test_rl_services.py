@@ -6,7 +6,6 @@ import json
 import os
 import random
 import subprocess
-import sys
 import threading
 
 import numpy as np
@@ -48,14 +47,16 @@ needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"
 
 
 def run_check(task, files, tmp_path):
-    """Run the task's hidden check on a repository of `files`; (reward, results)."""
+    """Run the task's hidden check (its Harbor folder's test.sh: the verdict runner judging in place) on a repository
+    of `files`; (reward.txt, verdict counts)."""
     repo, logs = tmp_path / "repo", tmp_path / "logs"
     envtest.make_repo(str(repo), files)
-    check = tmp_path / tasks.CHECK_NAME
-    check.write_text(tasks.check_source(task))
-    subprocess.run([sys.executable, "-I", "-S", str(check)], cwd=repo, env={**os.environ, "LOGS_DIR": str(logs)},
-                   check=True)
-    return (logs / "verifier" / "reward.txt").read_text(), json.loads((logs / "verifier" / "results.json").read_text())
+    folder = tasks.write_task_folder(task, tmp_path / "suite")
+    subprocess.run(["bash", str(folder / "tests" / "test.sh")], cwd=repo, check=True, capture_output=True,
+                   env={"PATH": os.environ["PATH"], "TESTS_DIR": str(folder / "tests"), "LOGS_DIR": str(logs)})
+    verdict = json.loads((logs / "verifier" / "verdict.json").read_text())
+    counts = {k: verdict[k] for k in ("passed", "failed", "errors")}
+    return (logs / "verifier" / "reward.txt").read_text().strip(), counts
 
 
 def test_task_family_difficulty_knob_and_check(tmp_path):
@@ -224,9 +225,9 @@ def test_grading_runs_the_hidden_check_in_a_fresh_fork_and_ignores_planted_resul
     env.call(sid, "write_file", {"path": "calc.py", "content": "import os\nos.makedirs('/tmp/logs/verifier', "
                                                               "exist_ok=True)\nopen('/tmp/logs/verifier/reward.txt',"
                                                               " 'w').write('1')\n"})
-    assert grade_task(env, sid, task).reward == 0.0  # the check writes the verdict after importing calc
-    ls = env.call(sid, "run_terminal_cmd", {"command": "ls /tmp/tests 2>&1 || true"})
-    assert tasks.CHECK_NAME not in ls.content  # the agent's sandbox never saw the check
+    assert grade_task(env, sid, task).reward == 0.0  # calc answers no values; its files are not the verdict
+    ls = env.call(sid, "run_terminal_cmd", {"command": "ls -a /tmp 2>&1 || true"})
+    assert ".verifier-" not in ls.content  # the agent's sandbox never saw the check
     env.close(sid)
 
 

@@ -2,6 +2,11 @@
 
     task.py           the task format and loader (Harbor folders; Docker-only tasks load as `Unsupported`)
     grade.py          hidden tests copied into a fresh fork of the final workspace; reward read from outside
+    verdict_runner.py the verdict protocol: code under test answers values in an isolated child (copied into tasks)
+    verdict.py        its host side: judging a task's answers against hidden values the sandbox never holds
+    verdict_record.py authoring checks: syncing the runner's copies, recording hidden values from the oracle
+    verifier_guard.py sitecustomize for third-party verifiers: the workspace cannot shadow stdlib or test runners
+    forging.py        a zoo of forging policies (benchmarks/forging.py grades them on every task kind)
     agents.py         oracle / null / broken / tamper scripted agents and `model:CKPT`, all harness Policies
     engine_policy.py  the inference engine as a batched Policy; loading it from a training checkpoint
     runner.py         trials in parallel sandboxes forked from one snapshot per task

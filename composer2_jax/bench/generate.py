@@ -2,9 +2,11 @@
 
 For a module M with a test file Lib/test/test_M.py on this machine, each candidate is a public top-level function
 F of M that test_M.py mentions. The task repository holds `vendored/M.py` with F deleted; the instruction gives
-F's signature and docstring; the hidden tests are the TestCase classes of test_M.py that mention F, with
-`import M` rewritten to `from vendored import M`; the oracle puts the original module back. A candidate is kept
-only if, under the sandbox's interpreter, the kept classes pass on the original module and fail without F.
+F's signature and docstring; the hidden check runs the TestCase classes of test_M.py that mention F (with
+`import M` rewritten to `from vendored import M`) in the verdict runner's isolated child with F traced, and
+compares each test's trace of F's calls with the original module's (bench/verdict_runner.py); the oracle puts the
+original module back. A candidate is kept only if, under the sandbox's interpreter, the kept classes pass on the
+original module and fail without F, and the recorded check fails without F.
 
     python -m composer2_jax.bench.generate --out benchmarks/tasks/v0 --count 10 --seed 0
 
@@ -16,9 +18,11 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -26,6 +30,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+from composer2_jax.bench import verdict, verdict_record
 from composer2_jax.env.config import SandboxConfig
 
 GENERATOR_VERSION = 1
@@ -172,16 +177,6 @@ def verify(cand: Candidate, python: str, timeout: float = 60.0) -> tuple[str, ..
 
 # ---------------------------------------------------------------------------------------------------- writing
 
-_TEST_SH = """#!/usr/bin/env bash
-# Hidden verifier (generated): the module's own Lib/test classes that exercise {function}, plus a check that the
-# function is defined in the vendored module. Reward to $LOGS_DIR/verifier/reward.txt (Harbor: /logs/verifier).
-TESTS_DIR="${{TESTS_DIR:-/tests}}"
-LOGS_DIR="${{LOGS_DIR:-/logs}}"
-mkdir -p "$LOGS_DIR/verifier"
-PYTHONPATH="$TESTS_DIR" python3 -m unittest -v {ids} test_restored
-if [ $? -eq 0 ]; then echo 1 > "$LOGS_DIR/verifier/reward.txt"; else echo 0 > "$LOGS_DIR/verifier/reward.txt"; fi
-"""
-
 _SOLVE_SH = """#!/usr/bin/env bash
 # Put the original definition of {function} back where it was deleted (after line {line}).
 set -euo pipefail
@@ -194,24 +189,49 @@ open(path, "w").write("".join(lines))
 PY
 """
 
-_RESTORED = '''"""The restored function must live in the vendored module (not be borrowed from the standard library)."""
-
-import inspect
-import unittest
-
-from {package} import {module}
+UNORDERED = ("glob",)  # modules whose iterators list directories: their order is the filesystem's, not the function's
 
 
-class RestoredTest(unittest.TestCase):
-    def test_defined_in_the_vendored_module(self):
-        fn = inspect.unwrap({module}.{function})
-        self.assertEqual(fn.__module__, "{package}.{module}")
-        self.assertTrue(fn.__code__.co_filename.endswith("{package}/{module}.py"), fn.__code__.co_filename)
+def check_spec(cand: Candidate, classes: tuple[str, ...]) -> dict:
+    """check.json of a generated task: trace the function through the kept test classes, and where it is defined.
+
+    The child runs the module's own tests with the function wrapped and answers, per test, the calls it saw (the
+    arguments, the results, the exceptions); the hidden values are the traces of the original module, as sha256.
+    The tests' own pass/fail is not part of the verdict: their expected literals run inside the child.
+    """
+    module = f"{PACKAGE}.{cand.module}"
+    trace = {"kind": "trace", "module": module, "function": cand.function, "tests": f"test_{cand.module}",
+             "classes": list(classes)}
+    if cand.module in UNORDERED:
+        trace["unordered_iterators"] = True
+    return {"version": 1, "timeout_s": 100.0, "support": [f"test_{cand.module}.py"],
+            "items": [trace, {"kind": "defined_in", "name": "defined_in_the_vendored_module", "module": module,
+                              "function": cand.function}],
+            "match": {f"test_{cand.module}.*": {"sha256": True}}}
 
 
-if __name__ == "__main__":
-    unittest.main()
-'''
+def write_verifier(tests: Path, cand: Candidate, classes: tuple[str, ...], test_source: str, original: str,
+                   python: str) -> None:
+    """tests/ of a generated task: the module's test file, the check, the runner, test.sh, and the hidden values
+    recorded with the runner on the original module (the starting module must fail them)."""
+    tests.mkdir(parents=True, exist_ok=True)
+    (tests / f"test_{cand.module}.py").write_text(test_source)
+    check = check_spec(cand, classes)
+    (tests / verdict.vr.CHECK).write_text(json.dumps(check, indent=1) + "\n")
+    shutil.copyfile(verdict.RUNNER, tests / verdict.RUNNER_NAME)
+    (tests / "test.sh").write_text(verdict.TEST_SH)
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "repo"
+        (repo / PACKAGE).mkdir(parents=True)
+        (repo / PACKAGE / "__init__.py").write_text("")
+        (repo / PACKAGE / f"{cand.module}.py").write_text(original)
+        expected = verdict_record.expected_from_answers(verdict_record.record_local(repo, tests, python)["answers"],
+                                                      check)
+        (repo / PACKAGE / f"{cand.module}.py").write_text(delete_function(original, cand))
+        starting = verdict_record.record_local(repo, tests, python)["answers"]
+    if verdict.vr.judge(starting, expected)["reward"] != 0.0:
+        raise ValueError(f"{cand.name}: the starting module passes the recorded check; expected it to fail")
+    (tests / verdict.vr.EXPECTED).write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
 
 
 def difficulty(cand: Candidate) -> str:
@@ -260,13 +280,7 @@ def write_task(out_dir: Path, cand: Candidate, classes: tuple[str, ...], python:
         "".join(original.splitlines(keepends=True)[cand.start - 1:cand.end]))
     (root / "solution" / "solve.sh").write_text(_SOLVE_SH.format(package=PACKAGE, module=cand.module,
                                                                  function=cand.function, line=cand.start - 1))
-    tests = root / "tests"
-    tests.mkdir()
-    (tests / f"test_{cand.module}.py").write_text(test_source)
-    (tests / "test_restored.py").write_text(_RESTORED.format(package=PACKAGE, module=cand.module,
-                                                             function=cand.function))
-    ids = " ".join(f"test_{cand.module}.{c}" for c in classes)
-    (tests / "test.sh").write_text(_TEST_SH.format(function=cand.function, ids=ids))
+    write_verifier(root / "tests", cand, classes, test_source, original, python)
     return root
 
 
@@ -288,9 +302,14 @@ def generate(out_dir: str | os.PathLike, count: int, seed: int = 0, modules: tup
         if per.get(cand.module, 0) >= per_module or (out / cand.name).exists():
             continue
         classes = verify(cand, python)
-        if classes:
+        if not classes:
+            continue
+        try:
             written.append(write_task(out, cand, classes, python))
-            per[cand.module] = per.get(cand.module, 0) + 1
+        except ValueError:  # the traced check cannot tell the starting module from the original
+            shutil.rmtree(out / cand.name, ignore_errors=True)
+            continue
+        per[cand.module] = per.get(cand.module, 0) + 1
     return written
 
 

@@ -4,15 +4,20 @@ outside.
 1. The verifier runs in the agent's own sandbox (processes included: a service the agent started is still
    answering), after its turn ends: never in a state the agent cannot see. A snapshot id instead of a sandbox
    grades a fresh sandbox forked from it.
-2. Install the hidden tests (the task's tests/, then a step's tests/ over them) as root: image tasks at Harbor's
-   /tests, with /logs/verifier emptied; workspace tasks at $TESTS_DIR=/tmp/tests with $LOGS_DIR=/tmp/logs (their
-   root is read-only). Whatever the agent wrote into its own tests/ or reward files plays no part.
-3. Run the test script under the verifier timeout (not capped by the tool-call limit) through `Environment.exec`:
-   image tasks `/tests/test.sh` (made executable, as Harbor does) in the working directory as [verifier] user, with
-   [environment] env + [verifier] env; workspace tasks `bash $TESTS_DIR/test.sh` from /workspace.
-4. Read reward.json (any numeric keys) or reward.txt (one number) from the host through /proc/<pid>/root, one path
-   component at a time and never through a symlink. Harbor's precedence: reward.json first, then reward.txt.
-   The scalar that decides pass/fail (`scalar_reward`): the "reward" key; else reward.txt's number when both exist
+2. Install the hidden tests (the task's tests/, then a step's tests/ over them) as root, only now: image tasks at
+   Harbor's /tests, with /logs/verifier emptied; workspace tasks at a fresh random $TESTS_DIR and $LOGS_DIR under
+   /tmp (their root is read-only). Whatever the agent wrote into its own tests/ or reward files plays no part. A
+   task judged by the verdict runner (bench/verdict.py) gets its tests/ without expected.json: the hidden values
+   stay on the host.
+3. Run the test script under the verifier timeout (not capped by the tool-call limit) through `Environment.exec`,
+   with bench/verifier_guard.py first on PYTHONPATH (the workspace cannot shadow the standard library or a test
+   runner; no user site): image tasks `/tests/test.sh` (made executable, as Harbor does) in the working directory as
+   [verifier] user, with [environment] env + [verifier] env; workspace tasks `bash $TESTS_DIR/test.sh` from
+   /workspace with the runner's scrub switch on.
+4. Read from the host through /proc/<pid>/root, one path component at a time and never through a symlink:
+   answers.json for a verdict-runner task, judged here against the host's expected.json; otherwise reward.json
+   (any numeric keys) or reward.txt (one number), Harbor's precedence: reward.json first, then reward.txt. The
+   scalar that decides pass/fail (`scalar_reward`): the "reward" key; else reward.txt's number when both exist
    (Harbor's fallback); else the only key; else the mean of the keys. Every key is kept.
 5. A verifier that could not run is a grading error with the tail of its output, never a 0 that looks like a model
    failure: a timeout, no reward file, exit 126/127 without a reward, or a reward written after its test runner
@@ -27,17 +32,18 @@ import json
 import math
 import os
 import re
+import secrets
 import shlex
 import stat
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
+from composer2_jax.bench import verdict
 from composer2_jax.bench.task import Step, Task, resolve_env
 from composer2_jax.env.bwrap import IMAGE_ROOT
-from composer2_jax.env.transfer import pack_dir  # noqa: F401  (agents import it from here)
+from composer2_jax.env.transfer import pack_dir  # noqa: F401  (agents and verdict_record import it from here)
 
-TESTS_DIR = "/tmp/tests"  # workspace tasks: Harbor's /tests (their root is read-only; /tmp is the sandbox's own)
-LOGS_DIR = "/tmp/logs"  # workspace tasks: Harbor's /logs; the verifier writes verifier/reward.txt under it
+VERIFIER_ROOT = "/tmp"  # workspace tasks: fresh verifier dirs go here (their root is read-only; /tmp is their own)
 WORKSPACE = "/workspace"
 HARBOR_TESTS, HARBOR_LOGS = "/tests", "/logs"  # image tasks: Harbor's paths
 _CHUNK = 64 * 1024  # base64 characters per command (one argv string must stay under the kernel's 128 KiB)
@@ -121,22 +127,6 @@ def read_outside(env, sid: str, path: str, limit: int = 1 << 16, tail: bool = Fa
         return f.read(limit)
 
 
-def parse_reward(txt: bytes | None, js: bytes | None) -> tuple[float | None, str | None]:
-    """(reward, None) from reward.txt or reward.json {"reward": x} contents, else (None, why) (the RL grader's rule)."""
-    try:
-        if txt is not None:
-            value = float(txt.decode().strip())
-        elif js is not None:
-            value = float(json.loads(js)["reward"])
-        else:
-            return None, "the verifier wrote no reward.txt or reward.json"
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
-        return None, f"unreadable reward ({type(e).__name__}: {e}); expected a number in reward.txt"
-    if not math.isfinite(value):
-        return None, f"reward {value!r} is not finite"
-    return value, None
-
-
 def scalar_reward(rewards: dict[str, float], txt_value: float | None = None) -> float:
     """The pass/fail scalar of a reward dict: "reward"; else reward.txt's number; else the only key; else the mean."""
     if "reward" in rewards:
@@ -184,11 +174,29 @@ def startup_failure(output: str) -> str | None:
 # ------------------------------------------------------------------------------------------------------ install & run
 
 
-def _layout(task: Task) -> tuple[str, str, str]:
-    """(tests dir, logs dir, output file name) of a task's kind."""
+class Layout(NamedTuple):
+    """Where one grading's verifier lives in the sandbox."""
+
+    tests: str  # Harbor's /tests
+    logs: str  # Harbor's /logs; the verifier writes verifier/reward.txt (or answers.json) under it
+    site: str  # bench/verifier_guard.py goes here as sitecustomize.py, first on the verifier's PYTHONPATH
+    output: str  # the test script's stdout + stderr, under logs/verifier
+
+
+def fresh_dirs() -> tuple[str, str]:
+    """(tests dir, logs dir) at a fresh random path under /tmp: Harbor's /tests and /logs for one grading."""
+    base = f"{VERIFIER_ROOT}/.verifier-{secrets.token_hex(8)}"
+    return f"{base}/tests", f"{base}/logs"
+
+
+def layout(task: Task) -> Layout:
+    """A grading's verifier paths: image tasks at Harbor's fixed /tests and /logs (their test.sh names them), with the
+    guard at a fresh path; workspace tasks at fresh random paths (a verifier the agent could not have anticipated)."""
     if task.is_image:
-        return HARBOR_TESTS, HARBOR_LOGS, "test-stdout.txt"
-    return TESTS_DIR, LOGS_DIR, "test-output.txt"
+        return Layout(HARBOR_TESTS, HARBOR_LOGS, f"{VERIFIER_ROOT}/.verifier-site-{secrets.token_hex(8)}",
+                      "test-stdout.txt")
+    tests, logs = fresh_dirs()
+    return Layout(tests, logs, verdict.guard_dir(tests), "test-output.txt")
 
 
 def _test_dirs(task: Task, step: Step | None) -> list:
@@ -196,18 +204,22 @@ def _test_dirs(task: Task, step: Step | None) -> list:
     return [d for d in (task.tests_dir, step.tests_dir if step is not None else None) if d is not None and d.is_dir()]
 
 
-def install_tests(env, sid: str, task: Task, step: Step | None = None) -> str | None:
-    """Empty the logs and tests dirs and install the hidden tests as root; an error message, or None."""
-    tests, logs, _ = _layout(task)
+def install_tests(env, sid: str, task: Task, where: Layout, step: Step | None = None,
+                  exclude: tuple[str, ...] = ()) -> str | None:
+    """Empty the logs and tests dirs and install the hidden tests (less `exclude`, paths relative to tests/) and the
+    verifier guard as root; an error message, or None."""
+    tests, logs = where.tests, where.logs
     root = {"user": ""} if task.is_image else {}
-    prep = (f"rm -rf {tests} {logs}/verifier && mkdir -p {tests} {logs}/verifier {logs}/agent {logs}/artifacts"
-            + (f" && chmod 777 {logs}/verifier {logs}/agent {logs}/artifacts" if task.is_image else ""))
+    prep = (f"rm -rf {tests} {logs}/verifier {where.site} && "
+            f"mkdir -p {tests} {logs}/verifier {logs}/agent {logs}/artifacts {where.site}"
+            + (f" && chmod 777 {logs}/verifier {logs}/agent {logs}/artifacts" if task.is_image else "")
+            + f" && cat > {where.site}/sitecustomize.py <<'__GUARD__'\n{verdict.GUARD.read_text()}__GUARD__\n")
     try:
         r = env.exec(sid, prep, timeout_s=60, **root)
         if r["exit_code"] != 0:
             return f"could not prepare {tests} and {logs}: {(r['stdout'] + r['stderr'])[-500:]}"
         for folder in _test_dirs(task, step):
-            env.put_dir(sid, folder, tests, **root)
+            env.put_dir(sid, folder, tests, exclude=exclude, **root)
         if task.is_image:
             env.exec(sid, f"chmod +x {tests}/test.sh", timeout_s=60, user="")
     except Exception as e:  # noqa: BLE001 - a failed install is a grading error, not a crash
@@ -215,37 +227,56 @@ def install_tests(env, sid: str, task: Task, step: Step | None = None) -> str | 
     return None
 
 
-def _run_tests(env, sid: str, task: Task, step: Step | None, timeout: float) -> dict:
-    """Run the test script (output to the logs dir); the exec result."""
-    tests, logs, out = _layout(task)
+def _run_tests(env, sid: str, task: Task, step: Step | None, timeout: float, where: Layout) -> dict:
+    """Run the test script (output to the logs dir) with the guard first on PYTHONPATH; the exec result."""
+    out = f"{where.logs}/verifier/{where.output}"
     if not task.is_image:
-        return env.exec(sid, f"cd {WORKSPACE} && TESTS_DIR={TESTS_DIR} LOGS_DIR={LOGS_DIR} PYTHONDONTWRITEBYTECODE=1 "
-                             f"bash {TESTS_DIR}/test.sh > {LOGS_DIR}/verifier/{out} 2>&1", timeout_s=timeout)
+        return env.exec(sid, f"cd {WORKSPACE} && {verdict.verifier_env(where.tests, where.logs)} "
+                             f"bash {where.tests}/test.sh > {out} 2>&1", timeout_s=timeout)
     cfg = task.config
     user = step.config.verifier_user if step is not None and step.config.verifier_user is not None else cfg.verifier_user
     pairs = cfg.env + cfg.verifier_env + (step.config.verifier_env if step is not None else ())
     extra = resolve_env(pairs, f"{task.path}: [environment]/[verifier] env")
-    return env.exec(sid, f"{shlex.quote(tests + '/test.sh')} > {logs}/verifier/{out} 2>&1", timeout_s=timeout,
-                    user=user, env=extra)
+    guard = {"PYTHONPATH": ":".join(p for p in (where.site, extra.get("PYTHONPATH", "")) if p),
+             "PYTHONNOUSERSITE": "1"}
+    return env.exec(sid, f"{shlex.quote(where.tests + '/test.sh')} > {out} 2>&1", timeout_s=timeout, user=user,
+                    env={**extra, **guard})
 
 
-def _read_results(env, sid: str, task: Task) -> tuple[bytes | None, bytes | None, bytes | None, str, str | None]:
-    """(reward.txt, reward.json, output tail, source, error): from outside when local, else through the sandbox."""
-    _, logs, out = _layout(task)
-    names = ("reward.txt", "reward.json", out)
-    prefix = IMAGE_ROOT if task.is_image else ""
+def read_file(env, sid: str, path: str, limit: int = 1 << 16, tail: bool = False, image: bool = False) -> bytes | None:
+    """A file of the sandbox (None if absent): read from outside without following symlinks when the sandbox is
+    local (OSError if refused), else through `cat` inside it (remote environments)."""
     if is_local(env, sid):
-        try:
-            got = [read_outside(env, sid, f"{prefix}{logs}/verifier/{n}", tail=n == out,
-                                limit=_OUTPUT_TAIL if n == out else 1 << 16) for n in names]
-        except OSError as e:
-            return None, None, None, "host", f"refused to read the verifier's files: {e}"
-        return got[0], got[1], got[2], "host", None
-    got = []
-    for n in names:
-        r = env.exec(sid, f"cat {logs}/verifier/{n}", timeout_s=30, **({"user": ""} if task.is_image else {}))
-        got.append(r["stdout"].encode("latin-1") if r["exit_code"] == 0 else None)
-    return got[0], got[1], got[2], "sandbox", None
+        return read_outside(env, sid, (IMAGE_ROOT if image else "") + path, limit=limit, tail=tail)
+    r = env.exec(sid, f"cat {shlex.quote(path)}", timeout_s=30, **({"user": ""} if image else {}))
+    return r["stdout"].encode("latin-1") if r["exit_code"] == 0 else None
+
+
+def read_verifier_files(env, sid: str, logs_dir: str, names: tuple[str, ...],
+                        image: bool = False) -> tuple[dict, str, str | None]:
+    """({name: bytes or None}, source, error) of files under logs_dir/verifier; output files are read from their
+    tail."""
+    def limit(name: str) -> int:
+        return _OUTPUT_TAIL if name.startswith("test-") else verdict.ANSWERS_LIMIT if name == verdict.vr.ANSWERS \
+            else 1 << 16
+
+    source = "host" if is_local(env, sid) else "sandbox"
+    try:
+        got = {n: read_file(env, sid, f"{logs_dir}/verifier/{n}", limit(n), n.startswith("test-"), image)
+               for n in names}
+    except OSError as e:
+        return {n: None for n in names}, source, f"refused to read the verifier's files: {e}"
+    return got, source, None
+
+
+def run_verifier(env, sid: str, task: Task, exclude: tuple[str, ...] = ()) -> tuple[dict | None, str, str | None]:
+    """Install tests/ (less `exclude`) at a fresh layout and run test.sh; (exec result or None, logs dir, install
+    error). The one-call form used to record expected values (bench/verdict_record.py)."""
+    where = layout(task)
+    error = install_tests(env, sid, task, where, exclude=exclude)
+    if error is not None:
+        return None, where.logs, error
+    return _run_tests(env, sid, task, None, task.config.verifier_timeout_s, where), where.logs, None
 
 
 def verifier_timeout(task: Task, step: Step | None) -> float:
@@ -258,17 +289,30 @@ def verifier_timeout(task: Task, step: Step | None) -> float:
 def grade(env, source: str, task: Task, step: Step | None = None, pass_threshold: float = 1.0) -> Grade:
     """Run the task's (or step's) hidden tests in sandbox `source` as it is, or in a fresh fork of a snapshot id."""
     start = time.monotonic()
+    try:
+        expected = verdict.load_expected(task.tests_dir) if task.tests_dir is not None and step is None else None
+    except verdict.VerdictError as e:
+        return Grade(0.0, False, None, False, "", time.monotonic() - start, str(e))
     live = source in env.sandboxes()
     sid = source if live else env.fork(source)
     try:
-        error = install_tests(env, sid, task, step)
+        where = layout(task)
+        error = install_tests(env, sid, task, where, step, verdict.HOST_ONLY if expected is not None else ())
         if error is not None:
             return Grade(0.0, False, None, False, "", time.monotonic() - start, error)
         timeout = verifier_timeout(task, step)
-        r = _run_tests(env, sid, task, step, timeout)
-        txt, js, out, source_kind, read_error = _read_results(env, sid, task)
-        output = (out or b"").decode("utf-8", "replace")
-        rewards, reward, why = parse_rewards(txt, js)
+        r = _run_tests(env, sid, task, step, timeout, where)
+        names = (verdict.vr.ANSWERS,) if expected is not None else ("reward.txt", "reward.json")
+        got, source_kind, read_error = read_verifier_files(env, sid, where.logs, names + (where.output,),
+                                                           task.is_image)
+        output = (got[where.output] or b"").decode("utf-8", "replace")
+        if expected is not None:  # the project's own tasks: the verdict is computed here, on the host
+            judged, why = verdict.judge_answers(got[verdict.vr.ANSWERS], expected)
+            reward = None if judged is None else judged.reward
+            rewards = {} if judged is None else {"reward": judged.reward}
+            output = output + ("\n" + judged.summary() if judged is not None else "")
+        else:
+            rewards, reward, why = parse_rewards(got["reward.txt"], got["reward.json"])
         code = r.get("exit_code")
         if read_error is not None:
             reward, why = None, read_error

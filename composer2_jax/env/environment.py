@@ -228,9 +228,11 @@ class Environment:
             raise SandboxError(f"exec in {sid} failed: {reply.get('message', reply)}")
         return reply
 
-    def put_dir(self, sid: str, src: str | os.PathLike, dest: str, user: str | None = None) -> None:
-        """Copy a host directory into a sandbox at the absolute path dest (owned by user; default root in images)."""
-        self.put_archive(sid, pack_dir(src), dest, user)
+    def put_dir(self, sid: str, src: str | os.PathLike, dest: str, user: str | None = None,
+                exclude: tuple[str, ...] = ()) -> None:
+        """Copy a host directory (less `exclude`, paths relative to it) into a sandbox at the absolute path dest
+        (owned by user; default root in images)."""
+        self.put_archive(sid, pack_dir(src, exclude), dest, user)
 
     def put_archive(self, sid: str, data: str, dest: str, user: str | None = None) -> None:
         """Unpack a base64 tar.gz (transfer.pack_dir) into a sandbox at the absolute path dest."""

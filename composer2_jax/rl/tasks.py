@@ -1,8 +1,10 @@
 """A generated family of verifiable coding tasks with a difficulty knob, sized for a tiny byte-level model.
 
 Each task is a one-file repository `calc.py` of one-line functions `def NAME(a, b): return a OP b`. One of them
-(the target) computes the wrong operator where it must add; the instruction names it. The hidden check imports the
-final `calc.py`, runs the target on fixed inputs and checks that every other function still behaves as before.
+(the target) computes the wrong operator where it must add; the instruction names it. The hidden check calls the
+target of the final `calc.py` on fixed inputs, and every other function to check it still behaves as before, in
+an isolated child interpreter that only answers with values; the grader compares them with values it never
+shows the sandbox (bench/verdict_runner.py).
 The fix is always `+`, and the target is the only function using its wrong operator, so the edit names the
 expression alone (`return a - b` → `return a + b`).
 
@@ -31,11 +33,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-import textwrap
+import shutil
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from composer2_jax.bench import verdict_runner
 from composer2_jax.data.chat import format_tool_call
 
 # Equal length (fixed offsets), and capitalised: their initials occur nowhere else in a context (prompts, tool calls),
@@ -51,7 +54,12 @@ MAX_LEVEL = 3
 HINT_BELOW = 2  # levels below this quote the buggy expression in the instruction (easy)
 FILE = "calc.py"
 CASES = ((7, 3), (2, 5), (9, 4), (6, 6), (13, 2))  # inputs of the hidden check (b ≠ 0: % is defined)
-CHECK_NAME = "check_calc.py"
+RUNNER = "verdict_runner.py"
+TEST_SH = """#!/usr/bin/env bash
+# Hidden verifier (Harbor layout): the verdict runner calls calc's functions in an isolated child and judges the
+# values they return; reward to $LOGS_DIR/verifier/reward.txt (Harbor: /logs/verifier/reward.txt).
+python3 -I -S "${TESTS_DIR:-/tests}/verdict_runner.py"
+"""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,33 +147,28 @@ def task_set(n: int, seed: int, levels: Sequence[int] = tuple(range(MAX_LEVEL + 
 # ------------------------------------------------------------------------------------------------ hidden check
 
 
-def check_source(task: CodingTask) -> str:
-    """The hidden check: counts passed/failed cases, writes reward.txt and results.json under $LOGS_DIR/verifier."""
-    expect = {n: [eval(f"{a} {task.right_op if n == task.target else op} {b}") for a, b in CASES]  # noqa: S307
-              for n, op in task.functions}
-    return textwrap.dedent(f"""\
-        import json, os, sys
-        sys.path.insert(0, os.getcwd())
-        CASES, EXPECT = {list(CASES)!r}, {expect!r}
-        passed = failed = errors = 0
-        try:
-            import calc
-        except BaseException:
-            calc, errors = None, len(EXPECT)
-        for name, want in EXPECT.items() if calc else ():
-            for (a, b), w in zip(CASES, want):
-                try:
-                    ok = getattr(calc, name)(a, b) == w
-                except BaseException:
-                    ok = False
-                passed, failed = passed + ok, failed + (not ok)
-        out = os.path.join(os.environ.get("LOGS_DIR", "/logs"), "verifier")
-        os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "results.json"), "w") as f:
-            json.dump({{"passed": passed, "failed": failed, "errors": errors}}, f)
-        with open(os.path.join(out, "reward.txt"), "w") as f:
-            f.write("1" if passed and not failed and not errors else "0")
-        """)
+def case_name(function: str, a: int, b: int) -> str:
+    """The answer name of one case of the hidden check."""
+    return f"{function}({a}, {b})"
+
+
+def check_spec(task: CodingTask, timeout_s: float = 20.0) -> dict:
+    """The hidden check as the verdict runner's check.json: call every function on every case.
+
+    The code under test only answers with the values its functions return (in a child interpreter, see
+    bench/verdict_runner.py); what they should return is `expected_values`, which never enters the sandbox.
+    """
+    items = [{"kind": "call", "name": case_name(n, a, b), "module": "calc", "function": n, "args": [a, b]}
+             for n, _ in task.functions for a, b in CASES]
+    return {"version": 1, "timeout_s": timeout_s, "items": items}
+
+
+def expected_values(task: CodingTask) -> dict:
+    """The hidden values (expected.json): each case's sum, difference, product or remainder, computed here."""
+    ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "%": lambda a, b: a % b}
+    probes = {case_name(n, a, b): {"value": ops[task.right_op if n == task.target else op](a, b)}
+              for n, op in task.functions for a, b in CASES}
+    return {"version": 1, "probes": probes}
 
 
 # ------------------------------------------------------------------------------------------------ the oracle
@@ -230,10 +233,11 @@ def write_task_folder(task: CodingTask, root: Path) -> Path:
         "[environment]\ncpus = 1\nmemory_mb = 512\nstorage_mb = 64\nallow_internet = false\n")
     for rel, text in task.files().items():
         (path / "environment" / "repo" / rel).write_text(text)
-    (path / "tests" / CHECK_NAME).write_text(check_source(task))
-    (path / "tests" / "test.sh").write_text(
-        '#!/usr/bin/env bash\nLOGS_DIR="${LOGS_DIR:-/logs}" python3 -I -S "${TESTS_DIR:-/tests}/'
-        f'{CHECK_NAME}"\n')
+    tests = path / "tests"
+    shutil.copyfile(verdict_runner.__file__, tests / RUNNER)
+    (tests / verdict_runner.CHECK).write_text(json.dumps(check_spec(task), indent=1) + "\n")
+    (tests / verdict_runner.EXPECTED).write_text(json.dumps(expected_values(task), indent=1) + "\n")
+    (tests / "test.sh").write_text(TEST_SH)
     fixed = task.fixed_files()[FILE]
     (path / "solution" / "solve.sh").write_text(f"#!/usr/bin/env bash\ncat > {FILE} <<'EOF'\n{fixed}EOF\n")
     return path

@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# Hidden verifier (Harbor layout). Runs from the repository root; the tests live in $TESTS_DIR (Harbor: /tests)
-# and the reward goes to $LOGS_DIR/verifier/reward.txt (Harbor: /logs/verifier/reward.txt).
-TESTS_DIR="${TESTS_DIR:-/tests}"
-LOGS_DIR="${LOGS_DIR:-/logs}"
-mkdir -p "$LOGS_DIR/verifier"
-python3 -m unittest discover -s "$TESTS_DIR" -t "$TESTS_DIR" -p 'test_*.py' -v
-if [ $? -eq 0 ]; then echo 1 > "$LOGS_DIR/verifier/reward.txt"; else echo 0 > "$LOGS_DIR/verifier/reward.txt"; fi
+# Hidden verifier (Harbor layout), run from the repository root. The verdict runner runs the probes of probes.py
+# against the repository in an isolated child interpreter that can only answer with values, and judges them
+# against expected.json; the reward goes to $LOGS_DIR/verifier/reward.txt (Harbor: /logs/verifier/reward.txt).
+# The project's graders keep expected.json on the host and judge the runner's answers.json there instead.
+python3 -I -S "${TESTS_DIR:-/tests}/verdict_runner.py"

@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# Hidden verifier (generated): the module's own Lib/test classes that exercise capwords, plus a check that the
-# function is defined in the vendored module. Reward to $LOGS_DIR/verifier/reward.txt (Harbor: /logs/verifier).
-TESTS_DIR="${TESTS_DIR:-/tests}"
-LOGS_DIR="${LOGS_DIR:-/logs}"
-mkdir -p "$LOGS_DIR/verifier"
-PYTHONPATH="$TESTS_DIR" python3 -m unittest -v test_string.ModuleTest test_restored
-if [ $? -eq 0 ]; then echo 1 > "$LOGS_DIR/verifier/reward.txt"; else echo 0 > "$LOGS_DIR/verifier/reward.txt"; fi
+# Hidden verifier (Harbor layout), run from the repository root. The verdict runner runs the probes of probes.py
+# against the repository in an isolated child interpreter that can only answer with values, and judges them
+# against expected.json; the reward goes to $LOGS_DIR/verifier/reward.txt (Harbor: /logs/verifier/reward.txt).
+# The project's graders keep expected.json on the host and judge the runner's answers.json there instead.
+python3 -I -S "${TESTS_DIR:-/tests}/verdict_runner.py"
