@@ -68,13 +68,12 @@ def test_trainer_logprobs_under_router_replay_match_the_samplers(trainer, rollou
     eps = [two_turn_episode(RolloutPolicy(rollout.generate), s, 1.0) for s in range(3)]
     packed, routing = trainer.pack([GroupRecord(0, "t", 0, eps)])
     assert routing.shape == (1, 4, 96, CFG.num_experts_per_tok)
-    batch = trainer._device_batch(packed, slice(0, 4))
-    logp = np.asarray(trainer._logp(trainer.state.params, trainer.state.router_state, batch, routing))
+    logp = trainer.token_logprobs(packed, slice(0, 4), routing)
     m = packed.loss_mask > 0
     assert m.sum() == sum(e.episode.num_trainable for e in eps)
     np.testing.assert_allclose(logp[m], packed.behav_logprobs[m], atol=ROLLOUT_VS_TRAINER_LOGP_ATOL)  # π_θ(v0) = μ
     wrong = (routing + 1) % CFG.n_routed_experts  # other experts: replay visibly changes the forward pass
-    logp_wrong = np.asarray(trainer._logp(trainer.state.params, trainer.state.router_state, batch, wrong))
+    logp_wrong = trainer.token_logprobs(packed, slice(0, 4), wrong)
     assert np.abs(logp_wrong[m] - packed.behav_logprobs[m]).max() > 1e-3
 
 
@@ -106,10 +105,9 @@ def test_padded_vocabulary_is_never_sampled_and_the_trainer_uses_the_same_softma
     m = packed.loss_mask > 0
     assert m.sum() == sum(e.episode.num_trainable for e in eps) > 0
     assert packed.tokens[m].max() < limit
-    batch = limited._device_batch(packed, slice(0, 4))
-    logp = np.asarray(limited._logp(limited.state.params, limited.state.router_state, batch, routing))
+    logp = limited.token_logprobs(packed, slice(0, 4), routing)
     np.testing.assert_allclose(logp[m], packed.behav_logprobs[m], atol=ROLLOUT_VS_TRAINER_LOGP_ATOL)
-    logp_free = np.asarray(free._logp(free.state.params, free.state.router_state, batch, routing))
+    logp_free = free.token_logprobs(packed, slice(0, 4), routing)
     assert np.abs(logp_free[m] - packed.behav_logprobs[m]).min() > 0.05  # the padded ids hold real mass at init
 
 
@@ -122,8 +120,7 @@ def test_policy_gradient_raises_the_better_rollout_and_publishes_versions(traine
 
     def seq_logp(rec):
         packed, routing = trainer.pack([GroupRecord(0, "t", 0, [rec, rec])])
-        batch = trainer._device_batch(packed, slice(0, 4))
-        lp = np.asarray(trainer._logp(trainer.state.params, trainer.state.router_state, batch, routing))
+        lp = trainer.token_logprobs(packed, slice(0, 4), routing)
         return float(lp[0][packed.loss_mask[0] > 0].sum())
 
     g0, b0 = seq_logp(good), seq_logp(bad)

@@ -59,3 +59,40 @@ def _num_chunks(t: int, per_row: int) -> int:
         if t % n == 0:
             return n
     return t
+
+
+def _chunk_logprobs(h_CD, w_DV, y_C, temperature: float, vocab_limit: int, with_entropy: bool):
+    """log π(y) and (optionally) the entropy of π for one chunk; π = softmax(h·W / τ) over ids < vocab_limit."""
+    logits_CV = jnp.einsum("CD,DV->CV", h_CD, w_DV, preferred_element_type=jnp.float32) / temperature
+    if 0 < vocab_limit < logits_CV.shape[-1]:
+        logits_CV = jnp.where(jnp.arange(logits_CV.shape[-1]) < vocab_limit, logits_CV, -jnp.inf)
+    logp_CV = jax.nn.log_softmax(logits_CV, axis=-1)
+    lp_C = jnp.take_along_axis(logp_CV, y_C[:, None], axis=-1)[:, 0]
+    if not with_entropy:
+        return lp_C, jnp.zeros_like(lp_C)
+    p_CV = jnp.exp(logp_CV)
+    return lp_C, -jnp.sum(jnp.where(p_CV > 0, p_CV * logp_CV, 0.0), axis=-1)
+
+
+def chunked_token_logprobs(normed_BTD, w_head_DV, targets_BT, chunk: int = 1024, temperature: float = 1.0,
+                           vocab_limit: int = 0, with_entropy: bool = False):
+    """(log π(targets) [B, T], entropy of π [B, T] or None), π = softmax(h·W / τ) restricted to ids < vocab_limit
+    (0 = all), computed about `chunk` tokens at a time like `chunked_cross_entropy` (no [B, T, V] logits, chunks
+    recomputed in the backward pass, batch and context sharding kept). The RL trainer's π_θ and π_prox."""
+    from composer2_jax.model import planning  # noqa: PLC0415
+
+    b, t, d = normed_BTD.shape
+    n = 1 if planning.count_loops() else _num_chunks(t, max(1, chunk // b))
+    split = lambda x: jnp.moveaxis(x.reshape((b, t // n, n) + x.shape[2:]), 2, 0)  # noqa: E731  [n, B, T/n, ...]
+    w_DV = w_head_DV.astype(normed_BTD.dtype)
+
+    def body(_, x):
+        h_BCD, y_BC = x
+        lp_N, ent_N = _chunk_logprobs(h_BCD.reshape(-1, d), w_DV, y_BC.reshape(-1), temperature, vocab_limit,
+                                      with_entropy)
+        return None, (lp_N.reshape(y_BC.shape), ent_N.reshape(y_BC.shape))
+
+    _, (lp_nBC, ent_nBC) = jax.lax.scan(jax.checkpoint(body), None,
+                                        (split(normed_BTD), split(targets_BT.astype(jnp.int32))))
+    merge = lambda x: jnp.moveaxis(x, 0, 2).reshape(b, t)  # noqa: E731  [n, B, T/n] → [B, T] (token i·n + j)
+    return merge(lp_nBC), (merge(ent_nBC) if with_entropy else None)

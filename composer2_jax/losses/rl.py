@@ -352,6 +352,7 @@ def policy_loss(
     segment_ids: Array | None = None,
     ref_logp: Array | None = None,
     logits: Array | None = None,
+    entropy: Array | None = None,
     values: Array | None = None,
     old_values: Array | None = None,
     returns: Array | None = None,
@@ -376,7 +377,8 @@ def policy_loss(
       cfg: a PolicyLossConfig.
       segment_ids: [B, T] int, packed rows (id ≥ 1 per segment, 0 padding); None = one sequence per row.
       ref_logp: [B, T] log π_ref(token), needed when cfg.kl_coef > 0; adds KL metrics when given.
-      logits: [B, T, V] π_θ logits, needed when cfg.entropy_coef > 0; adds the entropy metric when given.
+      logits: [B, T, V] π_θ logits; or `entropy` [B, T], H(π_θ) per token (from chunked logits, losses/lm.py).
+        One of them is needed when cfg.entropy_coef > 0; either adds the entropy metric when given.
       values, old_values, returns: [B, T], needed when cfg.value_coef > 0.
 
     Returns:
@@ -386,8 +388,11 @@ def policy_loss(
     """
     check_token_shapes(mask, logp=logp, old_logp=old_logp, behav_logp=behav_logp, advantages=advantages,
                        segment_ids=segment_ids, ref_logp=ref_logp, values=values, old_values=old_values,
-                       returns=returns)
-    _check_optional_inputs(cfg, mask, ref_logp, logits, values, old_values, returns)
+                       returns=returns, entropy=entropy)
+    if entropy is None and logits is not None:
+        _check_logits(logits, mask)
+        entropy = entropy_from_logits(logits)
+    _check_optional_inputs(cfg, ref_logp, entropy, values, old_values, returns)
     m = mask.astype(jnp.float32)
     logp, old_logp, advantages = (x.astype(jnp.float32) for x in (logp, old_logp, advantages))
     if cfg.negative_scale != 1.0:
@@ -405,7 +410,7 @@ def policy_loss(
         pg_BT = clipped_surrogate(ratio, advantages, cfg.clip_eps_low, cfg.clip_eps_high, cfg.dual_clip_c)
         pg_loss = aggregate(weight * keep * pg_BT, m, **agg)
     with jax.named_scope("regularisers"):
-        reg_loss, reg_metrics = _regularisers(logp, m, cfg, agg, ref_logp, logits, values, old_values, returns)
+        reg_loss, reg_metrics = _regularisers(logp, m, cfg, agg, ref_logp, entropy, values, old_values, returns)
     loss = pg_loss + reg_loss
 
     metrics = {"loss": loss, "pg_loss": pg_loss, **reg_metrics}
@@ -413,19 +418,23 @@ def policy_loss(
     return loss, jax.lax.stop_gradient(metrics)
 
 
-def _check_optional_inputs(cfg: PolicyLossConfig, mask: Array, ref_logp, logits, values, old_values, returns):
-    """ValueError when a configured term lacks its input (KL: ref_logp, entropy: logits, value: values…)."""
+def _check_logits(logits: Array, mask: Array):
+    """ValueError unless logits are [B, T, V] over the mask's [B, T]."""
+    if tuple(logits.shape[:2]) != tuple(mask.shape):
+        raise ValueError(f"logits have shape {tuple(logits.shape)}, expected [B, T, V] with [B, T]={mask.shape}")
+
+
+def _check_optional_inputs(cfg: PolicyLossConfig, ref_logp, entropy, values, old_values, returns):
+    """ValueError when a configured term lacks its input (KL: ref_logp, entropy: logits or entropy, value: values…)."""
     if cfg.kl_coef > 0 and ref_logp is None:
         raise ValueError(f"kl_coef={cfg.kl_coef} needs ref_logp [B, T]; got None")
-    if cfg.entropy_coef > 0 and logits is None:
-        raise ValueError(f"entropy_coef={cfg.entropy_coef} needs logits [B, T, V]; got None")
-    if logits is not None and tuple(logits.shape[:2]) != tuple(mask.shape):
-        raise ValueError(f"logits have shape {tuple(logits.shape)}, expected [B, T, V] with [B, T]={mask.shape}")
+    if cfg.entropy_coef > 0 and entropy is None:
+        raise ValueError(f"entropy_coef={cfg.entropy_coef} needs logits [B, T, V] or entropy [B, T]; got None")
     if cfg.value_coef > 0 and (values is None or old_values is None or returns is None):
         raise ValueError(f"value_coef={cfg.value_coef} needs values, old_values and returns [B, T]")
 
 
-def _regularisers(logp, mask, cfg: PolicyLossConfig, agg: dict, ref_logp, logits, values, old_values, returns):
+def _regularisers(logp, mask, cfg: PolicyLossConfig, agg: dict, ref_logp, entropy, values, old_values, returns):
     """β·agg[k3] − c_H·agg[H] + c_V·agg[value loss], and the metrics of whichever inputs were given."""
     loss, metrics = jnp.zeros((), jnp.float32), {}
     sg_logp = jax.lax.stop_gradient(logp)
@@ -436,8 +445,8 @@ def _regularisers(logp, mask, cfg: PolicyLossConfig, agg: dict, ref_logp, logits
         if cfg.kl_coef > 0:
             metrics["kl_loss"] = aggregate(kl_k3(logp, ref_logp), mask, **agg)
             loss = loss + cfg.kl_coef * metrics["kl_loss"]
-    if logits is not None:
-        metrics["entropy"] = aggregate(entropy_from_logits(logits), mask, **agg)
+    if entropy is not None:
+        metrics["entropy"] = aggregate(entropy, mask, **agg)
         if cfg.entropy_coef > 0:
             loss = loss - cfg.entropy_coef * metrics["entropy"]
     if cfg.value_coef > 0:

@@ -24,6 +24,7 @@ from composer2_jax.data import pipeline as data_lib
 from composer2_jax.data.tokenizer import TokenizerConfig
 from composer2_jax.model import Transformer
 from composer2_jax.model import context_parallel as cp
+from composer2_jax.model.mtp import layout_context
 from composer2_jax.params import count_params
 from composer2_jax.train import optim as optim_lib
 from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer
@@ -96,8 +97,9 @@ def validate_layout(cfg, mesh, batch: int, seq_len: int, process_count: int):
     if batch % shd_batch:
         raise ValueError(f"global batch {batch} is not divisible by {'×'.join(batch_axes)} = {shd_batch} (the mesh "
                          f"axes the batch is split over)")
-    if mesh.shape["context"] > 1 and seq_len % (2 * mesh.shape["context"]):
-        raise ValueError(f"seq_len {seq_len} is not divisible by 2×context = {2 * mesh.shape['context']} "
+    context = layout_context(cfg, mesh)
+    if context > 1 and seq_len % (2 * context):
+        raise ValueError(f"seq_len {seq_len} is not divisible by 2×context = {2 * context} "
                          f"(the zigzag layout cuts each row into 2·context chunks)")
     if batch % process_count:
         raise ValueError(f"global batch {batch} is not divisible by the process count {process_count}")
@@ -201,7 +203,7 @@ def train(config) -> RunResult:
     last_good = ckpt.latest_step()
     with activate(mesh):
         for step in range(start, run.steps):
-            batch = _put_batch(next(it), batch_shardings(mesh), mesh.shape["context"])
+            batch = _put_batch(next(it), batch_shardings(mesh), layout_context(cfg, mesh))
             state, metrics = step_fn(state, batch)
             pending.append((step, metrics))
             done = step + 1

@@ -3,7 +3,8 @@
 One `train(groups)` call is one weight version:
   1. Dr. GRPO advantages Â = R − mean_group(R) over each task's rollouts (rl/advantages.py);
   2. every segment of every episode packed into [rows, T] chunks carrying its episode's Â, with the sampler's
-     log μ, the policy version of each token and the recorded routing (router replay);
+     log μ, the policy version of each token and the recorded routing (router replay); on device the chunks are
+     target-aligned and laid out like CPT batches (sharded over the batch axes, zigzag when mesh.context > 1);
   3. π_prox = the current weights' log-probs of the whole batch (before any update), and π_ref = the reference
      weights' (the warm start, `set_reference`) when the loss has a KL term (kl_coef > 0);
   4. one optimizer update per chunk (PPO minibatches) on the decoupled-PPO loss (+ β·k3(π_θ‖π_ref));
@@ -17,24 +18,30 @@ import logging
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from composer2_jax import sharding as shd
 from composer2_jax.config import ModelConfig
+from composer2_jax.episode import Segment
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.model import Transformer
+from composer2_jax.model import context_parallel as cp
+from composer2_jax.model.mtp import layout_context
 from composer2_jax.model.transformer import moe_layer_ids
 from composer2_jax.rl.advantages import dr_grpo_advantages
 from composer2_jax.rl.services.records import GroupRecord, summarize_groups
-from composer2_jax.rl.services.rl_step import RL_BATCH_KEYS, make_logprob_fn, make_update_fn
+from composer2_jax.rl.services.rl_step import make_logprob_fn, make_update_fn
 from composer2_jax.rl.services.routing import pack_routing
 from composer2_jax.rl.services.weight_delta import delta_stats
 from composer2_jax.rl.services.weights import Weights
-from composer2_jax.episode import Segment
 from composer2_jax.rl.trajectory import PackedBatch, first_fit, pack_segments
 from composer2_jax.train import optim as optim_lib
-from composer2_jax.train.state import TrainState, abstract_train_state, activate, init_train_state
+from composer2_jax.train.state import (
+    TrainState,
+    abstract_train_state,
+    activate,
+    init_train_state,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +54,20 @@ class TrainerConfig:
     seq_len: int = 640  # T: tokens per packed row (≥ the longest segment)
     router_replay: bool = True  # replay the sampler's experts in the trainer's forward passes
     delta_stats: bool = True  # compute bf16 weight-delta statistics per version
+    devices: int = 1  # the trainer's devices: the first N of jax.devices() (0 = all of them)
+    mesh: shd.MeshConfig = shd.MeshConfig()  # the trainer mesh's axes over those devices (-1 = the rest)
 
     def __post_init__(self):
-        if self.rows < 1 or self.seq_len < 2:
-            raise ValueError(f"trainer.rows={self.rows}, trainer.seq_len={self.seq_len}; expected >= 1 and >= 2")
+        if self.rows < 1 or self.seq_len < 2 or self.devices < 0:
+            raise ValueError(f"trainer.rows={self.rows}, seq_len={self.seq_len}, devices={self.devices}; expected "
+                             f">= 1, >= 2, >= 0")
+
+    def make_mesh(self):
+        """The trainer's mesh: `mesh` over the first `devices` devices."""
+        devices = jax.devices() if self.devices == 0 else jax.devices()[:self.devices]
+        if len(devices) < self.devices:
+            raise ValueError(f"trainer.devices={self.devices} but only {len(jax.devices())} devices are visible")
+        return shd.make_mesh(self.mesh, devices=devices)
 
 
 # The RL objective by default: decoupled PPO (π_prox/μ weights) with Dr. GRPO's constant normaliser.
@@ -111,13 +128,45 @@ def chunk_rows(packed: PackedBatch, rows: int) -> list[slice]:
     return [slice(i, i + rows) for i in range(0, used, rows)]
 
 
+def target_batch(packed: PackedBatch, rows: slice) -> dict[str, np.ndarray]:
+    """The trainer's device arrays of packed rows in target alignment: position t predicts `targets[t]` =
+    tokens[t + 1] and carries that token's loss mask, log μ and advantage (0 past a segment's end), so the device
+    program never shifts along T (the zigzag layout of context parallelism keeps working)."""
+    tok, seg = packed.tokens[rows], packed.segment_ids[rows]
+    same = np.zeros(tok.shape, bool)
+    same[:, :-1] = (seg[:, 1:] == seg[:, :-1]) & (seg[:, :-1] > 0)
+
+    def ahead(x):  # x[:, t + 1] where t + 1 is in t's segment, else 0
+        out = np.zeros_like(x)
+        out[:, :-1] = np.where(same[:, :-1], x[:, 1:], 0)
+        return out
+
+    return {"tokens": tok, "targets": ahead(tok), "positions": packed.positions[rows], "segment_ids": seg,
+            "loss_mask": ahead(packed.loss_mask[rows]), "behav_logprobs": ahead(packed.behav_logprobs[rows]),
+            "advantages": ahead(packed.advantages[rows])}
+
+
+def check_layout(tc: TrainerConfig, mesh, context: int) -> None:
+    """ValueError unless the packed rows split over the mesh like a CPT batch (naming both numbers); `context` > 1:
+    rows in zigzag layout over that many devices."""
+    batch = shd.axis_size(mesh, shd.mesh_axes_of("activation_batch"))
+    if tc.rows % batch:
+        raise ValueError(f"trainer.rows={tc.rows} is not divisible by the trainer mesh's batch axes "
+                         f"{shd.mesh_axes_of('activation_batch')} of size {batch}")
+    if context > 1 and tc.seq_len % (2 * context):
+        raise ValueError(f"trainer.seq_len={tc.seq_len} is not divisible by 2×context = {2 * context} (the zigzag "
+                         f"layout cuts each row into 2·context chunks)")
+
+
 class Trainer:
     """Owns the train state; `train(groups)` makes the next weight version."""
 
     def __init__(self, model_cfg: ModelConfig, optim: optim_lib.OptimConfig, tc: TrainerConfig,
                  loss: PolicyLossConfig = RL_LOSS, law: PolicyLaw = PolicyLaw(), mesh=None, seed: int = 0):
         self.model_cfg, self.tc, self.loss, self.law = model_cfg, tc, loss, law
-        self.mesh = mesh or shd.make_mesh({"fsdp": -1}, devices=jax.devices()[:1])
+        self.mesh = mesh if mesh is not None else tc.make_mesh()
+        self.context = layout_context(model_cfg, self.mesh)  # zigzag rows only under a context-parallel kernel
+        check_layout(tc, self.mesh, self.context)
         self.model = Transformer(model_cfg, self.mesh)
         make_tx = lambda p, names: optim_lib.make_optimizer(optim, p, names)  # noqa: E731
         shape = (tc.rows, tc.seq_len)
@@ -181,9 +230,31 @@ class Trainer:
             routing = pack_routing(packed.placements, records, rows, self.tc.seq_len, self.num_moe, k)
         return packed, routing
 
-    def _device_batch(self, packed: PackedBatch, rows: slice) -> dict:
-        """One chunk's arrays on device."""
-        return {k: jnp.asarray(getattr(packed, k)[rows]) for k in RL_BATCH_KEYS}
+    def device_batch(self, packed: PackedBatch, rows: slice, routing: np.ndarray | None = None):
+        """One chunk on the trainer's mesh: (target-aligned batch, routing [L, B, T, k] or None), zigzag when
+        context > 1, sharded like a CPT batch."""
+        batch = target_batch(packed, rows)
+        if self.context > 1:
+            batch = {k: np.asarray(v) for k, v in cp.zigzag_batch(batch, self.context).items()}
+            routing = None if routing is None else np.asarray(cp.zigzag(routing, self.context, axis=2))
+        tok_sh = jax.sharding.NamedSharding(self.mesh, shd.logical_to_spec(("activation_batch", "activation_length")))
+        route_sh = jax.sharding.NamedSharding(self.mesh, shd.logical_to_spec((None, "activation_batch",
+                                                                               "activation_length", None)))
+        return ({k: jax.device_put(v, tok_sh) for k, v in batch.items()},
+                None if routing is None else jax.device_put(routing, route_sh))
+
+    def token_logprobs(self, packed: PackedBatch, rows: slice, routing: np.ndarray | None = None,
+                       weights: Weights | None = None) -> np.ndarray:
+        """Host [B, T] log π(tokens[b, t]) aligned with `packed.tokens` (0 where no token precedes in the segment)
+        under the current weights (or `weights`), with router replay of `routing` [L, B_all, T, k] when given."""
+        params, router_state = (self.state.params, self.state.router_state) if weights is None else (
+            weights.params, weights.router_state)
+        batch, route = self.device_batch(packed, rows, None if routing is None else routing[:, rows])
+        with activate(self.mesh):
+            lp = np.asarray(jax.device_get(self._logp(params, router_state, batch, route)))
+        if self.context > 1:
+            lp = np.asarray(cp.unzigzag(lp, self.context))
+        return np.concatenate([np.zeros_like(lp[:, :1]), lp[:, :-1]], axis=1)  # log π(targets[t]) is token t + 1
 
     # ------------------------------------------------------------------------------------------------ a version
 
@@ -194,8 +265,8 @@ class Trainer:
         if self.tc.delta_stats and self._published_host is None:  # the base of this version's delta
             self._published_host = jax.device_get(self.state.params)
         with activate(self.mesh):
-            batches = [self._device_batch(packed, c) for c in chunks]
-            routes = [None if routing is None else jnp.asarray(routing[:, c]) for c in chunks]
+            placed = [self.device_batch(packed, c, None if routing is None else routing[:, c]) for c in chunks]
+            batches, routes = [b for b, _ in placed], [r for _, r in placed]
             old = [self._logp(self.state.params, self.state.router_state, b, r) for b, r in zip(batches, routes)]
             ref = [None] * len(batches)
             if self.loss.kl_coef > 0:
