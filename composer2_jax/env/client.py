@@ -90,6 +90,10 @@ class EnvironmentClient:
         """See Environment.new_episode."""
         return self._rpc("new_episode", sid=sid)
 
+    def set_episode(self, sid: str, state: dict) -> None:
+        """See Environment.set_episode."""
+        self._rpc("set_episode", sid=sid, state=state)
+
     def snapshot(self, sid: str) -> str:
         """See Environment.snapshot."""
         return self._rpc("snapshot", sid=sid)

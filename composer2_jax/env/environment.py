@@ -24,6 +24,7 @@ stops the sandbox's processes and restarts its entrypoint: snapshots are of file
 from __future__ import annotations
 
 import atexit
+import copy
 import dataclasses
 import os
 import secrets
@@ -290,6 +291,16 @@ class Environment:
     def episode(self, sid: str) -> dict:
         """Episode state: todos, submitted, summary, call and error counts."""
         return self._record(sid, closed_ok=True).episode.to_dict()
+
+    def set_episode(self, sid: str, state: Mapping[str, Any]) -> None:
+        """Replace a live sandbox's episode state by `state` (an `episode(sid)` dict), e.g. a resumed checkpoint's."""
+        fields = {f.name for f in dataclasses.fields(Episode)}
+        if set(state) != fields:
+            raise ValueError(f"episode state has keys {sorted(state)}; expected exactly {sorted(fields)}")
+        record = self._record(sid)
+        episode = Episode(**copy.deepcopy(dict(state)))
+        with record.sandbox.lock:
+            record.episode = episode
 
     def new_episode(self, sid: str) -> dict:
         """Start a fresh episode on a live sandbox (todos, submission and counts reset; files and processes kept),

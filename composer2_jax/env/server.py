@@ -26,7 +26,7 @@ from composer2_jax.env.sandbox import SandboxError
 
 METHODS = ("create", "import_repo", "call", "snapshot", "fork", "restore", "close", "delete_snapshot",
            "egress_log", "todos", "episode", "info", "tools", "sandboxes", "snapshots", "exec", "put_archive",
-           "new_episode")
+           "new_episode", "set_episode")
 MAX_BODY = 64 << 20
 
 
