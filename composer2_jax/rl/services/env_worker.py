@@ -18,7 +18,13 @@ from typing import Any
 
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import SandboxLimits
-from composer2_jax.env.harness import HarnessConfig, run_episode
+from composer2_jax.env.harness import (
+    HarnessConfig,
+    TurnCheckpoint,
+    fork_checkpoint,
+    resume_episode,
+    run_episode,
+)
 from composer2_jax.env.testing import make_repo
 from composer2_jax.env.tool_schemas import TOOL_NAMES
 from composer2_jax.rl.config import EnvConfig, RLExperimentConfig
@@ -81,16 +87,26 @@ class EnvWorker:
             return self._snaps.setdefault(task.task_id, snap)
 
     def run(self, task: CodingTask, policy: Any, admitted_version: int, routing_fn=None,
-            transcript: list | None = None) -> EpisodeRecord:
+            transcript: list | None = None, checkpoint: TurnCheckpoint | None = None,
+            checkpoints: bool = False) -> EpisodeRecord:
         """One episode of `task` with `policy`, graded and rewarded.
 
         `routing_fn(episode)` gives the per-segment routing records; `transcript`, if given, receives the chat
-        messages of the episode.
+        messages of the episode. Branching rollouts: `checkpoint` resumes the episode from a turn boundary of an
+        earlier one (the record is the whole episode, its inherited prefix included); `checkpoints` keeps one per
+        turn boundary in `record.harness.checkpoints` (their snapshots are the caller's: `release`).
         """
-        sid = self.env.fork(self.snapshot(task))
+        if checkpoint is None:
+            sid = self.env.fork(self.snapshot(task))
+        else:
+            sid = fork_checkpoint(self.env, checkpoint)
         try:
-            result = run_episode(self.view, sid, task.instruction, policy, self.tok, self.harness,
-                                 task_id=task.task_id, group_id=task.task_id)
+            if checkpoint is None:
+                result = run_episode(self.view, sid, task.instruction, policy, self.tok, self.harness,
+                                     task_id=task.task_id, group_id=task.task_id, checkpoints=checkpoints)
+            else:
+                result = resume_episode(self.view, sid, checkpoint, policy, self.tok, self.harness,
+                                        task_id=task.task_id, group_id=task.task_id, checkpoints=checkpoints)
             grade = grade_task(self.env, sid, task, self.grade_timeout_s)
             if transcript is not None:
                 transcript.extend(result.messages)
@@ -105,7 +121,14 @@ class EnvWorker:
             difficulty=task.difficulty, reward=breakdown.total, success=breakdown.success, effort=breakdown.effort,
             breakdown=breakdown.as_dict(), stop_reason=result.stop_reason, turns=result.turns,
             tool_calls=len(result.tool_calls), malformed=result.malformed, generated_tokens=result.generated_tokens,
-            wall_s=result.wall_s, grade_s=grade.wall_s, admitted_version=admitted_version)
+            wall_s=result.wall_s, grade_s=grade.wall_s, admitted_version=admitted_version,
+            harness=result if checkpoints or checkpoint is not None else None)
+
+    def release(self, checkpoints: Sequence[TurnCheckpoint]) -> None:
+        """Delete the snapshots of checkpoints (a tree group is done with them)."""
+        for ckpt in checkpoints:
+            with contextlib.suppress(KeyError):  # already deleted
+                self.env.delete_snapshot(ckpt.snapshot)
 
     def close(self) -> None:
         """Forget the snapshots (the environment itself belongs to the caller)."""

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from composer2_jax.episode import Episode
+from composer2_jax.rl.tree import GroupTree
 
 
 @dataclasses.dataclass
@@ -32,6 +33,7 @@ class EpisodeRecord:
     wall_s: float
     grade_s: float
     admitted_version: int  # weight version when the group was admitted (the staleness bound starts here)
+    harness: Any = None  # the harness's EpisodeResult when kept (branching rollouts: checkpoints, tool-call records)
 
     @property
     def min_version(self) -> int:
@@ -52,7 +54,9 @@ class GroupRecord:
     group_id: int  # admission index: groups are admitted 0, 1, 2, … (the staleness gate counts them)
     task_id: str
     admitted_version: int
-    episodes: list[EpisodeRecord]
+    episodes: list[EpisodeRecord]  # tree groups: one per leaf, in tree.leaves order
+    tree: GroupTree | None = None  # branching rollouts: the group's tree (rl/tree.py); None: a plain group
+    group_relative: bool = False  # tree groups: add Tree-GRPO's group-relative term to the edge advantages
 
     @property
     def min_version(self) -> int:
