@@ -195,3 +195,54 @@ def test_bad_trees_and_configs_are_refused():
         TreeConfig(node_choice="best")
     with pytest.raises(ValueError, match="token_budget=0"):
         TreeConfig(token_budget=0)
+
+
+# ------------------------------------------------------------------------------------------------ real sandboxes
+
+needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
+
+
+@needs_sandbox
+@pytest.mark.parametrize("rule", ["first_failure", "entropy"])
+def test_tree_groups_run_through_the_embedded_loop_and_pack(tmp_path, rule):
+    from composer2_jax.env import Environment, SandboxLimits
+    from composer2_jax.rl import tasks
+    from composer2_jax.rl.config import LoopConfig, RLConfig
+    from composer2_jax.rl.rewards import RewardConfig
+    from composer2_jax.rl.services.env_worker import EnvWorker
+    from composer2_jax.rl.services.local import LocalOrchestrator
+    from composer2_jax.rl.services.records import Counters
+    from composer2_jax.rl.services.sampler import TaskSampler
+    from composer2_jax.rl.services.testing import CountingTrainer, ScriptedRollout
+    from composer2_jax.rl.services.trainer import training_items
+    from composer2_jax.rl.services.weights import WeightStore
+
+    harness = HarnessConfig(max_turns=4, max_new_tokens=192, max_total_tokens=1024, context_budget=2048,
+                            system_prompt="Fix the bug.")
+    hard = [t for t in tasks.task_set(60, 0) if "should return" in t.instruction][:8]  # read first, then fix
+    with Environment(pool_size=4, limits=SandboxLimits(timeout_s=30)) as env:
+        store, counters = WeightStore(), Counters()
+        worker = EnvWorker(env, TOK, harness, RewardConfig(), ("read_file", "edit_file", "submit"),
+                           schemas_in_prompt=False, repo_root=tmp_path)
+        rl = RLConfig(eta=1, steps=2, groups_per_batch=2, group_mode="tree",
+                      tree=TreeConfig(initial=2, branches=2, token_budget=600, node_choice=rule),
+                      loop=LoopConfig(episode_threads=4, max_retries=1, take_timeout_s=120))
+        trainer = CountingTrainer(eta=1)
+        orch = LocalOrchestrator(trainer, ScriptedRollout(store, p_correct=0.5, seed=3), worker, TaskSampler(hard),
+                                 rl, store, counters)
+        orch.run()
+        assert trainer.version == 2 and trainer.violations == 0
+        groups = [g for batch in trainer.consumed for g in batch]
+        assert all(g.tree is not None and len(g.episodes) == len(g.tree.leaves) >= 4 for g in groups)
+        assert counters.get("tree_branches") >= 2 * len(groups)
+        for g in groups:
+            for leaf, ep in zip(g.tree.leaves, g.episodes):  # a leaf's path is its episode, graded on its own
+                path = [t for n in g.tree.path(leaf) for t in g.tree.nodes[n].turns]
+                assert [tok for t in path for tok in t.tokens] == list(ep.episode.segments[0].tokens())
+                assert g.tree.nodes[leaf].reward == ep.reward
+        items, records = training_items(groups, seq_len=2048)
+        assert len(items) == sum(len(g.tree.leaves) for g in groups) and records == [None] * len(items)
+        batch = pack_segments(items, seq_len=2048)
+        sampled = sum(len(t.tokens) for g in groups for n in g.tree.nodes.values() for t in n.turns if t.trainable)
+        assert batch.loss_mask.sum() == sampled  # shared prefixes trained once
+        assert env.sandboxes() == [] and set(env.snapshots()) == set(worker._snaps.values())  # checkpoints released

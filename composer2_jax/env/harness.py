@@ -27,6 +27,7 @@ interleaved with rendered prompts and observations. A policy is anything with
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import json
 import time
@@ -300,12 +301,19 @@ class _Run:
         return dataclasses.replace(ckpt, snapshot_s=time.monotonic() - t0)
 
     def drive(self, checkpoints: bool) -> str:
-        """Run replies until a stop reason; with checkpoints, one `TurnCheckpoint` per boundary continued from."""
-        stop = self._stop_reason()
-        while stop is None:
-            stop = self.step()
-            if stop is None and checkpoints:
-                self.checkpoints.append(self.checkpoint())
+        """Run replies until a stop reason; with checkpoints, one `TurnCheckpoint` per boundary continued from
+        (if the episode raises, their snapshots are deleted: nobody else holds them)."""
+        try:
+            stop = self._stop_reason()
+            while stop is None:
+                stop = self.step()
+                if stop is None and checkpoints:
+                    self.checkpoints.append(self.checkpoint())
+        except BaseException:
+            for ckpt in self.checkpoints:
+                with contextlib.suppress(Exception):  # the environment may be what failed
+                    self.env.delete_snapshot(ckpt.snapshot)
+            raise
         return stop
 
     def _generate(self, budget: int) -> Completion:

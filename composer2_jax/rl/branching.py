@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Hashable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -182,8 +182,12 @@ def grow_tree(run: Callable[[TurnCheckpoint | None], Branch], config: TreeConfig
 
     def round_(start: Hashable, ckpt: TurnCheckpoint | None, n: int) -> None:
         nonlocal spent
-        jobs = [(lambda: run(ckpt))] * n
-        results = [f.result() for f in [pool.submit(j) for j in jobs]] if pool is not None else [j() for j in jobs]
+        if pool is None:
+            results = [run(ckpt) for _ in range(n)]
+        else:
+            futures = [pool.submit(run, ckpt) for _ in range(n)]
+            wait(futures)  # all of them, even when one failed: the caller cleans up after the finished ones
+            results = [f.result() for f in futures]
         for br in results:
             inherited = 0 if ckpt is None else ckpt.generated_tokens
             spent += br.result.generated_tokens - inherited

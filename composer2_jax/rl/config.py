@@ -16,6 +16,7 @@ from composer2_jax.config import preset as model_preset
 from composer2_jax.data.tokenizer import TokenizerConfig
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.losses.rl import PolicyLossConfig
+from composer2_jax.rl.branching import TreeConfig
 from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.services.rollout import RolloutConfig
 from composer2_jax.rl.services.trainer import RL_LOSS, TrainerConfig
@@ -24,6 +25,7 @@ from composer2_jax.train.metrics import LogConfig
 from composer2_jax.train.optim import OptimConfig
 
 BACKENDS = ("local", "ray")
+GROUP_MODES = ("plain", "tree")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +72,9 @@ class RLConfig:
     eta: int = 2  # staleness bound η: a sample of version v trains version t only if t − v ≤ η (0 = synchronous)
     steps: int = 100  # weight versions to train
     groups_per_batch: int = 8  # G: tasks per version
-    samples: int = 4  # rollouts per task (the Dr. GRPO group)
+    samples: int = 4  # rollouts per task (the Dr. GRPO group; group_mode=tree: unused)
+    group_mode: str = "plain"  # plain: `samples` episodes from the task's start | tree: branching rollouts (rl/branching.py)
+    tree: TreeConfig = TreeConfig()  # group_mode=tree: initial episodes, branches per pick, token budget, node choice
     loop: LoopConfig = LoopConfig()  # how the orchestrator drives episodes (threads, retries, dropped groups)
     episode_threads: int = 32  # evaluation episodes in flight
     train_tasks: int = 4000  # size of the generated training task list (rl/tasks.py)
@@ -88,6 +92,10 @@ class RLConfig:
             raise ValueError(f"rl.backend={self.backend!r}; expected one of {BACKENDS}")
         if self.eta < 0:
             raise ValueError(f"rl.eta={self.eta}; expected >= 0 (0 = the synchronous loop)")
+        if self.group_mode not in GROUP_MODES:
+            raise ValueError(f"rl.group_mode={self.group_mode!r}; expected one of {GROUP_MODES}")
+        if self.group_mode == "tree" and self.backend != "local":
+            raise ValueError(f"rl.group_mode='tree' runs on the local backend only; got backend={self.backend!r}")
         if min(self.steps, self.groups_per_batch, self.samples, self.episode_threads) < 1:
             raise ValueError(f"rl.steps={self.steps}, groups_per_batch={self.groups_per_batch}, samples="
                              f"{self.samples}, episode_threads={self.episode_threads}; expected >= 1")

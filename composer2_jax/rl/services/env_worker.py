@@ -84,7 +84,10 @@ class EnvWorker:
         repo = make_repo(str(self._root / task.task_id), task.files())
         snap = self.env.import_repo(repo)
         with self._lock:
-            return self._snaps.setdefault(task.task_id, snap)
+            kept = self._snaps.setdefault(task.task_id, snap)
+        if kept != snap:  # another episode of the task imported it first
+            self.env.delete_snapshot(snap)
+        return kept
 
     def run(self, task: CodingTask, policy: Any, admitted_version: int, routing_fn=None,
             transcript: list | None = None, checkpoint: TurnCheckpoint | None = None,
@@ -107,7 +110,11 @@ class EnvWorker:
             else:
                 result = resume_episode(self.view, sid, checkpoint, policy, self.tok, self.harness,
                                         task_id=task.task_id, group_id=task.task_id, checkpoints=checkpoints)
-            grade = grade_task(self.env, sid, task, self.grade_timeout_s)
+            try:
+                grade = grade_task(self.env, sid, task, self.grade_timeout_s)
+            except BaseException:
+                self.release(result.checkpoints)  # the record is lost: nobody else will delete them
+                raise
             if transcript is not None:
                 transcript.extend(result.messages)
         finally:
