@@ -23,7 +23,7 @@ from composer2_jax.rl.services.trainer import PolicyLaw, Trainer, TrainerConfig
 from composer2_jax.rl.services.weights import Weights, WeightStore
 from composer2_jax.episode import SegmentBuilder
 from composer2_jax.train.optim import OptimConfig
-from tests.tolerances import ROLLOUT_VS_TRAINER_LOGP_ATOL
+from tests.tolerances import FP32_FN, ROLLOUT_VS_TRAINER_LOGP_ATOL
 
 TOK = tk.ByteTokenizer()
 CFG = micro_model_config()
@@ -199,3 +199,63 @@ def test_run_rl_trains_checkpoints_and_resumes(tmp_path):
     start = r2.start_counters["episodes_done"]
     assert r1.history[-1]["count/episodes_done"] <= start <= r1.counters["episodes_done"]
     assert r2.counters["episodes_done"] >= start + c.rl.groups_per_batch * c.rl.samples
+
+
+def test_tree_groups_replay_each_leafs_inherited_routing(trainer, rollout):
+    """A branch resumed after turn 1 inherits its parent's first call: packing the tree's leaf paths with those
+    routing records, the trainer's π_θ equals the sampler's μ on every trained token (shared prefix trained once)."""
+    from composer2_jax.rl.tree import GroupTree, TreeNode
+
+    rng = np.random.default_rng(7)
+    b = SegmentBuilder(rng.integers(0, 256, 5).tolist(), rng.integers(0, 256, 9).tolist(), [1, 2], 256)
+    parent = RolloutPolicy(rollout.generate)
+    c1 = parent.generate(b.context, 12)
+    b.append(c1.ids, True, c1.logprobs, policy_version=c1.policy_version)
+    b.append(rng.integers(0, 256, 6).tolist(), False)
+    boundary = b.fork()  # the checkpoint after turn 1
+    leaves = []
+    for k, builder in enumerate([b, boundary.fork(), boundary.fork()]):
+        policy = RolloutPolicy(rollout.generate)
+        c = policy.generate(builder.context, 12)
+        builder.append(c.ids, True, c.logprobs, policy_version=c.policy_version)
+        ep = builder.finish(reward=float(k == 1))
+        calls = parent.calls[:1] + policy.calls  # every leaf inherits the first call (leaf 0 is the parent's own)
+        routing = episode_routing(ep, calls, 1, CFG.num_experts_per_tok)
+        leaves.append(EpisodeRecord(ep, routing, "t", "easy", ep.reward, ep.reward, 0.0, {}, "submitted", 2, 0, 0,
+                                    24, 0.0, 0.0, 0))
+    turns = leaves[0].episode.segments[0].turns
+    nodes = [TreeNode("root", None, turns[:2]), TreeNode("t1", "root", turns[2:4])]
+    nodes += [TreeNode(f"leaf{k}", "t1", e.episode.segments[0].turns[4:], reward=e.reward)
+              for k, e in enumerate(leaves)]
+    group = GroupRecord(0, "t", 0, leaves, tree=GroupTree(nodes))
+    packed, routing = trainer.pack([group])
+    m = packed.loss_mask > 0
+    assert m.sum() == len(c1.ids) + sum(len(e.episode.segments[0].turns[4].tokens) for e in leaves)
+    logp = trainer.token_logprobs(packed, slice(0, 4), routing)
+    np.testing.assert_allclose(logp[m], packed.behav_logprobs[m], atol=ROLLOUT_VS_TRAINER_LOGP_ATOL)
+    adv = packed.advantages[m]
+    np.testing.assert_allclose(np.unique(adv), [-1 / 3, 0.0, 2 / 3], **FP32_FN)  # turn 1: V(t1) − V(root) = 0
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_run_rl_trains_on_tree_groups(tmp_path):
+    from experiments import rl as rl_exp
+
+    c = rl_exp.get_config("toy")
+    c.model = schema.to_config_dict(micro_model_config())
+    c.workdir, c.init_from = str(tmp_path / "rl"), ""
+    c.rl.update(steps=2, groups_per_batch=2, eval_every=0, eval_tasks=2, eval_samples=1, episode_threads=8,
+                train_tasks=40, plot=False, group_mode="tree")
+    c.rl.tree.update(initial=2, branches=2, token_budget=96, node_choice="uniform")
+    c.rl.loop.update(episode_threads=8)
+    c.rollout.update(batch_size=4, prompt_len=192, max_new_tokens=24)
+    c.harness.update(max_new_tokens=24, summary_tokens=16, max_turns=2, context_budget=144)
+    c.trainer.update(rows=4, seq_len=256)
+    r = orchestrator.run_rl(c)
+    assert r.final_version == 2 and all(m["staleness_max"] <= c.rl.eta for m in r.history)
+    assert r.counters["tree_branches"] >= 2 * 2 and r.counters["tree_generated_tokens"] >= 2 * 2 * 96
+    first = r.history[0]  # sampled and trained by version 0: π_prox = μ under router replay
+    assert first["batch/episodes"] >= 2 * 4
+    np.testing.assert_allclose(np.log([first["behav_ratio_min"], first["behav_ratio_max"]]), 0.0,
+                               atol=ROLLOUT_VS_TRAINER_LOGP_ATOL)
