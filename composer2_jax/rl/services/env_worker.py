@@ -127,7 +127,8 @@ class EnvWorker:
             episode=result.episode.with_reward(breakdown.total), routing=routing, task_id=task.task_id,
             difficulty=task.difficulty, reward=breakdown.total, success=breakdown.success, effort=breakdown.effort,
             breakdown=breakdown.as_dict(), stop_reason=result.stop_reason, turns=result.turns,
-            tool_calls=len(result.tool_calls), malformed=result.malformed, generated_tokens=result.generated_tokens,
+            tool_calls=len(result.tool_calls), malformed=result.malformed,
+            generated_tokens=result.generated_tokens - (0 if checkpoint is None else checkpoint.generated_tokens),
             wall_s=result.wall_s, grade_s=grade.wall_s, admitted_version=admitted_version,
             harness=result if checkpoints or checkpoint is not None else None)
 

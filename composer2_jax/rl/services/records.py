@@ -29,7 +29,7 @@ class EpisodeRecord:
     turns: int
     tool_calls: int
     malformed: int
-    generated_tokens: int
+    generated_tokens: int  # tokens this episode sampled itself (a branch: not the prefix it inherited)
     wall_s: float
     grade_s: float
     admitted_version: int  # weight version when the group was admitted (the staleness bound starts here)
