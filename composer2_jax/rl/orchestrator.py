@@ -24,6 +24,7 @@ from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import tasks as task_lib
 from composer2_jax.rl.config import RLConfig, RLExperimentConfig
 from composer2_jax.rl.plots import plot_curves
+from composer2_jax.rl.rewards import TERMS
 from composer2_jax.rl.services.env_worker import EnvWorker, env_worker_for, sandbox_limits
 from composer2_jax.rl.services.evaluator import Evaluator
 from composer2_jax.rl.services.local import LocalOrchestrator
@@ -149,11 +150,11 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
             m = evaluator.evaluate(trainer.weights())
             evals.append(m)
             writer.write(trainer.version, m)
-            log.info("eval at version %d: %s", trainer.version, _brief(m))
+            log.info("eval at version %d: %s", trainer.version, progress_line(m))
 
         def on_version(m: dict[str, Any]) -> None:
             writer.write(trainer.version, m)
-            log.info("version %d: %s", trainer.version, _brief(m))
+            log.info("version %d: %s", trainer.version, progress_line(m))
             if hook is not None:
                 hook(m)
             if trainer.version % run.checkpoint.every == 0 or trainer.version == run.rl.steps:
@@ -190,8 +191,13 @@ def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampl
     return RayOrchestrator(run, trainer, sampler, counters, stop_id).run(on_version)
 
 
-def _brief(m: dict[str, Any]) -> str:
-    """The headline numbers of a metrics dict, for the log."""
+def progress_line(m: dict[str, Any]) -> str:
+    """The headline numbers of a metrics dict, for the log, then every reward term: mean (fraction non-zero)."""
     keys = [k for k in m if k.split("/")[-1] in ("reward", "pass_rate", "easy", "hard", "loss", "staleness_max")
-            or k in ("eval/pass_rate", "batch/pass_rate")]
-    return ", ".join(f"{k}={m[k]:.3f}" for k in keys if isinstance(m[k], float))
+            and "/term" not in k or k in ("eval/pass_rate", "batch/pass_rate")]
+    line = ", ".join(f"{k}={m[k]:.3f}" for k in keys if isinstance(m[k], float))
+    prefix = next((p for p in ("batch/", "eval/") if f"{p}term/success" in m), None)
+    if prefix is None:
+        return line
+    terms = " ".join(f"{t}={m[f'{prefix}term/{t}']:+.3f}({m[f'{prefix}term_nonzero/{t}']:.2f})" for t in TERMS)
+    return f"{line} | terms: {terms}"

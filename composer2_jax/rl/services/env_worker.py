@@ -1,7 +1,9 @@
 """Environment worker: a pool of sandboxes that turns (task, policy) into a graded, rewarded EpisodeRecord.
 
     task → snapshot (imported once per task) → fork → episode through the harness → grade in a fresh fork with the
-    hidden check copied in only then → reward (success − effort penalty + aux) → close the sandbox.
+    hidden check copied in only then → the episode's outcome (verdict, effort, the workspace changes read from the
+    sandbox's own layers, the todo_write history, thinking and final message, malformed calls, the egress log) →
+    reward (every term of rl/rewards.py) → close the sandbox.
 
 A failure of the sandbox or of the policy raises out of `run`; the caller (the orchestrator) retries or drops the
 episode and counts it. The sandbox is closed whatever happens.
@@ -18,11 +20,18 @@ from typing import Any
 
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import SandboxLimits
-from composer2_jax.env.harness import HarnessConfig, run_episode
+from composer2_jax.env.harness import EpisodeResult, HarnessConfig, run_episode
 from composer2_jax.env.testing import make_repo
 from composer2_jax.env.tool_schemas import TOOL_NAMES
 from composer2_jax.rl.config import EnvConfig, RLExperimentConfig
-from composer2_jax.rl.rewards import EpisodeOutcome, RewardConfig, compute_reward, effort_counts_from_episode
+from composer2_jax.rl.rewards import (
+    EpisodeOutcome,
+    RewardConfig,
+    TestResult,
+    compute_reward,
+    effort_counts_from_episode,
+    ruff_available,
+)
 from composer2_jax.rl.services.grader import grade_task
 from composer2_jax.rl.services.records import EpisodeRecord
 from composer2_jax.rl.services.tool_view import ToolView
@@ -92,13 +101,12 @@ class EnvWorker:
             result = run_episode(self.view, sid, task.instruction, policy, self.tok, self.harness,
                                  task_id=task.task_id, group_id=task.task_id)
             grade = grade_task(self.env, sid, task, self.grade_timeout_s)
+            outcome = self.outcome(sid, result, grade.tests)
             if transcript is not None:
                 transcript.extend(result.messages)
         finally:
             _close_quietly(self.env, sid)
-        counts = effort_counts_from_episode(result.episode)
-        breakdown = compute_reward(EpisodeOutcome(tests=grade.tests, effort=counts,
-                                                  tool_call_errors=result.tool_call_errors), self.reward_cfg)
+        breakdown = compute_reward(outcome, self.reward_cfg)
         routing = routing_fn(result.episode) if routing_fn is not None else [None] * len(result.episode.segments)
         return EpisodeRecord(
             episode=result.episode.with_reward(breakdown.total), routing=routing, task_id=task.task_id,
@@ -106,6 +114,19 @@ class EnvWorker:
             breakdown=breakdown.as_dict(), stop_reason=result.stop_reason, turns=result.turns,
             tool_calls=len(result.tool_calls), malformed=result.malformed, generated_tokens=result.generated_tokens,
             wall_s=result.wall_s, grade_s=grade.wall_s, admitted_version=admitted_version)
+
+    def outcome(self, sid: str, result: EpisodeResult, tests: TestResult) -> EpisodeOutcome:
+        """Everything the reward reads about a finished episode on sandbox `sid` (after grading: its processes are
+        gone and its writes frozen into its chain). Lint runs when its term has weight or ruff is there to measure."""
+        changes = self.env.changes(sid)
+        state = self.env.episode(sid)
+        lint = self.reward_cfg.lint_coef > 0 or ruff_available()
+        return EpisodeOutcome(
+            tests=tests, effort=effort_counts_from_episode(result.episode), todos=state["todos"],
+            todo_history=state["todo_history"], diff=changes.unified_diff(),
+            files_before=changes.before if lint else None, files_after=changes.after if lint else None,
+            tool_call_errors=result.tool_call_errors, thinking=result.thinking, final_message=result.final_message,
+            egress=self.env.egress_log(sid))
 
     def close(self) -> None:
         """Forget the snapshots (the environment itself belongs to the caller)."""

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.services.records import EpisodeRecord
+from composer2_jax.rl.services.records import EpisodeRecord, term_stats
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutWorker, episode_policy
 from composer2_jax.rl.services.weights import Weights, WeightStore
 from composer2_jax.rl.tasks import CodingTask
@@ -81,4 +81,7 @@ def eval_metrics(tasks: Sequence[CodingTask], records: Sequence[EpisodeRecord | 
             out[f"{prefix}effort{suffix}"] = float(np.mean([r.effort for r in done]))
             out[f"{prefix}turns{suffix}"] = float(np.mean([r.turns for r in done]))
             out[f"{prefix}tool_calls{suffix}"] = float(np.mean([r.tool_calls for r in done]))
+    done = [r for r in records if r is not None]
+    if done:
+        out.update({prefix + k: v for k, v in term_stats(done).items()})
     return out
