@@ -57,6 +57,16 @@ class _Record:
     profile: ImageProfile | None = None  # image sandboxes: how they run things; None for workspace sandboxes
     resources: Resources = dataclasses.field(default_factory=Resources)  # per-sandbox limits (image sandboxes)
     origin: Chain = ()  # the chain the sandbox was started or restored on: its changes are what lies above it
+    egress_seen: int = 0  # egress events before this seq were already shown in an observation
+
+
+def with_egress(obs: Observation, events: list[dict]) -> Observation:
+    """The observation with one `network: …` line per egress event appended, and the events in fields["egress"]."""
+    if not events:
+        return obs
+    lines = "\n".join(f"network: {e['summary']}" for e in events)
+    content = f"{obs.content}\n{lines}" if obs.content else lines
+    return dataclasses.replace(obs, content=content, fields={**obs.fields, "egress": events})
 
 
 def _repo_dir(task: Any) -> str | None:
@@ -205,13 +215,22 @@ class Environment:
     # ---------------------------------------------------------------------------------------- tools & state
 
     def call(self, sid: str, tool: Any, args: Any = None) -> Observation:
-        """Run one tool call (args: a dict or the model's raw JSON string); never raises."""
+        """Run one tool call (args: a dict or the model's raw JSON string); never raises.
+
+        The network requests the sandbox made since the previous call's observation (during this call, or by
+        background processes in between) are appended to the observation, one line each with the policy's verdict,
+        method, target, status and reason, and listed in `fields["egress"]`: the model sees why its request failed.
+        """
         with self._lock:
             record = self._records.get(sid)
         if record is None:
             return Observation.failure("unknown_sandbox", f"no live sandbox {sid!r}")
         with record.sandbox.lock:
-            return call_tool(self._context(record), tool, args)
+            obs = call_tool(self._context(record), tool, args)
+            events = record.log.events(record.egress_seen)
+            if events:
+                record.egress_seen = events[-1]["seq"] + 1
+        return with_egress(obs, events)
 
     def exec(self, sid: str, command: str, timeout_s: float | None = None, user: str | None = None,
              cwd: str | None = None, env: dict[str, str] | None = None) -> dict:
