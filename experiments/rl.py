@@ -117,7 +117,7 @@ def evaluate_checkpoint(config, checkpoint_dir: str) -> dict[str, float]:
     engine, _ = load_checkpoint(checkpoint_dir)
     tok = run.tokenizer.build()
     with Environment(pool_size=run.env.pool_size) as env:
-        evaluator = Evaluator(env_worker_for(run, env, tok), orchestrator.heldout_tasks(run.rl), engine.cfg,
+        evaluator = Evaluator(env_worker_for(run, env, tok), orchestrator.heldout_tasks(run), engine.cfg,
                               run.rollout, tok.special_id(tk.IM_END), run.rl.eval_samples,
                               vocab_limit=orchestrator.vocab_limit(tok, engine.cfg.vocab_size))
         version = int(Checkpointer(checkpoint_dir, async_save=False).latest_step() or 0)

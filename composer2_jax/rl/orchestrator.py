@@ -21,8 +21,8 @@ from composer2_jax import schema
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
-from composer2_jax.rl import tasks as task_lib
-from composer2_jax.rl.config import RLConfig, RLExperimentConfig
+from composer2_jax.rl import sources
+from composer2_jax.rl.config import RLExperimentConfig
 from composer2_jax.rl.plots import plot_curves
 from composer2_jax.rl.rewards import TERMS
 from composer2_jax.rl.services.env_worker import EnvWorker, env_worker_for, sandbox_limits
@@ -30,7 +30,7 @@ from composer2_jax.rl.services.evaluator import Evaluator
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.records import Counters
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutWorker
-from composer2_jax.rl.services.sampler import TaskSampler
+from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import PolicyLaw, Trainer
 from composer2_jax.rl.services.weights import WeightStore
 from composer2_jax.train.checkpoint import Checkpointer
@@ -84,14 +84,45 @@ def vocab_limit(tokenizer: tk.Tokenizer, model_vocab: int) -> int:
     return tokenizer.vocab_size if tokenizer.vocab_size < model_vocab else 0
 
 
-def training_tasks(rl: RLConfig) -> list[task_lib.CodingTask]:
-    """The training task list (train content split)."""
-    return task_lib.task_set(rl.train_tasks, rl.task_seed, tuple(rl.levels), "train")
+def source_tasks(run: RLExperimentConfig, spec: sources.SourceSpec, split: str) -> sources.SourceTasks:
+    """The tasks of one curriculum entry in one split (the toy family: its train list or its held-out set)."""
+    sc, rl = run.sources, run.rl
+    if spec.kind == "toy":
+        n, seed = (rl.train_tasks, rl.task_seed) if split == "train" else (rl.eval_tasks, rl.heldout_seed)
+        return sources.toy_tasks(spec, split, n, seed, rl.levels)
+    if spec.kind == "suite":
+        return sources.harbor_tasks(spec, spec.arg, split, sc.heldout_frac, sc.heldout_versions)
+    return sources.generated_tasks(spec, split, sc.heldout_frac, sc.generated_count, sc.generated_seed,
+                                   sc.generated_modules, sc.generated_dirs)
 
 
-def heldout_tasks(rl: RLConfig) -> list[task_lib.CodingTask]:
-    """The held-out evaluation tasks (the held-out content split; level 0 has few contents, so some repeat)."""
-    return task_lib.task_set(rl.eval_tasks, rl.heldout_seed, tuple(rl.levels), "heldout")
+def training_sampler(run: RLExperimentConfig, position: int = 0) -> CurriculumSampler:
+    """The curriculum of `run.tasks` over the train splits, resumed at `position`."""
+    entries = []
+    for spec in sources.parse_mix(run.tasks):
+        got = source_tasks(run, spec, "train")
+        if not got.tasks:
+            raise ValueError(f"task source {spec.name!r} has no training task (skipped: {got.skipped}); its "
+                             f"held-out share is sources.heldout_frac={run.sources.heldout_frac}")
+        log.info("task source %s: %d training tasks, %d skipped", spec.name, len(got.tasks), len(got.skipped))
+        entries.append((got.tasks, spec.weight))
+    return CurriculumSampler(entries, run.seed, position)
+
+
+def heldout_tasks(run: RLExperimentConfig) -> list:
+    """The held-out evaluation tasks of every source (the toy family's content split, `sources.eval_tasks` of each
+    Harbor source's held-out names), and every task of the suite versions held out whole."""
+    specs = list(sources.parse_mix(run.tasks))
+    named = {s.arg for s in specs}
+    specs += [sources.SourceSpec("suite", v, 1.0) for v in run.sources.heldout_versions if v not in named]
+    out = []
+    for spec in specs:
+        got = source_tasks(run, spec, "heldout").tasks
+        out += list(got if spec.kind == "toy" else got[:run.sources.eval_tasks])
+    if not out:
+        raise ValueError(f"tasks={run.tasks!r} holds no held-out task; raise sources.heldout_frac or name "
+                         f"sources.heldout_versions")
+    return out
 
 
 def policy_law(run: RLExperimentConfig, tokenizer: tk.Tokenizer) -> PolicyLaw:
@@ -119,7 +150,7 @@ def start_state(run: RLExperimentConfig, trainer: Trainer, ckpt: Checkpointer) -
     return {}
 
 
-def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, sampler: TaskSampler,
+def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, sampler: CurriculumSampler,
          run: RLExperimentConfig) -> None:
     """Checkpoint the train state with the loop state (version, counters, sampler position)."""
     data = {"version": trainer.version, "counters": counters.snapshot(), "sampler_position": sampler.position}
@@ -136,14 +167,14 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
     ckpt = Checkpointer(workdir / "checkpoints", run.checkpoint.keep, async_save=False)
     saved = start_state(run, trainer, ckpt)
     counters = Counters(saved.get("counters"))
-    sampler = TaskSampler(training_tasks(run.rl), run.seed, saved.get("sampler_position", 0))
+    sampler = training_sampler(run, saved.get("sampler_position", 0))
     writer = MetricWriter(workdir / "logs", enabled=run.log.write)
     stop_id = tokenizer.special_id(tk.IM_END)
     check_shapes(run.harness, run.rollout, run.trainer.seq_len, tokenizer)
     evals: list[dict[str, float]] = []
     with Environment(pool_size=run.env.pool_size, limits=sandbox_limits(run.env)) as env:
         worker = env_worker_for(run, env, tokenizer)
-        evaluator = Evaluator(worker, heldout_tasks(run.rl), run.model, run.rollout, stop_id, run.rl.eval_samples,
+        evaluator = Evaluator(worker, heldout_tasks(run), run.model, run.rollout, stop_id, run.rl.eval_samples,
                               run.rl.episode_threads, vocab_limit=trainer.law.vocab_limit)
 
         def evaluate() -> None:
@@ -175,7 +206,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
                     dict(saved.get("counters", {})))
 
 
-def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: TaskSampler, stop_id: int,
+def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: CurriculumSampler, stop_id: int,
              counters: Counters, on_version) -> list[dict[str, Any]]:
     """The loop on the configured backend: 'local' (threads in this process) or 'ray' (actors)."""
     if run.rl.backend == "local":

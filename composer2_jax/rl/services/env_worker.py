@@ -32,10 +32,10 @@ from composer2_jax.rl.rewards import (
     effort_counts_from_episode,
     ruff_available,
 )
-from composer2_jax.rl.services.grader import grade_task
+from composer2_jax.rl.services.grader import grade_episode
 from composer2_jax.rl.services.records import EpisodeRecord
 from composer2_jax.rl.services.tool_view import ToolView
-from composer2_jax.rl.tasks import CodingTask
+from composer2_jax.rl.sources import HarborTask, RLTask
 
 
 class LayerSafeEnv:
@@ -65,7 +65,8 @@ class LayerSafeEnv:
 
 
 class EnvWorker:
-    """Runs episodes of generated tasks on one Environment (thread-safe: one sandbox per episode)."""
+    """Runs episodes of RL tasks of any source (rl/sources.py) on one Environment (thread-safe: one sandbox per
+    episode)."""
 
     def __init__(self, env: Any, tokenizer: tk.Tokenizer, harness: HarnessConfig, reward: RewardConfig,
                  tools: Sequence[str] = TOOL_NAMES, schemas_in_prompt: bool = True,
@@ -78,18 +79,21 @@ class EnvWorker:
         self._snaps: dict[str, str] = {}
         self._lock = threading.Lock()
 
-    def snapshot(self, task: CodingTask) -> str:
-        """The task's starting repository as a snapshot id (written and imported on first use)."""
+    def snapshot(self, task: RLTask) -> str:
+        """The task's starting repository as a snapshot id (written or materialised, and imported, on first use)."""
         with self._lock:
             snap = self._snaps.get(task.task_id)
         if snap is not None:
             return snap
-        repo = make_repo(str(self._root / task.task_id), task.files())
+        if isinstance(task, HarborTask):
+            repo = str(task.repo_dir(self._root / "harbor-cache"))
+        else:
+            repo = make_repo(str(self._root / task.task_id), task.files())
         snap = self.env.import_repo(repo)
         with self._lock:
             return self._snaps.setdefault(task.task_id, snap)
 
-    def run(self, task: CodingTask, policy: Any, admitted_version: int, routing_fn=None,
+    def run(self, task: RLTask, policy: Any, admitted_version: int, routing_fn=None,
             transcript: list | None = None) -> EpisodeRecord:
         """One episode of `task` with `policy`, graded and rewarded.
 
@@ -100,7 +104,7 @@ class EnvWorker:
         try:
             result = run_episode(self.view, sid, task.instruction, policy, self.tok, self.harness,
                                  task_id=task.task_id, group_id=task.task_id)
-            grade = grade_task(self.env, sid, task, self.grade_timeout_s)
+            grade = grade_episode(self.env, sid, task, self.grade_timeout_s)
             outcome = self.outcome(sid, result, grade.tests)
             if transcript is not None:
                 transcript.extend(result.messages)
@@ -113,7 +117,8 @@ class EnvWorker:
             difficulty=task.difficulty, reward=breakdown.total, success=breakdown.success, effort=breakdown.effort,
             breakdown=breakdown.as_dict(), stop_reason=result.stop_reason, turns=result.turns,
             tool_calls=len(result.tool_calls), malformed=result.malformed, generated_tokens=result.generated_tokens,
-            wall_s=result.wall_s, grade_s=grade.wall_s, admitted_version=admitted_version)
+            wall_s=result.wall_s, grade_s=grade.wall_s, admitted_version=admitted_version,
+            source=task.source)
 
     def outcome(self, sid: str, result: EpisodeResult, tests: TestResult) -> EpisodeOutcome:
         """Everything the reward reads about a finished episode on sandbox `sid` (after grading: its processes are

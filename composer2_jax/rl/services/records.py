@@ -33,6 +33,7 @@ class EpisodeRecord:
     wall_s: float
     grade_s: float
     admitted_version: int  # weight version when the group was admitted (the staleness bound starts here)
+    source: str = "toy"  # the task's curriculum entry (rl/sources.py)
 
     @property
     def min_version(self) -> int:
@@ -116,4 +117,9 @@ def summarize_groups(groups: list[GroupRecord]) -> dict[str, Any]:
         out[f"pass_rate/{diff}"] = float(np.mean([e.success for e in sub]))
         out[f"effort/{diff}"] = float(np.mean([e.effort for e in sub]))
         out[f"reward/{diff}"] = float(np.mean([e.reward for e in sub]))
+    for source in sorted({e.source for e in eps}):
+        sub = [e for e in eps if e.source == source]
+        out[f"episodes/source/{source}"] = float(len(sub))
+        out[f"pass_rate/source/{source}"] = float(np.mean([e.success for e in sub]))
+        out[f"reward/source/{source}"] = float(np.mean([e.reward for e in sub]))
     return out
