@@ -3,6 +3,7 @@
 Run:      python -m experiments.rl                                  (toy: transcripts → SFT warm start → async RL)
           python -m experiments.rl --config.rl.eta=0                (the synchronous loop)
           python -m experiments.rl --config.rl.backend=ray          (the same services as Ray actors)
+          python -m experiments.rl --config.tasks=toy@2,suite:v0@1  (a curriculum of task sources, docs/rl.md)
 Hardware: toy — a 2-core CPU with bubblewrap (run as root): transcripts ~40 s, SFT ~3 min, evaluations ~30 s
           each, RL ~5 s a version (100 versions).
 Expected: the issue's targets (benchmarks/rl_learning.py) — measured 2026-11-30: held-out pass@1 at T = 1

@@ -118,3 +118,45 @@ def test_harbor_tasks_run_grade_and_reward_through_the_env_worker(env, tmp_path,
     assert records["oracle"].success == 1.0 and records["oracle"].reward == pytest.approx(1.0, abs=0.1)
     assert records["null"].success == 0.0 and records["null"].reward <= 0.0
     assert records["oracle"].source == task.source and env.sandboxes() == []
+
+
+def _stdlib_tests() -> bool:
+    from composer2_jax.bench import generate
+
+    return any((d / "test" / "test_shlex.py").is_file() for d in generate.stdlib_dirs())
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.skipif(not _stdlib_tests(), reason="the generator needs the standard library's Lib/test")
+def test_short_rl_run_on_a_mixed_curriculum_logs_every_reward_term(tmp_path):
+    """Issue 17 item 5(b): a few versions on toy + suite v0 (train split) + generated tasks, end to end."""
+    import json
+
+    from composer2_jax import schema
+    from composer2_jax.rl.rewards import TERMS
+    from composer2_jax.rl.services.testing import micro_model_config
+
+    c = rl_experiment.get_config("toy")
+    c.model = schema.to_config_dict(micro_model_config())
+    c.workdir, c.init_from = str(tmp_path / "rl"), ""
+    c.tasks = f"toy@1,suite:v0@1,generated:{tmp_path / 'gen'}@1"
+    c.sources.update(eval_tasks=1, generated_count=2, generated_modules=("shlex", "textwrap"))
+    c.rl.update(steps=2, groups_per_batch=3, samples=2, eval_every=2, eval_tasks=2, eval_samples=1, plot=False)
+    c.rl.loop.update(episode_threads=6)
+    c.env.tools = ("read_file", "edit_file", "write_file", "run_terminal_cmd", "todo_write", "submit")
+    c.rollout.update(batch_size=4, prompt_len=1536, max_new_tokens=24)  # v0 instructions are up to ~1 KB
+    c.harness.update(max_new_tokens=24, summary_tokens=16, max_turns=2, context_budget=1400)
+    c.trainer.update(rows=6, seq_len=1600)
+    r = orchestrator.run_rl(c)
+    assert r.final_version == 2 and [e["eval/version"] for e in r.evals] == [0.0, 2.0]
+    lines = [json.loads(line) for line in (tmp_path / "rl" / "logs" / "metrics.jsonl").read_text().splitlines()]
+    versions = [m for m in lines if "batch/reward" in m]
+    assert len(versions) == 2
+    for m in versions:  # every term, mean and fraction non-zero, every version
+        assert {f"batch/term/{t}" for t in TERMS} | {f"batch/term_nonzero/{t}" for t in TERMS} <= set(m)
+    evaluated = {k.split("/source/", 1)[1] for k in r.evals[-1] if k.startswith("eval/pass_rate/source/")}
+    assert evaluated == {"toy", "suite:v0", f"generated:{tmp_path / 'gen'}"}
+    trained = {k.split("/source/", 1)[1] for m in versions for k in m if k.startswith("batch/episodes/source/")}
+    assert "toy" in trained and len(trained) >= 2
+    print(json.dumps({k: round(v, 4) for k, v in versions[-1].items() if "/term" in k or "/source/" in k}))
