@@ -26,8 +26,10 @@ HARNESS = HarnessConfig(max_turns=4, max_new_tokens=1024, max_total_tokens=8192,
                         summary_tokens=64, max_observation_chars=400, system_prompt="Fix the bug.",
                         summary_prompt="Summarize your progress.")
 TOOLS = ("read_file", "edit_file", "write_file", "run_terminal_cmd", "todo_write", "submit")
-# Distinct weights, so that a term moving by another's weight would show; no effort penalty unless asked.
-COEFS = dict(success_coef=1.0, penalty_coef=0.0, lint_coef=0.03, todo_coef=0.05, todo_comment_coef=0.07,
+# Distinct weights, so that a term moving by another's weight would show; no effort penalty and no lint (which needs
+# ruff) unless a test asks.
+LINT_COEF = 0.03
+COEFS = dict(success_coef=1.0, penalty_coef=0.0, lint_coef=0.0, todo_coef=0.05, todo_comment_coef=0.07,
              invalid_tool_call_coef=0.11, clarity_coef=0.13, denied_egress_coef=0.17)
 TASK = tasks.make_task(11, 0)
 
@@ -67,9 +69,10 @@ def test_baseline_scores_exactly_its_success(env, tmp_path):
 @pytest.mark.skipif(not ruff_available(), reason="the lint term needs ruff")
 def test_lint_findings_added_cost_lint_coef_each(env, tmp_path):
     lint = call("write_file", path="extra.py", content="import os\nimport sys\n")  # F401 twice
-    rec = run(worker(env, tmp_path), lint + fix())
+    rec = run(worker(env, tmp_path, lint_coef=LINT_COEF), lint + fix())
     assert rec.breakdown["reward/lint_findings"] == 2
-    close(rec.reward, 1.0 - 2 * COEFS["lint_coef"])
+    close(rec.reward, 1.0 - 2 * LINT_COEF)
+    assert run(worker(env, tmp_path, lint_coef=LINT_COEF), fix()).breakdown["reward/lint_findings"] == 0
 
 
 def test_unfinished_todo_items_cost_todo_coef_each(env, tmp_path):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import importlib.util
 import json
 import math
@@ -180,18 +181,30 @@ def length_penalty(x: float | Array, k: float, q: float) -> Array:
 
 
 def ruff_available() -> bool:
-    """Whether `python -m ruff` can run in this interpreter."""
+    """Whether the ruff package is installed in this interpreter."""
     return importlib.util.find_spec("ruff") is not None
 
 
+@functools.cache
+def _ruff_command() -> tuple[str, ...]:
+    """The installed package's ruff binary (a tenth of `python -m ruff`'s start-up: 53 vs 590 ms per call on the
+    loaded 2-core machine, 2026-12-01), or `python -m ruff` when the package does not expose it."""
+    try:
+        from ruff.__main__ import find_ruff_bin  # noqa: PLC0415 - ruff is optional
+
+        return (os.fspath(find_ruff_bin()),)
+    except (ImportError, FileNotFoundError):
+        return (sys.executable, "-m", "ruff")
+
+
 def _ruff_counts(root: str, files: Sequence[str], select: Sequence[str]) -> collections.Counter:
-    """Findings per file (path relative to root) from `python -m ruff check` on the given files under root.
+    """Findings per file (path relative to root) from `ruff check` on the given files under root.
 
     Files are passed explicitly, so ruff's default excludes (venv/, node_modules/, .git/, …) hide none of them.
     """
     if not ruff_available():
-        raise RuntimeError("the readability reward needs ruff: `pip install ruff` (it runs as `python -m ruff`)")
-    cmd = [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--exit-zero",
+        raise RuntimeError("the readability reward needs ruff: `pip install ruff` (or set reward.lint_coef = 0)")
+    cmd = [*_ruff_command(), "check", "--isolated", "--no-cache", "--exit-zero",
            "--output-format", "json", "--select", ",".join(select), *files]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=root)
     if proc.returncode != 0:
@@ -221,7 +234,7 @@ def lint_findings_added(
     """Lint findings the change introduced: Σ over changed .py files of max(0, findings_after − findings_before).
 
     before/after map a changed file's repository path to its text (None: absent on that side, i.e. created or
-    deleted). Ruff (`python -m ruff check --isolated`, rules `select`) runs once on both trees. Clamped per
+    deleted). Ruff (`ruff check --isolated`, rules `select`) runs once on both trees. Clamped per
     file so fixing old findings cannot buy credit for new ones elsewhere, nor reward unrelated lint churn.
     """
     paths = sorted(p for p in set(before) | set(after) if p.endswith(".py"))
