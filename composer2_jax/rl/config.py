@@ -111,11 +111,14 @@ class SourcesConfig:
     generated_seed: int = 0  # order in which the generator tries candidates
     generated_modules: tuple[str, ...] = ()  # modules to delete functions from (() = bench/generate.py MODULES)
     generated_dirs: tuple[str, ...] = ()  # folders holding M.py and test/test_M.py (() = the stdlib)
+    generated_per_module: int = 2  # most tasks per module (raise it, with more modules, for hundreds of tasks)
 
     def __post_init__(self):
-        if not 0 <= self.heldout_frac < 1 or self.eval_tasks < 1 or self.generated_count < 1:
+        if (not 0 <= self.heldout_frac < 1 or self.eval_tasks < 1 or self.generated_count < 1
+                or self.generated_per_module < 1):
             raise ValueError(f"sources.heldout_frac={self.heldout_frac}, eval_tasks={self.eval_tasks}, "
-                             f"generated_count={self.generated_count}; expected [0, 1), >= 1, >= 1")
+                             f"generated_count={self.generated_count}, generated_per_module="
+                             f"{self.generated_per_module}; expected [0, 1), >= 1, >= 1, >= 1")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -140,14 +140,15 @@ def harbor_tasks(spec: SourceSpec, folder: str | Path, split: str, heldout_frac:
 
 
 def generated_tasks(spec: SourceSpec, split: str, heldout_frac: float, count: int, seed: int,
-                    modules: Sequence[str] = (), dirs: Sequence[str] = ()) -> SourceTasks:
+                    modules: Sequence[str] = (), dirs: Sequence[str] = (), per_module: int = 2) -> SourceTasks:
     """The feature-deletion tasks in the spec's folder (generated there first when it holds none)."""
     folder = Path(spec.arg)
     if not folder.is_dir() or not any((p / "instruction.md").is_file() for p in folder.iterdir()):
         from composer2_jax.bench import generate  # noqa: PLC0415 - only when a folder has to be filled
 
         folder.mkdir(parents=True, exist_ok=True)
-        written = generate.generate(folder, count, seed, tuple(modules) or generate.MODULES, list(dirs) or None)
+        written = generate.generate(folder, count, seed, tuple(modules) or generate.MODULES, list(dirs) or None,
+                                    per_module=per_module)
         if not written:
             raise ValueError(f"task source {spec.name!r}: the generator wrote no task into {folder} (modules "
                              f"{tuple(modules) or generate.MODULES}, folders {list(dirs) or 'the stdlib'})")
