@@ -67,6 +67,19 @@ def test_run_config_selects_sources_and_held_out_sets():
     assert not train_ids & {t.task_id for t in held}  # nothing held out is trained on
 
 
+def test_a_task_held_out_by_one_source_is_never_trained_from_another(tmp_path):
+    folder = tmp_path / "gen"
+    v0 = load_suite("v0").path
+    shutil.copytree(v0 / "gen1-shlex-quote", folder / "gen1-shlex-quote")  # a generated copy of a v0 task
+    shutil.copytree(v0 / "gen1-shlex-quote", folder / "gen9-other")  # and a task v0 does not have
+    c = rl_experiment.get_config("toy")
+    c.tasks = f"generated:{folder}"
+    c.sources.update(heldout_frac=0.0, heldout_versions=("v0",), eval_tasks=4)
+    run = orchestrator.rl_config(c)
+    assert [t.task.name for t in orchestrator.training_sampler(run).tasks[0]] == ["gen9-other"]
+    assert collections.Counter(t.source for t in orchestrator.heldout_tasks(run)) == {"suite:v0": 4}
+
+
 def test_sampler_is_weighted_resumable_and_one_source_keeps_the_old_order():
     a, b = [f"a{i}" for i in range(7)], [f"b{i}" for i in range(3)]
     s = CurriculumSampler([(a, 1.0), (b, 1.0)], seed=5)

@@ -97,26 +97,39 @@ def source_tasks(run: RLExperimentConfig, spec: sources.SourceSpec, split: str) 
 
 
 def training_sampler(run: RLExperimentConfig, position: int = 0) -> CurriculumSampler:
-    """The curriculum of `run.tasks` over the train splits, resumed at `position`."""
+    """The curriculum of `run.tasks` over the train splits, resumed at `position`. A Harbor task whose name is held
+    out by any source (a generated copy of a held-out suite task, say) is not trained on."""
+    held = {t.task.name for t in _heldout_all(run) if isinstance(t, sources.HarborTask)}
     entries = []
     for spec in sources.parse_mix(run.tasks):
         got = source_tasks(run, spec, "train")
-        if not got.tasks:
+        train = [t for t in got.tasks if not (isinstance(t, sources.HarborTask) and t.task.name in held)]
+        if not train:
             raise ValueError(f"task source {spec.name!r} has no training task (skipped: {got.skipped}); its "
                              f"held-out share is sources.heldout_frac={run.sources.heldout_frac}")
-        log.info("task source %s: %d training tasks, %d skipped", spec.name, len(got.tasks), len(got.skipped))
-        entries.append((got.tasks, spec.weight))
+        log.info("task source %s: %d training tasks, %d skipped, %d held out elsewhere", spec.name, len(train),
+                 len(got.skipped), len(got.tasks) - len(train))
+        entries.append((train, spec.weight))
     return CurriculumSampler(entries, run.seed, position)
 
 
-def heldout_tasks(run: RLExperimentConfig) -> list:
-    """The held-out evaluation tasks of every source (the toy family's content split, `sources.eval_tasks` of each
-    Harbor source's held-out names), and every task of the suite versions held out whole."""
+def _heldout_specs(run: RLExperimentConfig) -> list[sources.SourceSpec]:
+    """The curriculum's sources and the suite versions held out whole."""
     specs = list(sources.parse_mix(run.tasks))
     named = {s.arg for s in specs}
-    specs += [sources.SourceSpec("suite", v, 1.0) for v in run.sources.heldout_versions if v not in named]
+    return specs + [sources.SourceSpec("suite", v, 1.0) for v in run.sources.heldout_versions if v not in named]
+
+
+def _heldout_all(run: RLExperimentConfig) -> list:
+    """Every held-out task of every Harbor source (untruncated)."""
+    return [t for spec in _heldout_specs(run) if spec.kind != "toy" for t in source_tasks(run, spec, "heldout").tasks]
+
+
+def heldout_tasks(run: RLExperimentConfig) -> list:
+    """The held-out evaluation tasks: the toy family's content split, and at most `sources.eval_tasks` held-out
+    tasks of each Harbor source and of each suite version held out whole."""
     out = []
-    for spec in specs:
+    for spec in _heldout_specs(run):
         got = source_tasks(run, spec, "heldout").tasks
         out += list(got if spec.kind == "toy" else got[:run.sources.eval_tasks])
     if not out:
