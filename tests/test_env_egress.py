@@ -164,10 +164,10 @@ def test_requests_of_a_tool_call_are_appended_to_its_observation(env, upstream):
     obs = env.call(sid, "run_terminal_cmd", {"command": cmd})
     lines = [line for line in obs.content.splitlines() if line.startswith("network: ")]
     assert lines == [f"network: ALLOWED GET {url} -> 200 (allowed by policy)",
-                     f"network: DENIED POST {url} -> 403 (method POST is not allowed (allowed: GET, HEAD, OPTIONS, "
-                     "CONNECT))",
-                     f"network: DENIED GET http://denied.example:{upstream.port}/pkg -> 403 (host denied.example is not "
-                     "in the allow list)"]
+                     (f"network: DENIED POST {url} -> 403 (method POST is not allowed (allowed: GET, HEAD, OPTIONS, "
+                      "CONNECT))"),
+                     (f"network: DENIED GET http://denied.example:{upstream.port}/pkg -> 403 (host denied.example is "
+                      "not in the allow list)")]
     assert [(e["allowed"], e["host"], e["method"], e["status"]) for e in obs.fields["egress"]] == [
         (True, "127.0.0.1", "GET", 200), (False, "127.0.0.1", "POST", 403), (False, "denied.example", "GET", 403)]
     quiet = env.call(sid, "read_file", {"path": "fetch.py"})  # requests are shown once, with the call that made them

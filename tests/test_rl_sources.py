@@ -14,7 +14,7 @@ from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment, SandboxLimits
 from composer2_jax.env import testing as envtest
 from composer2_jax.env.harness import HarnessConfig
-from composer2_jax.rl import orchestrator, sources, tasks
+from composer2_jax.rl import orchestrator, sources
 from composer2_jax.rl.config import RLExperimentConfig
 from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.services.env_worker import EnvWorker
@@ -43,7 +43,10 @@ def test_suite_splits_by_task_and_holds_out_whole_versions():
     spec = sources.SourceSpec("suite", "v0", 1.0)
     train = sources.harbor_tasks(spec, "v0", "train", 0.2)
     held = sources.harbor_tasks(spec, "v0", "heldout", 0.2)
-    names = lambda got: {t.task.name for t in got.tasks}  # noqa: E731
+
+    def names(got):
+        return {t.task.name for t in got.tasks}
+
     runnable = {t.name for t in load_suite("v0").tasks if not t.is_image and not t.steps}
     assert names(train) & names(held) == set() and names(train) | names(held) == runnable
     assert 0.1 < len(held.tasks) / len(runnable) < 0.35  # ≈ heldout_frac, by a hash of the name

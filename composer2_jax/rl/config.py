@@ -17,9 +17,9 @@ from composer2_jax.data.tokenizer import TokenizerConfig
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl.rewards import RewardConfig
-from composer2_jax.rl.sources import parse_mix
 from composer2_jax.rl.services.rollout import RolloutConfig
 from composer2_jax.rl.services.trainer import RL_LOSS, TrainerConfig
+from composer2_jax.rl.sources import parse_mix
 from composer2_jax.train.checkpoint import CheckpointConfig
 from composer2_jax.train.metrics import LogConfig
 from composer2_jax.train.optim import OptimConfig
