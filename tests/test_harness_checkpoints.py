@@ -58,7 +58,7 @@ def test_a_branch_from_turn_k_replays_the_parent_exactly(tmp_path):
         sid = env.create(repo)
         rec = Recorder(ScriptedPolicy(TOK, REPLIES, CFG), env, sid)
         parent = run_episode(env, sid, "Do the steps.", rec, TOK, CFG, task_id="t", checkpoints=True)
-        parent_final = files_of(env, sid), env.episode(sid)
+        parent_final = files_of(env, sid), env.episode(sid), env.changes(sid).unified_diff()
         env.close(sid)
         assert parent.stop_reason == "submitted" and parent.summaries >= 1, parent.summary()
         assert [c.turn for c in parent.checkpoints] == list(range(1, len(REPLIES)))
@@ -77,7 +77,7 @@ def test_a_branch_from_turn_k_replays_the_parent_exactly(tmp_path):
             assert branch.start_turn == k
             assert branch_rec.states[0][0] == prompt  # the branch's first reply continues the parent's context
             assert comparable(branch) == comparable(parent), f"the branch from turn {k} diverged"
-            assert (files_of(env, kid), env.episode(kid)) == parent_final
+            assert (files_of(env, kid), env.episode(kid), env.changes(kid).unified_diff()) == parent_final  # since start
             later = {c.turn: c.state() for c in parent.checkpoints if c.turn > k}
             assert {c.turn: c.state() for c in branch.checkpoints} == later
             env.close(kid)

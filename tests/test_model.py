@@ -150,6 +150,7 @@ def test_router_replay_is_bit_exact_and_changes_routing_when_forced():
         model.apply(v, tok, routing=out.routing[:1])
 
 
+@pytest.mark.slow
 def test_moe_layer_freq_and_dense_model_build():
     for kw in (dict(num_layers=5, first_k_dense_replace=1, moe_layer_freq=2), dict(n_routed_experts=0)):
         cfg = _toy(**kw)

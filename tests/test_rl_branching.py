@@ -62,7 +62,7 @@ class SnapEnv:
         self.snaps[snap] = dict(self.files[sid])
         return snap
 
-    def fork(self, snap):
+    def fork(self, snap, keep_origin=False):
         sid = self.create()
         self.files[sid] = dict(self.snaps[snap])
         return sid
