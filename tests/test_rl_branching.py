@@ -3,6 +3,7 @@ once with the leaf's path as context, the node-choice rules pick what they promi
 sandboxes through the environment worker and packs in the trainer beside plain groups."""
 
 import copy
+import dataclasses
 import itertools
 
 import numpy as np
@@ -195,6 +196,15 @@ def test_bad_trees_and_configs_are_refused():
         TreeConfig(node_choice="best")
     with pytest.raises(ValueError, match="token_budget=0"):
         TreeConfig(token_budget=0)
+    from composer2_jax.rl.config import RLConfig
+
+    with pytest.raises(ValueError, match="group_mode='forest'; expected one of"):
+        RLConfig(group_mode="forest")
+    with pytest.raises(ValueError, match="local backend only; got backend='ray'"):
+        RLConfig(group_mode="tree", backend="ray")
+    summarised = dataclasses.replace(a.result, summaries=1)
+    with pytest.raises(ValueError, match="branch 0 summarised its context 1 time"):
+        assemble([Branch(summarised, 0.0)])
 
 
 # ------------------------------------------------------------------------------------------------ real sandboxes
