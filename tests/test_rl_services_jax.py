@@ -259,3 +259,46 @@ def test_run_rl_trains_on_tree_groups(tmp_path):
     assert first["batch/episodes"] >= 2 * 4
     np.testing.assert_allclose(np.log([first["behav_ratio_min"], first["behav_ratio_max"]]), 0.0,
                                atol=ROLLOUT_VS_TRAINER_LOGP_ATOL)
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_the_trainer_steps_on_branched_tree_groups(tmp_path):
+    """Scripted replies (read, then fix) on the toy family's hard tasks make real mid-episode branches; the real
+    trainer packs the trees (every sampled token once, per-token edge advantages) and takes a finite step."""
+    from composer2_jax.env import Environment, SandboxLimits
+    from composer2_jax.env.harness import HarnessConfig
+    from composer2_jax.rl import tasks
+    from composer2_jax.rl.branching import TreeConfig
+    from composer2_jax.rl.config import LoopConfig, RLConfig
+    from composer2_jax.rl.rewards import RewardConfig
+    from composer2_jax.rl.services.env_worker import EnvWorker
+    from composer2_jax.rl.services.local import LocalOrchestrator
+    from composer2_jax.rl.services.records import Counters
+    from composer2_jax.rl.services.sampler import TaskSampler
+    from composer2_jax.rl.services.testing import ScriptedRollout
+
+    harness = HarnessConfig(max_turns=4, max_new_tokens=192, max_total_tokens=1024, context_budget=2048,
+                            system_prompt="Fix the bug.")
+    hard = [t for t in tasks.task_set(60, 0) if "should return" in t.instruction][:4]
+    oc = OptimConfig(lr=1e-3, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
+    trainer = Trainer(CFG, oc, TrainerConfig(rows=4, seq_len=2048), seed=0)
+    consumed = []
+    train = trainer.train
+    trainer.train = lambda groups: (consumed.append(groups), train(groups))[1]
+    with Environment(pool_size=4, limits=SandboxLimits(timeout_s=30)) as env:
+        store, counters = WeightStore(), Counters()
+        worker = EnvWorker(env, TOK, harness, RewardConfig(), ("read_file", "edit_file", "submit"),
+                           schemas_in_prompt=False, repo_root=tmp_path)
+        rl = RLConfig(eta=0, steps=1, groups_per_batch=1, group_mode="tree",
+                      tree=TreeConfig(initial=2, branches=2, token_budget=500, node_choice="uniform"),
+                      loop=LoopConfig(episode_threads=4, max_retries=1, take_timeout_s=300))
+        history = LocalOrchestrator(trainer, ScriptedRollout(store, p_correct=0.5, seed=5), worker,
+                                    TaskSampler(hard), rl, store, counters).run()
+    (group,), = consumed
+    assert any(len(kids) > 1 for n, kids in group.tree.children.items() if n != group.tree.root)  # mid-episode
+    sampled = sum(len(t.tokens) for n in group.tree.nodes.values() for t in n.turns if t.trainable)
+    packed, _ = trainer.pack([group])
+    assert packed.loss_mask.sum() == sampled
+    m = history[0]
+    assert m["version"] == 1 and np.isfinite(m["loss"]) and m["batch/episodes"] == len(group.tree.leaves)
