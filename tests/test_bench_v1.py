@@ -1,0 +1,134 @@
+"""Suite v1: validation (oracle 1, null 0, every negative 0) of one task end to end in the fast suite and of every
+task as a slow test; the suite's shape (negatives, pinned real releases, instruction length); the machinery
+(negatives stay on the host, a negative that does not apply is a failure, the comparison table)."""
+
+import json
+import subprocess
+
+import pytest
+
+from composer2_jax.bench import sdist_repo, validate
+from composer2_jax.bench.negatives import FOLDER, negatives
+from composer2_jax.bench.task import load_suite
+from composer2_jax.bench.verdict import HOST_ONLY, RUNNER
+from composer2_jax.env import testing as envtest
+from composer2_jax.env.transfer import pack_dir
+
+SUITE = load_suite("v1")
+TASKS = [t.name for t in SUITE.tasks]
+FAST_TASK = "real-semver-subclass-replace"  # the one task validated end to end in the fast suite (≈ 30 s)
+needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
+
+
+def _validate(names):
+    from composer2_jax.env import Environment, SandboxLimits
+
+    with Environment(pool_size=3, limits=SandboxLimits(timeout_s=600)) as env:
+        return validate.validate(env, SUITE.select(names), workers=3)
+
+
+@needs_sandbox
+def test_one_task_validates_end_to_end():
+    (v,) = _validate([FAST_TASK])
+    assert v.ok, v.problems
+    negs = [k for k in v.rewards if k.startswith("negative:")]
+    assert v.rewards["oracle"] == 1.0 and v.rewards["null"] == 0.0 and len(negs) >= validate.MIN_NEGATIVES
+    assert all(v.rewards[k] == 0.0 for k in negs), v.rewards
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_every_task_validates():
+    results = _validate(TASKS)
+    bad = {v.task: v.problems for v in results if not v.ok}
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_task_folder(task):
+    t = next(x for x in SUITE.tasks if x.name == task)
+    assert len(negatives(t)) >= validate.MIN_NEGATIVES, task
+    assert t.solution_dir is not None and not t.config.allow_internet
+    assert (t.tests_dir / RUNNER.name).read_bytes() == RUNNER.read_bytes()
+    committed = sum(p.stat().st_size for p in t.path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    assert committed < 1_000_000, f"{task} commits {committed} bytes; generate data at build time instead"
+    if t.category.startswith("real-"):  # a pinned release fetched at build time, by the shared script
+        assert t.generator.read_bytes() == (RUNNER.parent / "sdist_repo.py").read_bytes(), task
+        pin = json.loads((t.repo_source / sdist_repo.PIN).read_text())
+        assert set(pin) == {"package", "version", "file", "sha256"} and len(pin["sha256"]) == 64, pin
+        assert [p.name for p in t.repo_source.iterdir()] == [sdist_repo.PIN]
+        assert t.config.metadata.get("upstream"), f"{task}: name the upstream release and changelog entry"
+
+
+def test_versions_changelog_lists_every_task():
+    text = (SUITE.path.parent / "VERSIONS.md").read_text()
+    assert "| v1 |" in text
+    assert not [n for n in TASKS if f"`{n}`" not in text]
+
+
+def test_negatives_stay_on_the_host(tmp_path):
+    tests = tmp_path / "tests"
+    (tests / FOLDER).mkdir(parents=True)
+    (tests / FOLDER / "wrong.patch").write_text("--- a/x\n+++ b/x\n")
+    (tests / "expected.json").write_text("{}")
+    (tests / "probes.py").write_text("")
+    import base64
+    import io
+    import tarfile
+    names = tarfile.open(fileobj=io.BytesIO(base64.b64decode(pack_dir(tests, HOST_ONLY)))).getnames()
+    assert names == ["probes.py"], names
+
+
+def test_a_negative_that_does_not_apply_is_a_problem(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "m.py").write_text("x = 1\n")
+    good, bad = tmp_path / "good.patch", tmp_path / "bad.patch"
+    good.write_text("--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+    bad.write_text("--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 3\n+x = 2\n")
+    assert validate.patch_applies(good, repo) is None
+    assert "FAILED" in validate.patch_applies(bad, repo) or "failed" in validate.patch_applies(bad, repo)
+    assert (repo / "m.py").read_text() == "x = 1\n"  # a dry run writes nothing
+
+
+def test_judge_requires_oracle_one_null_zero_negatives_zero():
+    from composer2_jax.bench.runner import Trial
+
+    def trial(reward, passed=False):
+        return Trial("t", "c", "easy", 0, reward=reward, passed=passed)
+
+    ok = validate.judge("t", {"oracle": trial(1.0, True), "null": trial(0.0), "negative:a": trial(0.0)})
+    assert ok.ok
+    leaky = validate.judge("t", {"oracle": trial(1.0, True), "null": trial(0.0), "negative:a": trial(1.0, True)})
+    assert leaky.problems == ["negative:a scores 1.0; expected 0"]
+    weak = validate.judge("t", {"oracle": trial(0.0), "null": trial(0.0)})
+    assert weak.problems == ["oracle scores 0.0; expected 1"]
+
+
+def test_sdist_repo_refuses_a_wrong_digest(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPOSER2_SDIST_CACHE", str(tmp_path))
+    (tmp_path / "p-1.tar.gz").write_bytes(b"not the release")
+    with pytest.raises(ValueError, match="expected the pinned"):
+        sdist_repo.fetch({"package": "p", "version": "1", "file": "p-1.tar.gz", "sha256": "0" * 64})
+
+
+def test_sdist_repo_builds_a_committed_tree(tmp_path, monkeypatch):
+    import tarfile
+    monkeypatch.setenv("COMPOSER2_SDIST_CACHE", str(tmp_path / "cache"))
+    src = tmp_path / "p-1"
+    (src / "p.egg-info").mkdir(parents=True)
+    (src / "p.py").write_text("VALUE = 1\n")
+    (src / "PKG-INFO").write_text("Name: p\n")
+    (src / "p.egg-info" / "SOURCES.txt").write_text("p.py\n")
+    (tmp_path / "cache").mkdir()
+    archive = tmp_path / "cache" / "p-1.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(src, arcname="p-1")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    pin = {"package": "p", "version": "1", "file": "p-1.tar.gz", "sha256": sdist_repo.sha256(str(archive))}
+    (repo / sdist_repo.PIN).write_text(json.dumps(pin))
+    sdist_repo.build(str(repo))
+    assert sorted(p.name for p in repo.iterdir() if p.name != ".git") == ["p.py"]
+    log = subprocess.run(["git", "-C", str(repo), "log", "--format=%s"], capture_output=True, text=True, check=True)
+    assert log.stdout.strip() == "p 1"
