@@ -132,3 +132,32 @@ def test_sdist_repo_builds_a_committed_tree(tmp_path, monkeypatch):
     assert sorted(p.name for p in repo.iterdir() if p.name != ".git") == ["p.py"]
     log = subprocess.run(["git", "-C", str(repo), "log", "--format=%s"], capture_output=True, text=True, check=True)
     assert log.stdout.strip() == "p 1"
+
+
+def test_vague_instructions_name_nothing_of_the_repository(tmp_path):
+    from benchmarks.suite_table import vague
+    (tmp_path / "feed.py").write_text("def list_feed(store):\n    pass\n")
+    assert vague("Posts go missing when people scroll on busy accounts.", tmp_path)
+    assert not vague("Posts go missing in feed.py when people scroll.", tmp_path)
+    assert not vague("The list_feed endpoint skips posts.", tmp_path)
+    assert not vague("Fix `paging` please.", tmp_path)
+    assert not vague("word " * 41, tmp_path)
+
+
+def test_suite_table_measures_a_reference_change(tmp_path):
+    from benchmarks.suite_table import reference_change, repo_stats, summary, task_row, write_doc
+    task = next(t for t in SUITE.tasks if t.name == FAST_TASK)
+    row = task_row(task)
+    assert row["ref_files"] >= 2 and row["ref_lines"] >= 20 and row["repo_files"] > 40 and row["hidden_tests"] >= 15
+    assert row["vague"] and row["evidence_files"] == 0
+    repo = tmp_path / "r"
+    (repo / "logs").mkdir(parents=True)
+    (repo / "a.py").write_text("1\n2\n")
+    (repo / "logs" / "x.json").write_text("{}")
+    assert repo_stats(repo) == {"repo_files": 1, "repo_lines": 2, "evidence_files": 1, "evidence_bytes": 2}
+    assert summary([row])["ref_lines"] == row["ref_lines"] and reference_change(task, task.repo_dir()) == {
+        "ref_files": row["ref_files"], "ref_lines": row["ref_lines"]}
+    doc = tmp_path / "doc.md"
+    doc.write_text("a\n<!-- suite-table:begin -->\nold\n<!-- suite-table:end -->\nb\n")
+    write_doc("| new |", doc)
+    assert doc.read_text() == "a\n<!-- suite-table:begin -->\n| new |\n<!-- suite-table:end -->\nb\n"
