@@ -209,3 +209,25 @@ def test_evidence_reference_beats_naive_detectors_on_a_fresh_week(task, tmp_path
                            labels)
     naive = {k: v for k, v in scores.items() if v <= 0.6}
     assert len(naive) >= 2, scores
+
+
+def test_no_constant_answer_passes_a_v1_task():
+    """A child answering one constant everywhere fails every v1 task (some expected value is not a constant)."""
+    from composer2_jax.bench import verdict
+    from composer2_jax.bench import verdict_runner as vr
+
+    for t in SUITE.tasks:
+        expected = verdict.load_expected(t.tests_dir)
+        for c in (True, False, None, 0, 1, "", [], {"dict": []}):
+            assert vr.judge({n: c for n in expected["probes"]}, expected)["reward"] == 0.0, (t.name, c)
+
+
+def test_f1_bound_of_label_specs():
+    from composer2_jax.bench import verdict_runner as vr
+
+    labels = [True] * 10 + [False] * 90
+    spec = {"version": 1, "probes": {"d": {"labels": labels, "f1": 0.9}}}
+    nine_of_ten = [True] * 9 + [False] * 91  # F1 = 18 / 19
+    one_false_alarm_each = [True] * 10 + [True] * 3 + [False] * 87  # F1 = 20 / 23 < 0.9
+    assert vr.judge({"d": nine_of_ten}, spec)["reward"] == 1.0
+    assert vr.judge({"d": one_false_alarm_each}, spec)["reward"] == 0.0
