@@ -52,12 +52,29 @@ def test_task_folder(task):
     assert (t.tests_dir / RUNNER.name).read_bytes() == RUNNER.read_bytes()
     committed = sum(p.stat().st_size for p in t.path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     assert committed < 1_000_000, f"{task} commits {committed} bytes; generate data at build time instead"
-    if t.category.startswith("real-"):  # a pinned release fetched at build time, by the shared script
+    if (t.repo_source / sdist_repo.PIN).is_file():  # a pinned release fetched at build time, by the shared script
         assert t.generator.read_bytes() == (RUNNER.parent / "sdist_repo.py").read_bytes(), task
         pin = json.loads((t.repo_source / sdist_repo.PIN).read_text())
         assert set(pin) == {"package", "version", "file", "sha256"} and len(pin["sha256"]) == 64, pin
-        assert [p.name for p in t.repo_source.iterdir()] == [sdist_repo.PIN]
-        assert t.config.metadata.get("upstream"), f"{task}: name the upstream release and changelog entry"
+        shipped = sorted(p.name for p in t.repo_source.iterdir())
+        if t.category.startswith("real-"):  # the release as it is; the later release is the hidden truth
+            assert shipped == [sdist_repo.PIN], shipped
+            assert t.config.metadata.get("upstream"), f"{task}: name the upstream release and changelog entry"
+        else:  # written here on a release: commits of ours on top, replayed by the script
+            assert shipped == [sdist_repo.HISTORY, sdist_repo.PIN], shipped
+            assert list((t.repo_source / sdist_repo.HISTORY).glob("*.patch")), task
+    else:
+        assert not t.category.startswith("real-"), f"{task}: a real-repository task needs a pinned release"
+
+
+@pytest.mark.parametrize("task", [t.name for t in SUITE.tasks if (t.repo_source / sdist_repo.PIN).is_file()
+                                  and (t.repo_source / sdist_repo.HISTORY).is_dir()])
+def test_history_is_replayed_as_commits(task):
+    t = next(x for x in SUITE.tasks if x.name == task)
+    log = subprocess.run(["git", "-C", str(t.repo_dir()), "log", "--format=%s"], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    patches = sorted((t.repo_source / sdist_repo.HISTORY).glob("*.patch"))
+    assert len(log) == 1 + len(patches) and not (t.repo_dir() / sdist_repo.HISTORY).exists(), log
 
 
 def test_versions_changelog_lists_every_task():

@@ -12,6 +12,11 @@ $COMPOSER2_BENCH_CACHE or the temp dir's composer2-bench-cache), downloading it 
 not the pinned one; unpacks it into REPO (the sdist's top folder stripped, no links, nothing outside REPO);
 drops `.sdist.json` and the build metadata pip writes (PKG-INFO, *.egg-info); and commits the tree as one git
 commit so the agent can `git diff` its work (fixed author and dates: the same bytes on every host).
+
+Tasks written here on a real release add history: every `.history/NNN-name.patch` of the copied folder (a commit
+message, a blank line, then a unified diff from the release's root) is applied and committed in name order, one
+day apart, after the release's commit, and `.history/` is removed. The repository then shows the recent changes a
+developer would find in `git log` (e.g. "the new feature" an instruction leaves unnamed).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import tempfile
 import zipfile
 
 PIN = ".sdist.json"
+HISTORY = ".history"
 DROP = ("PKG-INFO",)  # build metadata of the sdist, not part of the project's source tree
 
 
@@ -110,18 +116,42 @@ def strip_metadata(repo: str) -> None:
                     os.unlink(os.path.join(dirpath, f))
 
 
-def commit(repo: str, message: str) -> None:
-    """One git commit of the whole tree with a fixed identity and date (skipped where git is missing)."""
+def _git_env(repo: str, day: int) -> dict:
+    """A fixed identity and a date `day` days after 2020-01-01 (the same bytes on every host)."""
+    date = "2020-01-%02dT00:00:00Z" % (1 + day)
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": repo, "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": "maintainer", "GIT_AUTHOR_EMAIL": "maintainer@example.invalid",
+            "GIT_COMMITTER_NAME": "maintainer", "GIT_COMMITTER_EMAIL": "maintainer@example.invalid",
+            "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+
+
+def commit(repo: str, message: str, day: int = 0, init: bool = True) -> None:
+    """One git commit of the whole tree (skipped where git is missing)."""
     git = shutil.which("git")
     if git is None:
         return
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": repo, "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "release", "GIT_AUTHOR_EMAIL": "release@example.invalid",
-           "GIT_COMMITTER_NAME": "release", "GIT_COMMITTER_EMAIL": "release@example.invalid",
-           "GIT_AUTHOR_DATE": "2020-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2020-01-01T00:00:00Z"}
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", message]):
+    env = _git_env(repo, day)
+    steps = ([["init", "-q", "-b", "main"]] if init else []) + [["add", "-A"], ["commit", "-q", "-m", message]]
+    for args in steps:
         subprocess.run([git, "-C", repo] + args, env=env, check=True, capture_output=True, timeout=120)
     shutil.rmtree(os.path.join(repo, ".git", "hooks"), ignore_errors=True)
+
+
+def replay(repo: str, history: str) -> int:
+    """Apply and commit every patch of the history folder in name order; how many."""
+    names = sorted(n for n in os.listdir(history) if n.endswith(".patch"))
+    for day, name in enumerate(names, start=1):
+        with open(os.path.join(history, name), encoding="utf-8") as f:
+            text = f.read()
+        message, sep, diff = text.partition("\ndiff --git ")
+        if not sep:
+            raise ValueError("%s: expected a commit message, then a diff starting with 'diff --git'" % name)
+        run = subprocess.run(["patch", "-p1", "--batch", "--no-backup-if-mismatch", "-d", repo],
+                             input="diff --git " + diff, capture_output=True, text=True, timeout=120, check=False)
+        if run.returncode != 0:
+            raise ValueError("%s does not apply: %s" % (name, (run.stdout + run.stderr)[-1000:]))
+        commit(repo, message.strip(), day=day, init=False)
+    return len(names)
 
 
 def build(repo: str) -> dict:
@@ -130,9 +160,16 @@ def build(repo: str) -> dict:
         pin = json.load(f)
     archive = fetch(pin)
     os.unlink(os.path.join(repo, PIN))
-    unpack(archive, repo)
-    strip_metadata(repo)
-    commit(repo, "%s %s" % (pin["package"], pin["version"]))
+    with tempfile.TemporaryDirectory() as tmp:
+        history = None
+        if os.path.isdir(os.path.join(repo, HISTORY)):
+            history = os.path.join(tmp, HISTORY)
+            shutil.move(os.path.join(repo, HISTORY), history)
+        unpack(archive, repo)
+        strip_metadata(repo)
+        commit(repo, "%s %s" % (pin["package"], pin["version"]))
+        if history is not None:
+            replay(repo, history)
     return pin
 
 
