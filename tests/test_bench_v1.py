@@ -67,6 +67,7 @@ def test_task_folder(task):
         assert not t.category.startswith("real-"), f"{task}: a real-repository task needs a pinned release"
 
 
+@pytest.mark.slow  # fetches the release from the registry on a fresh host
 @pytest.mark.parametrize("task", [t.name for t in SUITE.tasks if (t.repo_source / sdist_repo.PIN).is_file()
                                   and (t.repo_source / sdist_repo.HISTORY).is_dir()])
 def test_history_is_replayed_as_commits(task):
@@ -196,6 +197,7 @@ def _load_detector(path, name):
 EVIDENCE = [t.name for t in SUITE.tasks if t.category == "evidence"]
 
 
+@pytest.mark.slow  # materialises each evidence week (≈ 30 s per task on 2 cores)
 @pytest.mark.parametrize("task", EVIDENCE)
 def test_evidence_volume_and_sources(task):
     t = next(x for x in SUITE.tasks if x.name == task)
@@ -206,24 +208,26 @@ def test_evidence_volume_and_sources(task):
     assert 500 <= len(files) <= 2000 and 20e6 <= size <= 200e6 and 2 <= len(sources) <= 3, (len(files), size, sources)
 
 
+@pytest.mark.slow  # draws a fresh week and runs six detectors on it (≈ 1 min per task)
 @pytest.mark.parametrize("task", EVIDENCE)
 def test_evidence_reference_beats_naive_detectors_on_a_fresh_week(task, tmp_path):
     """On a week drawn with another seed and fix time: the reference detector F1 >= 0.9, every negative's
     detector (naive heuristics: any mid-chunk resume, bytes short, a fix-time cutoff, ...) F1 <= 0.6 or fails a
     hand-made case; the labels keep the bug at 1-3 % of requests."""
     t = next(x for x in SUITE.tasks if x.name == task)
+    detector, week = t.config.metadata["detector"], t.config.metadata["fresh_week"]  # task.toml [metadata]
     gen = _load_detector(t.generator, "gen_week")
-    labels = gen.write_logs(str(tmp_path / "week"), seed=4242, count=400, fixed_at_frac=0.13)
+    labels = gen.write_logs(str(tmp_path / "week"), **week)
     assert 0.01 <= sum(labels.values()) / len(labels) <= 0.03
     ref = _load_detector(t.solution_dir / "detect.py", "ref_detect")
-    assert _f1(set(ref.affected(str(tmp_path / "week"))), labels) >= 0.9
+    assert _f1(set(getattr(ref, detector)(str(tmp_path / "week"))), labels) >= 0.9
     scores = {}
     for name, patch in negatives(t).items():
         folder = tmp_path / name
         folder.mkdir()
         subprocess.run(["patch", "-s", "-p1", "-d", str(folder), "-i", str(patch)], check=True)
-        scores[name] = _f1(set(_load_detector(folder / "detect.py", f"neg_{name}").affected(str(tmp_path / "week"))),
-                           labels)
+        found = getattr(_load_detector(folder / "detect.py", f"neg_{name}"), detector)(str(tmp_path / "week"))
+        scores[name] = _f1(set(found), labels)
     naive = {k: v for k, v in scores.items() if v <= 0.6}
     assert len(naive) >= 2, scores
 
