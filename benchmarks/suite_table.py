@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from composer2_jax.bench.task import SUITES_DIR, Task, load_suite
+from composer2_jax.bench.task import Task, load_suite
 
 EVIDENCE = ("logs", "data", "evidence")  # top-level folders of generated evidence
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmark.md"

@@ -1,6 +1,5 @@
 """Each model piece against an independent naive NumPy reference (and RoPE/YaRN against the HF formula)."""
 
-import dataclasses
 import math
 
 import jax

@@ -14,7 +14,8 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import linen as nn
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from composer2_jax import sharding as shd
 
