@@ -50,7 +50,8 @@ def _pack_file(path: Path, arcname: str) -> str:
 def patch_replies(patch: Path, config: HarnessConfig) -> list[str]:
     """Upload one patch, apply it in /workspace with `patch -p1` (failing loudly if it does not apply), submit."""
     blob, size = "/tmp/.negative.b64", max(256, min(_CHUNK, config.max_new_tokens - 512))
-    chunks = [call("run_terminal_cmd", command=c) for c in upload_commands(_pack_file(patch, "change.patch"), blob, size)]
+    chunks = [call("run_terminal_cmd", command=c)
+              for c in upload_commands(_pack_file(patch, "change.patch"), blob, size)]
     apply = (unpack_command(blob, "/tmp/negative") + " && cd /workspace && "
              "patch -p1 --batch --no-backup-if-mismatch < /tmp/negative/change.patch && rm -rf /tmp/negative")
     return [f"Uploading a change ({i + 1}/{len(chunks)}).{c}" for i, c in enumerate(chunks)] + [
