@@ -21,4 +21,4 @@ python -m pip install -q -r requirements-dev.txt
 # workers (PYTEST_WORKERS), each running whole files: most tests are single-threaded XLA compiles.
 WORKERS="${PYTEST_WORKERS:-2}"
 python -m pytest -q -n "$WORKERS" --dist loadfile -m "not slow" --durations=15 "$@"
-timeout 1800 python -m pytest -q -n "$WORKERS" --dist loadfile -m slow "$@" || { rc=$?; [ "$rc" = 5 ] || exit "$rc"; }
+timeout 2700 python -m pytest -q -n "$WORKERS" --dist loadfile -m slow "$@" || { rc=$?; [ "$rc" = 5 ] || exit "$rc"; }

@@ -33,8 +33,17 @@ from flax import linen as nn
 
 from composer2_jax import sharding as shd
 from composer2_jax.config import ModelConfig
-from composer2_jax.model.expert_parallel import (Experts, MoEAxes, capacity, capacity_ffn, check_moe_divisible,
-                                                 dropless_ep, dropless_ffn, moe_axes, shard_moe)
+from composer2_jax.model.expert_parallel import (
+    Experts,
+    MoEAxes,
+    capacity,
+    capacity_ffn,
+    check_moe_divisible,
+    dropless_ep,
+    dropless_ffn,
+    moe_axes,
+    shard_moe,
+)
 from composer2_jax.model.grouped_matmul import padded_capacity
 from composer2_jax.model.layer_plan import SCANNED_STACK, layer_slots
 from composer2_jax.model.layers import MLP, constrain, dtype_of, param

@@ -15,7 +15,6 @@ import numpy as np
 
 from composer2_jax.episode import Episode, Segment
 
-
 # -------------------------------------------------------------------------------------------------------- packing
 
 
