@@ -77,7 +77,8 @@ def test_a_branch_from_turn_k_replays_the_parent_exactly(tmp_path):
             assert branch.start_turn == k
             assert branch_rec.states[0][0] == prompt  # the branch's first reply continues the parent's context
             assert comparable(branch) == comparable(parent), f"the branch from turn {k} diverged"
-            assert (files_of(env, kid), env.episode(kid), env.changes(kid).unified_diff()) == parent_final  # since start
+            final = files_of(env, kid), env.episode(kid), env.changes(kid).unified_diff()  # changes: since the start
+            assert final == parent_final
             later = {c.turn: c.state() for c in parent.checkpoints if c.turn > k}
             assert {c.turn: c.state() for c in branch.checkpoints} == later
             env.close(kid)

@@ -74,7 +74,8 @@ class RLConfig:
     steps: int = 100  # weight versions to train
     groups_per_batch: int = 8  # G: tasks per version
     samples: int = 4  # rollouts per task (the Dr. GRPO group; group_mode=tree: unused)
-    group_mode: str = "plain"  # plain: `samples` episodes from the task's start | tree: branching rollouts (rl/branching.py)
+    # plain: `samples` episodes from the task's start | tree: branching rollouts (rl/branching.py)
+    group_mode: str = "plain"
     tree: TreeConfig = TreeConfig()  # group_mode=tree: initial episodes, branches per pick, token budget, node choice
     loop: LoopConfig = LoopConfig()  # how the orchestrator drives episodes (threads, retries, dropped groups)
     episode_threads: int = 32  # evaluation episodes in flight

@@ -112,7 +112,8 @@ def training_items(groups: list[GroupRecord], seq_len: int
             if len(leaf_items) != len(g.episodes):
                 raise ValueError(f"group {g.group_id}: {len(leaf_items)} tree leaves but {len(g.episodes)} episodes; "
                                  "expected one episode per leaf")
-            pairs = [(seg, ep.routing[0] if ep.routing else None, adv) for (seg, adv), ep in zip(leaf_items, g.episodes)]
+            pairs = [(seg, ep.routing[0] if ep.routing else None, adv)
+                     for (seg, adv), ep in zip(leaf_items, g.episodes)]
         for seg, rec, adv in pairs:
             if rec is not None and rec.shape[1] != len(seg):
                 raise ValueError(f"routing record of {rec.shape[1]} positions for a segment of {len(seg)} tokens")
