@@ -335,9 +335,7 @@ def gpu_model_step(smoke: bool, seq: int):
 
     from flax import linen as nn
 
-    from composer2_jax.config import (
-        get_model_config,  # needs ml_collections on the device
-    )
+    from composer2_jax.config import get_model_config
     from composer2_jax.model import Transformer
 
     cfg = get_model_config("toy" if smoke else "gpu_small", attention_kernel="ring", remat_policy="full",
