@@ -403,7 +403,8 @@ def main():
                     help="--gpu: run one stage only")
     ap.add_argument("--t", type=int, nargs="+", default=[8192, 32768], help="--gpu tflops: block lengths")
     ap.add_argument("--seq", type=int, default=MODEL_STEP_SEQ,
-                    help="--gpu model step length (the default fits one H200: tests/test_gpu_fit.py)")
+                    help="--gpu model step length (the default fits one H200; 262144 does not, "
+                         "benchmarks/RESULTS.md)")
     add_strict_flag(ap)
     args = ap.parse_args()
     apply_strict(args)
