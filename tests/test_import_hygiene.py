@@ -16,7 +16,8 @@ GPU_MODULES = ("composer2_jax.model", "composer2_jax.model.kernels", "composer2_
                "composer2_jax.model.ring_attention", "composer2_jax.model.moe", "composer2_jax.model.grouped_matmul",
                "composer2_jax.sharding", "composer2_jax.plan", "composer2_jax.train.step",
                "composer2_jax.train.checkpoint", "composer2_jax.infer", "benchmarks.ring_attention",
-               "benchmarks.moe", "benchmarks.decode", "benchmarks.train")
+               "benchmarks.moe", "benchmarks.decode", "benchmarks.train", "benchmarks.gpu_probe",
+               "benchmarks.gpu_fit", "benchmarks.gpu_suite")
 
 SCRIPT = textwrap.dedent("""
     import importlib, importlib.abc, sys

@@ -103,7 +103,7 @@ def _skewed_rows(e=4, rows=32, d=8, f=16):
     """Rows where expert 0 takes half of them (16 > 8 padded slots) and their ragged reference."""
     keys = jax.random.split(jax.random.key(1), 4)
     x = jax.random.normal(keys[0], (rows, d))
-    ws = [0.3 * jax.random.normal(kk, s) for kk, s in zip(keys[1:], ((e, d, f), (e, d, f), (e, f, d)))]
+    ws = [0.3 * jax.random.normal(kk, s) for kk, s in zip(keys[1:], ((e, d, f), (e, d, f), (e, f, d)), strict=True)]
     sizes = jnp.asarray([16, 8, 4, 4], jnp.int32)
     e_R, pos_R = grouped_matmul.sorted_groups(sizes, rows)
     return x, e_R, pos_R, sizes, ws
