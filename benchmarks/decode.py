@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from benchmarks.common import add_strict_flag, apply_strict, emit
 from composer2_jax.config import get_model_config
 from composer2_jax.infer import Engine, SamplingParams
 from composer2_jax.infer.testing import random_variables
@@ -229,16 +230,19 @@ def run_cpu_cost(args):
 
 
 def run_gpu(args):
-    """gpu_small, bf16, random weights: measured throughput and the projection at 85 % acceptance."""
+    """gpu_small, bf16, random weights: measured throughput and the projection at 85 % acceptance (--smoke: the toy
+    preset, 2 prompts of 16 tokens, 8 new tokens — the same code path on any backend)."""
+    preset, prompt_len, new = ("toy", 16, 8) if args.smoke else ("gpu_small", 512, args.new_tokens)
+    batch = 2 if args.smoke else args.batch
     for d in (1, 2):
-        cfg = get_model_config("gpu_small", num_mtp_layers=d, dtype="bfloat16", param_dtype="bfloat16",
+        cfg = get_model_config(preset, num_mtp_layers=d, dtype="bfloat16", param_dtype="bfloat16",
                                remat_policy="none", moe_gmm_impl="padded")
         v = random_variables(cfg, seed=0, on_device=True)
         r = np.random.default_rng(0)
-        ps = [r.integers(0, cfg.vocab_size, 512).tolist() for _ in range(args.batch)]
-        print(json.dumps(compare(cfg, v["params"], v["router_state"], ps, SamplingParams(temperature=0.0,
-                                                                                         max_tokens=256), d,
-                                 "gpu_small/random", jax.devices()[0].device_kind)), flush=True)
+        ps = [r.integers(0, cfg.vocab_size, prompt_len).tolist() for _ in range(batch)]
+        line = compare(cfg, v["params"], v["router_state"], ps, SamplingParams(temperature=0.0, max_tokens=new), d,
+                       f"{preset}/random", jax.devices()[0].device_kind)
+        emit(**line)
 
 
 def main():
@@ -246,9 +250,13 @@ def main():
     ap.add_argument("--gpu", action="store_true", help="gpu_small preset on the accelerator (random weights)")
     ap.add_argument("--steps", type=int, default=150, help="CPU: trunk pre-training steps (others scale with it)")
     ap.add_argument("--batch", type=int, default=16, help="GPU: prompts per batch")
+    ap.add_argument("--new_tokens", type=int, default=256, help="GPU: tokens generated per prompt")
     ap.add_argument("--cost_only", action="store_true", help="CPU: only the batch-1 round-cost measurement")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="with --gpu: toy preset and lengths (runs on CPU)")
+    add_strict_flag(ap)
     args = ap.parse_args()
+    apply_strict(args)
     if args.gpu:
         run_gpu(args)
     else:

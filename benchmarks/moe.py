@@ -11,14 +11,15 @@ Records:
                   ratio_to_dense = dense time / grouped time (1.0 = as fast as a dense matmul; goal ≥ 0.85 on H200)
   moe_layer       forward+backward of the MoE layer (routing, dispatch, routed + shared experts) against a dense SwiGLU
                   FFN of the same active FLOPs (width (k + shared)·F): ratio_to_dense = dense time / MoE time
-Ratios are measured side by side in one run. On the device machine ml_collections is not installed: carry its
-wheel (pure Python) as the device README describes; nothing else beyond jax/flax is needed.
+Every line carries the kernel paths its work took (benchmarks/common.py); strict kernels are on by default, so a
+padded grouped matmul whose expert overflows its slots is an error, never a ragged_dot time labelled padded.
+Ratios are measured side by side in one run. Nothing beyond jax and flax is imported (the device image has no
+ml_collections or grain: tests/test_import_hygiene.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import jax
@@ -26,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
+from benchmarks.common import add_strict_flag, apply_strict, emit
 from composer2_jax.config import get_model_config
 from composer2_jax.model.grouped_matmul import grouped_matmul, round_up, tile_rows
 from composer2_jax.model.layers import MLP
@@ -37,11 +39,6 @@ PRESETS = {
     "gpu": dict(rows=65536, d=2048, f=1024, experts=(8, 64, 256), dtype="bfloat16",
                 layer=dict(tokens=16384, d=2048, f=1024, e=64, k=8)),
 }
-
-
-def emit(**rec):
-    """Print one JSON line."""
-    print(json.dumps(rec), flush=True)
 
 
 def timeit(fn, *args, repeats: int = 10) -> float:
@@ -126,7 +123,9 @@ def main(argv=None):
     ap.add_argument("--gpu", action="store_true", help="H200 sizes (default: CPU sizes)")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--smoke", action="store_true", help="shrink the preset (rows ÷64, widths ÷8) to check the script")
+    add_strict_flag(ap)
     a = ap.parse_args(argv)
+    apply_strict(a)
     p = PRESETS["gpu" if a.gpu else "cpu"]
     if a.smoke:
         p = _shrink(p)

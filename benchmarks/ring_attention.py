@@ -1,8 +1,12 @@
 """Ring attention benchmark: JSON lines of ratios measured in one run (plus analytic counts, marked as such).
 
   python benchmarks/ring_attention.py            # CPU, 8 fake devices, < 1 minute
-  python benchmarks/ring_attention.py --gpu      # one H200: block kernel vs the cuDNN ceiling, 256k gpu_small step
+  python benchmarks/ring_attention.py --gpu      # one H200: block kernel vs the cuDNN ceiling, 64k gpu_small step
+  python benchmarks/ring_attention.py --gpu --stage tflops --t 32768   # one GPU stage (benchmarks/gpu_suite.py)
   python benchmarks/ring_attention.py --gpu --smoke   # the --gpu code path at toy sizes (runs on CPU)
+
+GPU lines use `get_block_kernel('auto')` (cuDNN on GPU; on CPU, in --smoke, the XLA block) under strict kernels
+(benchmarks/common.py): a cuDNN fallback is an error, and every line carries the kernel paths it took.
 
 CPU lines (fwd+bwd, fp32, XLA block kernel):
   balance_analytic   slowest/mean block work per device, zigzag vs contiguous (goal ≤ 1.10)
@@ -17,7 +21,6 @@ copies), not the overlap of transfers with compute; that needs the GPU run.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import re
@@ -33,6 +36,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchmarks.common import add_strict_flag, apply_strict, emit  # noqa: E402
 from composer2_jax.model import context_parallel as cp  # noqa: E402
 from composer2_jax.model import kernels  # noqa: E402
 from composer2_jax.model.ring_attention import (  # noqa: E402
@@ -45,11 +49,6 @@ KIMI_K2 = dict(heads=64, nope=128, rope=64, v=128, rank=512)  # MLA dims of Kimi
 H200 = dict(attn_flops=577e12,  # cuDNN causal fwd+bwd, measured (docs/design.md facts table, upper end)
             nvlink_Bps=450e9,  # ASSUMED: NVLink 4 per-direction bandwidth per GPU (900 GB/s bidirectional)
             ib_Bps=50e9)  # ASSUMED: one 400 Gb/s NDR InfiniBand NIC per GPU (inter-node ring hop)
-
-
-def emit(**kw):
-    """Print one JSON line."""
-    print(json.dumps(kw), flush=True)
 
 
 def timed(fn, *args, reps: int = 5) -> float:
@@ -262,7 +261,9 @@ def latent_crossover():
 
 
 def gpu_block_check(smoke: bool):
-    """cuDNN block vs XLA block: forward (o, lse) and backward with the global o/lse; max abs errors."""
+    """The backend's block kernel (cuDNN on GPU) vs the XLA block: forward (o, lse) and backward with the global o/lse,
+    causal / segments / both; max abs errors (the XLA block in fp32 from the same bf16 inputs is the reference)."""
+    blk = kernels.get_block_kernel("auto")
     t, h, k, v = (64, 2, 64, 32) if smoke else (1024, 8, 192, 128)
     dt = jnp.bfloat16
     q, kk, vv, do = normal(0, (1, t, h, k), dt), normal(1, (1, t, h, k), dt), normal(2, (1, t, h, v), dt), \
@@ -270,12 +271,13 @@ def gpu_block_check(smoke: bool):
     seg = jnp.asarray(np.repeat(np.arange(4), t // 4)[None], jnp.int32)
     for causal, segs in ((True, (None, None)), (False, (seg, seg)), (True, (seg, seg))):
         o_x, l_x = kernels.xla_fwd(q, kk, vv, 0.1, causal, *segs)
-        o_c, l_c = jax.jit(kernels.cudnn_fwd, static_argnums=(3, 4))(q, kk, vv, 0.1, causal, *segs)
+        o_c, l_c = jax.jit(blk.fwd, static_argnums=(3, 4))(q, kk, vv, 0.1, causal, *segs)
         delta = jnp.sum(do.astype(jnp.float32) * o_x, -1)
         g_x = kernels.xla_bwd(q, kk, vv, o_x, l_x, do, delta, 0.1, causal, *segs)
-        g_c = jax.jit(kernels.cudnn_bwd, static_argnums=(7, 8))(q, kk, vv, o_x, l_x, do, delta, 0.1, causal, *segs)
+        g_c = jax.jit(blk.bwd, static_argnums=(7, 8))(q, kk, vv, o_x, l_x, do, delta, 0.1, causal, *segs)
         err = lambda a, b: float(jnp.max(jnp.abs(a.astype(jnp.float32) - b.astype(jnp.float32))))  # noqa: E731
-        emit(bench="gpu_block_check", causal=causal, segments=segs[0] is not None, t=t,
+        emit(bench="gpu_block_check", kernel=blk.name, causal=causal, segments=segs[0] is not None, t=t, qk_dim=k,
+             v_dim=v, lse_dtype=str(l_c.dtype),
              max_abs_err=dict(o=err(o_c, o_x), lse=err(l_c, l_x), dq=err(g_c[0], g_x[0]), dk=err(g_c[1], g_x[1]),
                               dv=err(g_c[2], g_x[2])))
 
@@ -286,16 +288,18 @@ def attn_flops(t: int, h: int, k: int, v: int, causal=True, fwd_bwd=False) -> fl
     return f * 3.5 if fwd_bwd else f
 
 
-def gpu_block_tflops(smoke: bool):
-    """Ring block kernel (cuDNN fwd with lse, fused bwd from the global o/lse) vs jax.nn cuDNN, causal MLA heads."""
+def gpu_block_tflops(smoke: bool, lengths=(8192, 32768)):
+    """Ring block kernel (cuDNN fwd with lse, fused bwd from the global o/lse) vs jax.nn cuDNN, causal MLA heads
+    (qk head dim 192 = 128 + 64 rope, v 128, as gpu_small)."""
+    blk = kernels.get_block_kernel("auto")
     h, k, v = (2, 64, 32) if smoke else (16, 192, 128)  # gpu_small attention heads
-    for t in ((128,) if smoke else (8192, 32768)):
+    for t in ((128,) if smoke else lengths):
         q, kk, vv, do = (normal(i, (1, t, h, d), jnp.bfloat16) for i, d in enumerate((k, k, v, v)))
 
         def ring_block(q, kk, vv, do):
-            o, lse = kernels.cudnn_fwd(q, kk, vv, k ** -0.5, True)
+            o, lse = blk.fwd(q, kk, vv, k ** -0.5, True)
             delta = jnp.sum(do.astype(jnp.float32) * o, -1)
-            return kernels.cudnn_bwd(q, kk, vv, o, lse, do, delta, k ** -0.5, True)
+            return blk.bwd(q, kk, vv, o, lse, do, delta, k ** -0.5, True)
 
         def ceiling(q, kk, vv, do):
             vp = jnp.pad(vv, ((0, 0), (0, 0), (0, 0), (0, k - v)))
@@ -307,10 +311,10 @@ def gpu_block_tflops(smoke: bool):
 
             return jax.grad(f, argnums=(0, 1, 2))(q, kk, vp)
 
-        fwd = jax.jit(lambda *a: kernels.cudnn_fwd(*a, k ** -0.5, True))
+        fwd = jax.jit(lambda *a: blk.fwd(*a, k ** -0.5, True))
         t_fwd, t_blk, t_ceil = timed(fwd, q, kk, vv), timed(jax.jit(ring_block), q, kk, vv, do), \
             timed(jax.jit(ceiling), q, kk, vv, do)
-        emit(bench="gpu_block_tflops", t=t, heads=h, qk_dim=k, v_dim=v,
+        emit(bench="gpu_block_tflops", kernel=blk.name, t=t, heads=h, qk_dim=k, v_dim=v,
              block_fwd_tflops=round(attn_flops(t, h, k, v) / t_fwd / 1e12, 1),
              block_fwd_bwd_tflops=round(attn_flops(t, h, k, v, fwd_bwd=True) / t_blk / 1e12, 1),
              cudnn_fwd_bwd_tflops=round(attn_flops(t, h, k, v, fwd_bwd=True) / t_ceil / 1e12, 1),
@@ -325,31 +329,33 @@ def gpu_device_program(smoke: bool):
     kk, vv = normal(1, (n, 1, t_local, h, k), jnp.bfloat16), normal(2, (n, 1, t_local, h, v), jnp.bfloat16)
     t_prog = timed(jax.jit(lambda *a: device_work(n, 3, *a, block_kernel="auto")), q, kk, vv, do, reps=3)
     useful = attn_flops(t_local, h, k, v, fwd_bwd=True) * n  # n/2 blocks of T_local² pairs = n × causal(T_local)
-    emit(bench="gpu_device_program", n=n, t_local=t_local, heads=h, ms=round(1e3 * t_prog, 1),
+    emit(bench="gpu_device_program", kernel=kernels.get_block_kernel("auto").name, n=n, t_local=t_local, heads=h,
+         ms=round(1e3 * t_prog, 1),
          useful_tflops=round(useful / t_prog / 1e12, 1))
 
 
-def gpu_model_step(smoke: bool, seq: int):
-    """fwd+bwd of the gpu_small model on one GPU at `seq` tokens: attention_kernel='ring' = one fused block."""
+MODEL_STEP_SEQ = 65536  # default --seq of the model step: fits one H200 (tests/test_gpu_fit.py); 262144 by flag
+
+
+def model_step_config(smoke: bool, seq: int):
+    """The model step's config: gpu_small (toy in --smoke), ring kernel = one fused block on one device."""
     import dataclasses
 
-    from flax import linen as nn
-
-    from composer2_jax.config import (
-        get_model_config,  # needs ml_collections on the device
-    )
-    from composer2_jax.model import Transformer
+    from composer2_jax.config import get_model_config
 
     cfg = get_model_config("toy" if smoke else "gpu_small", attention_kernel="ring", remat_policy="full",
                            dtype="bfloat16")
-    cfg = dataclasses.replace(cfg, max_position_embeddings=max(cfg.max_position_embeddings, seq))
-    tok = jax.random.randint(jax.random.key(0), (1, seq), 0, cfg.vocab_size, dtype=jnp.int32)
-    variables = jax.jit(lambda k: nn.unbox(Transformer(cfg).init(k, tok[:, :128])))(jax.random.key(1))
-    params = variables["params"]
-    chunk = min(seq, 8192)
+    return dataclasses.replace(cfg, max_position_embeddings=max(cfg.max_position_embeddings, seq))
 
-    def loss(p):
-        out = Transformer(cfg).apply(dict(variables, params=p), tok, compute_logits=False)
+
+def model_step_loss(cfg):
+    """loss(params, other_variables, tok) of the model step: mean next-token CE, the LM head 8192 tokens at a time."""
+    from composer2_jax.model import Transformer
+
+    def loss(p, rest, tok):
+        seq = tok.shape[1]
+        chunk = min(seq, 8192)
+        out = Transformer(cfg).apply(dict(rest, params=p), tok, compute_logits=False)
         w = p["lm_head"].astype(jnp.bfloat16)
 
         @jax.checkpoint
@@ -361,11 +367,24 @@ def gpu_model_step(smoke: bool, seq: int):
         ys = jnp.roll(tok[0], -1).reshape(seq // chunk, chunk)
         return jnp.sum(jax.lax.map(lambda a: ce(*a), (xs, ys))) / seq
 
-    step = jax.jit(jax.value_and_grad(loss))
+    return loss
+
+
+def gpu_model_step(smoke: bool, seq: int):
+    """fwd+bwd of the gpu_small model on one GPU at `seq` tokens: attention_kernel='ring' = one fused block."""
+    from flax import linen as nn
+
+    from composer2_jax.model import Transformer
+
+    cfg = model_step_config(smoke, seq)
+    tok = jax.random.randint(jax.random.key(0), (1, seq), 0, cfg.vocab_size, dtype=jnp.int32)
+    variables = jax.jit(lambda k: nn.unbox(Transformer(cfg).init(k, tok[:, :128])))(jax.random.key(1))
+    params, rest = variables["params"], {k: v for k, v in variables.items() if k != "params"}
+    step = jax.jit(jax.value_and_grad(model_step_loss(cfg)))
     t0 = time.perf_counter()
-    jax.block_until_ready(step(params))
+    jax.block_until_ready(step(params, rest, tok))
     compile_s = time.perf_counter() - t0
-    t_step = timed(step, params, reps=2)
+    t_step = timed(step, params, rest, tok, reps=2)
     stats = jax.devices()[0].memory_stats() or {}
     emit(bench="gpu_model_step", preset="toy" if smoke else "gpu_small", seq=seq, step_s=round(t_step, 3),
          first_call_s=round(compile_s, 1), peak_gib=round(stats.get("peak_bytes_in_use", 0) / 2 ** 30, 1),
@@ -378,17 +397,27 @@ def gpu_model_step(smoke: bool, seq: int):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gpu", action="store_true", help="H200 mode (block kernels, 256k gpu_small step)")
+    ap.add_argument("--gpu", action="store_true", help="H200 mode (block kernels, 64k gpu_small step)")
     ap.add_argument("--smoke", action="store_true", help="with --gpu: toy sizes, runs anywhere")
-    ap.add_argument("--seq", type=int, default=262144, help="--gpu model step length")
+    ap.add_argument("--stage", default="all", choices=("all", "check", "tflops", "device_program", "model_step"),
+                    help="--gpu: run one stage only")
+    ap.add_argument("--t", type=int, nargs="+", default=[8192, 32768], help="--gpu tflops: block lengths")
+    ap.add_argument("--seq", type=int, default=MODEL_STEP_SEQ,
+                    help="--gpu model step length (the default fits one H200; 262144 does not, "
+                         "benchmarks/RESULTS.md)")
+    add_strict_flag(ap)
     args = ap.parse_args()
+    apply_strict(args)
     emit(bench="env", backend=jax.default_backend(), devices=len(jax.devices()), jax=jax.__version__,
-         block_kernel=kernels.get_block_kernel("auto").name)
+         auto_block_kernel=kernels.get_block_kernel("auto").name)
     if args.gpu:
-        gpu_block_check(args.smoke)
-        gpu_block_tflops(args.smoke)
-        gpu_device_program(args.smoke)
-        gpu_model_step(args.smoke, 256 if args.smoke else args.seq)
+        stages = {"check": lambda: gpu_block_check(args.smoke),
+                  "tflops": lambda: gpu_block_tflops(args.smoke, tuple(args.t)),
+                  "device_program": lambda: gpu_device_program(args.smoke),
+                  "model_step": lambda: gpu_model_step(args.smoke, 256 if args.smoke else args.seq)}
+        for name, run in stages.items():
+            if args.stage in ("all", name):
+                run()
         return
     n, t_local, shape = 8, 512, (1, 2, 64, 64)  # (B, H, K, V)
     balance_analytic()

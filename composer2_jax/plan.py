@@ -161,7 +161,7 @@ def _stage_config(preset: str, stage: str, attention_kernel: Optional[str] = Non
     return get_model_config(preset, **over), seq
 
 
-def _compile(cfg, mesh, batch: int, seq: int, optimizer: str, count_loops: bool = False):
+def compile_train_step(cfg, mesh, batch: int, seq: int, optimizer: str, count_loops: bool = False):
     """Lower and compile the real train step for abstract inputs on `mesh` (accelerator-like kernels; with
     `count_loops`, the loops XLA's cost analysis counts once are unrolled: model/planning.py)."""
     import contextlib
@@ -213,7 +213,7 @@ def _unit_costs(cfg, mesh, batch, seq, optimizer, node_size):
     out = []
     for u in (1, 2):
         small = dataclasses.replace(cfg, num_layers=len(prefix) + u * p, scan_layers=False)
-        compiled, _ = _compile(small, mesh, batch, seq, optimizer, count_loops=True)
+        compiled, _ = compile_train_step(small, mesh, batch, seq, optimizer, count_loops=True)
         cost = _cost(compiled)
         colls = collectives(compiled.as_text(), node_size)
         cost["ici"] = sum(c.wire_bytes for c in colls if not c.crosses_nodes)
@@ -265,7 +265,7 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
     validate_layout(cfg, mesh, batch, seq, 1)
     shd.validate_model_mesh(cfg, mesh, batch, seq)
     t0 = time.time()
-    compiled, abstract = _compile(cfg, mesh, batch, seq, optimizer)
+    compiled, abstract = compile_train_step(cfg, mesh, batch, seq, optimizer)
     mem = compiled.memory_analysis()
     params_b, opt_b = _shard_bytes(abstract.params), _shard_bytes(abstract.opt_state)
     peak = mem.argument_size_in_bytes + mem.output_size_in_bytes - mem.alias_size_in_bytes + mem.temp_size_in_bytes

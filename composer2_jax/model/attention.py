@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from flax import linen as nn
 
 from composer2_jax.config import ModelConfig
-from composer2_jax.model import planning
+from composer2_jax.model import kernel_paths, planning
 from composer2_jax.model.layers import RMSNorm, apply_rope, constrain, dtype_of, param, softmax_scale
 
 # The q and kv latent norms use a fixed eps of 1e-6 in DeepSeek's and Kimi's reference code, whatever
@@ -43,6 +43,13 @@ def attention_mask(q_idx_BT, kv_idx_BS, q_seg_BT=None, kv_seg_BS=None, causal: b
 def xla_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_segment_ids=None,
                   kv_segment_ids=None, q_idx=None, kv_idx=None):
     """Plain XLA attention: fp32 logits and softmax, output in the value dtype."""
+    kernel_paths.record("attention", "xla")
+    return _dense(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
+                  kv_segment_ids=kv_segment_ids, q_idx=q_idx, kv_idx=kv_idx)
+
+
+def _dense(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool, q_segment_ids, kv_segment_ids, q_idx, kv_idx):
+    """`xla_attention` without the record (also the body of each chunk of `chunked_attention`)."""
     b, t, s = q_BTHK.shape[0], q_BTHK.shape[1], k_BSHK.shape[1]
     q_idx = jnp.broadcast_to(jnp.arange(t), (b, t)) if q_idx is None else q_idx
     kv_idx = jnp.broadcast_to(jnp.arange(s), (b, s)) if kv_idx is None else kv_idx
@@ -57,9 +64,14 @@ def chunked_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = Tr
     """Memory-efficient XLA attention (Rabe & Staats 2021): query chunks under a scan with rematerialisation,
     so peak memory is O(B·H·chunk·S) instead of O(B·H·T·S). Same maths as `xla_attention`."""
     b, t = q_BTHK.shape[0], q_BTHK.shape[1]
+    if t > chunk and t % chunk:
+        kernel_paths.fallback("attention", "xla", f"T = {t} is not a multiple of the chunk {chunk}: full [T, S] "
+                                                  "logits")
+    else:
+        kernel_paths.record("attention", "xla_chunked")
     if t <= chunk or t % chunk:
-        return xla_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
-                             kv_segment_ids=kv_segment_ids, q_idx=q_idx, kv_idx=kv_idx)
+        return _dense(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
+                      kv_segment_ids=kv_segment_ids, q_idx=q_idx, kv_idx=kv_idx)
     q_idx = jnp.broadcast_to(jnp.arange(t), (b, t)) if q_idx is None else q_idx
     q_seg = jnp.zeros((b, t), jnp.int32) if q_segment_ids is None else q_segment_ids
     kv_seg = None if q_segment_ids is None else kv_segment_ids
@@ -69,8 +81,8 @@ def chunked_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = Tr
     @jax.checkpoint
     def one(xs):
         q_, qi_, qs_ = xs
-        return xla_attention(q_, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=None if kv_seg is None
-                             else qs_, kv_segment_ids=kv_seg, q_idx=qi_, kv_idx=kv_idx)
+        return _dense(q_, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=None if kv_seg is None
+                      else qs_, kv_segment_ids=kv_seg, q_idx=qi_, kv_idx=kv_idx)
 
     # lax.map is a scan; the planner's cost compiles unroll it (XLA's cost analysis counts a loop body once).
     _, o_nBcHV = jax.lax.scan(lambda _, xs: (None, one(xs)), None, (split(q_BTHK), split(q_idx), split(q_seg)),

@@ -7,7 +7,9 @@ Two implementations with identical results:
           backend tile), then one batched einsum `ECD,EDF->ECF`. On the lent H200 this ran at 637–722 TFLOP/s where
           ragged_dot ran at 2.2–90 (docs/design.md facts), so GPUs default to it.
 A padded buffer holds at most C rows per expert. Callers size C for the expected load (`padded_capacity`); when a
-group is larger at run time, `lax.cond` takes the ragged path instead, so results stay exact for any routing.
+group is larger at run time, `lax.cond` takes the ragged path instead, so results stay exact for any routing. That
+switch is a fallback (kernel_paths.py): each run of the ragged branch is counted on the host, and in strict mode no
+ragged branch is compiled at all — a host check raises instead when a group outgrows C.
 
 `resolve_impl('auto')` picks per `jax.default_backend()`: gpu → padded (measured), tpu → ragged (XLA:TPU has a
 native grouped-matmul lowering; not measured here), cpu → ragged.
@@ -21,9 +23,12 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
+from composer2_jax.model import kernel_paths
+
 GMM_IMPLS = ("ragged", "padded")
 _AUTO_IMPL = {"gpu": "padded", "cuda": "padded", "rocm": "padded", "tpu": "ragged", "cpu": "ragged"}
 _TILE = {"gpu": 128, "cuda": 128, "rocm": 128, "tpu": 128, "cpu": 8}
+SITE = "grouped_matmul"  # kernel_paths site of both entry points
 
 
 def resolve_impl(impl: str = "auto", backend: Optional[str] = None) -> str:
@@ -108,29 +113,51 @@ def _padded_rows(x_SD, src_R, e_R, pos_R, sizes_E, weights, capacity: int):
     return _fetch(y_ECD.reshape(e * capacity, d), dest_R)
 
 
+def _padded_alone(sizes_E, capacity: int, rows: int) -> bool:
+    """Whether the padded path runs with no ragged branch (C ≥ rows, or strict mode: overflow checked on the host);
+    records the path in kernel_paths."""
+    if capacity >= rows:
+        kernel_paths.record(SITE, "padded")
+        return True
+    if kernel_paths.is_strict():
+        kernel_paths.record(SITE, "padded")
+        kernel_paths.runtime_check(SITE, jnp.max(sizes_E), capacity, "largest expert group exceeds its padded slots:")
+        return True
+    kernel_paths.record(SITE, "padded+ragged_on_overflow")
+    return False
+
+
 def grouped_swiglu(x_SD, e_R, pos_R, sizes_E, wi_gate_EDF, wi_up_EDF, wo_EFD, impl: str = "auto",
                    capacity: Optional[int] = None, src_R=None):
     """SwiGLU of R rows, each with its expert's weights: row r is x_SD[src_R[r]] (default: x_SD[r]), at slot
     pos_R[r] of group e_R[r]; e_R = E marks padding (output 0). Returns [R, D] in row order.
 
     `capacity` (padded path only) is the static slot count per expert, default R (always fits). If a group outgrows
-    it at run time, the exact ragged path runs instead (`lax.cond`), so the result never depends on it.
+    it at run time, the exact ragged path runs instead (`lax.cond`), so the result never depends on it; in strict
+    mode (kernel_paths.py) that is an error instead.
     """
     weights = (wi_gate_EDF, wi_up_EDF, wo_EFD)
     r = e_R.shape[0]
     src_R = jnp.arange(r, dtype=jnp.int32) if src_R is None else src_R
     if resolve_impl(impl) == "ragged":
+        kernel_paths.record(SITE, "ragged")
         return _ragged_rows(x_SD, src_R, e_R, pos_R, sizes_E, weights)
     capacity = r if capacity is None else min(capacity, r)
-    if capacity >= r:
+    if _padded_alone(sizes_E, capacity, r):
         return _padded_rows(x_SD, src_R, e_R, pos_R, sizes_E, weights, capacity)
-    return jax.lax.cond(jnp.max(sizes_E) <= capacity, lambda *a: _padded_rows(*a, capacity), _ragged_rows,
+
+    def ragged(*a):
+        kernel_paths.runtime_fallback(SITE)
+        return _ragged_rows(*a)
+
+    return jax.lax.cond(jnp.max(sizes_E) <= capacity, lambda *a: _padded_rows(*a, capacity), ragged,
                         x_SD, src_R, e_R, pos_R, sizes_E, weights)
 
 
 def grouped_matmul(xs_XD, w_EDF, sizes_E, impl: str = "auto", capacity: Optional[int] = None):
     """One grouped matmul on group-sorted rows: row x of group e times w[e]. [X, D] -> [X, F]."""
     if resolve_impl(impl) == "ragged":
+        kernel_paths.record(SITE, "ragged")
         return jax.lax.ragged_dot(xs_XD, w_EDF, sizes_E)
     x, d = xs_XD.shape
     e = sizes_E.shape[0]
@@ -143,7 +170,11 @@ def grouped_matmul(xs_XD, w_EDF, sizes_E, impl: str = "auto", capacity: Optional
         y_ECF = jnp.einsum("ECD,EDF->ECF", x_ECD, w_EDF)
         return _fetch(y_ECF.reshape(e * capacity, -1), dest_X)
 
-    if capacity >= x:
+    if _padded_alone(sizes_E, capacity, x):
         return padded(xs_XD, w_EDF, sizes_E)
-    return jax.lax.cond(jnp.max(sizes_E) <= capacity, padded, lambda a, w, s: jax.lax.ragged_dot(a, w, s),
-                        xs_XD, w_EDF, sizes_E)
+
+    def ragged(a, w, s):
+        kernel_paths.runtime_fallback(SITE)
+        return jax.lax.ragged_dot(a, w, s)
+
+    return jax.lax.cond(jnp.max(sizes_E) <= capacity, padded, ragged, xs_XD, w_EDF, sizes_E)

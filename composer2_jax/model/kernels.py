@@ -15,18 +15,20 @@ s ≤ t. Off-diagonal blocks are either fully visible or skipped by the ring, so
 Kernels: 'xla' (CPU/TPU default; masks by arithmetic, so a diagonal block computes its masked half too),
 'xla_chunked' (the same, CHUNK query rows at a time under a rematerialised scan: O(CHUNK·S) memory per block),
 'cudnn' (GPU: cuDNN flash attention with fp32 softmax stats, v padded to the qk head dim; backward fused with the
-global o/lse, or recomputed by the XLA formula), 'splash' (TPU Pallas splash attention forward when importable,
-XLA backward). `get_block_kernel('auto')` picks by backend.
+global o/lse), 'splash' (TPU Pallas splash attention forward when importable, XLA backward).
+`get_block_kernel('auto')` picks by backend. Every fallback (cuDNN or splash unable to run, jax's private cuDNN
+module moved, the fused backward refused) is recorded in kernel_paths.py and is an error in strict mode; the LSE a
+block returns is fp32 on every path (`check_lse`).
 """
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
-from composer2_jax.model import planning
+from composer2_jax.model import kernel_paths, planning
 
 NEG_INF = -1e30  # finite: exp(NEG_INF − m) underflows to 0 without inf − inf = NaN
 
@@ -87,18 +89,36 @@ def _masked_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, mask
     return dq_BTHK, dk_BSHK, dv_BSHV
 
 
-def xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None):
-    """Block forward in plain XLA: (o [B, T, H, V] fp32, lse [B, T, H] fp32)."""
+def check_lse(lse_BTH, kernel: str):
+    """The LSE a ring merges must be fp32: a bf16 one is off by ~0.03 near 10, enough to skew the merge weights."""
+    if lse_BTH.dtype != jnp.float32:
+        raise TypeError(f"block kernel {kernel!r} returned an LSE of dtype {lse_BTH.dtype}; the ring merges "
+                        f"fp32 log-sum-exps only")
+    return lse_BTH
+
+
+def _xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None):
     mask = block_mask(q_BTHK.shape[1], k_BSHK.shape[1], causal, q_seg_BT, kv_seg_BS)
     return _masked_fwd(q_BTHK, k_BSHK, v_BSHV, scale, mask)
+
+
+def _xla_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT=None, kv_seg_BS=None):
+    mask = block_mask(q_BTHK.shape[1], k_BSHK.shape[1], causal, q_seg_BT, kv_seg_BS)
+    return _masked_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, mask)
+
+
+def xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None):
+    """Block forward in plain XLA: (o [B, T, H, V] fp32, lse [B, T, H] fp32)."""
+    kernel_paths.record("block_fwd", "xla")
+    return _xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS)
 
 
 def xla_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT=None,
             kv_seg_BS=None):
     """Block backward in plain XLA from the final (o, lse): fp32 (dq, dk, dv)."""
     del o_BTHV  # enters through delta
-    mask = block_mask(q_BTHK.shape[1], k_BSHK.shape[1], causal, q_seg_BT, kv_seg_BS)
-    return _masked_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, mask)
+    kernel_paths.record("block_bwd", "xla")
+    return _xla_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT, kv_seg_BS)
 
 
 XLA = BlockKernel("xla", xla_fwd, xla_bwd)
@@ -113,11 +133,16 @@ def _pad_v(v_BSHV, width: int):
     return v_BSHV if extra == 0 else jnp.pad(v_BSHV, ((0, 0), (0, 0), (0, 0), (0, extra)))
 
 
-def _cudnn_ok(q_BTHK) -> bool:
-    """cuDNN flash attention runs on GPU for fp16/bf16 and head dims ≤ 256 that are multiples of 8."""
-    k = q_BTHK.shape[-1]
-    return (jax.default_backend() == "gpu" and q_BTHK.dtype in (jnp.bfloat16, jnp.float16) and k <= 256
-            and k % 8 == 0)
+def cudnn_refusal(q_BTHK) -> Optional[str]:
+    """Why cuDNN flash attention cannot run this block (None: it can): GPU, fp16/bf16, head dim ≤ 256 and % 8."""
+    k, backend = q_BTHK.shape[-1], jax.default_backend()
+    if backend != "gpu":
+        return f"backend is {backend!r}, cuDNN needs 'gpu'"
+    if q_BTHK.dtype not in (jnp.bfloat16, jnp.float16):
+        return f"dtype {q_BTHK.dtype}, cuDNN needs bfloat16 or float16"
+    if k > 256 or k % 8:
+        return f"head dim {k}, cuDNN needs a multiple of 8 that is at most 256"
+    return None
 
 
 def _cudnn_module():
@@ -128,9 +153,12 @@ def _cudnn_module():
 
 
 def cudnn_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None):
-    """Block forward with cuDNN flash attention: (o fp32, lse fp32); XLA where cuDNN cannot run."""
-    if not _cudnn_ok(q_BTHK):
-        return xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS)
+    """Block forward with cuDNN flash attention: (o fp32, lse fp32); XLA where cuDNN cannot run (a recorded
+    fallback, kernel_paths.py)."""
+    refusal = cudnn_refusal(q_BTHK)
+    if refusal:
+        kernel_paths.fallback("block_fwd", "xla", refusal)
+        return _xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS)
     vdim = v_BSHV.shape[-1]
     v_pad = _pad_v(v_BSHV, q_BTHK.shape[-1])
     seg_mask = None if q_seg_BT is None else block_mask(q_BTHK.shape[1], k_BSHK.shape[1], False, q_seg_BT, kv_seg_BS)
@@ -139,8 +167,15 @@ def cudnn_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=No
         o_BTHV, lse_BHT = fa.dot_product_attention(
             q_BTHK, k_BSHK, v_pad, mask=seg_mask, scale=scale,
             mask_type=fa.MaskType.CAUSAL if causal else fa.MaskType.NO_MASK, return_residual=True)
+        if lse_BHT.dtype != jnp.float32:
+            kernel_paths.fallback("block_fwd", "cudnn_low_precision_lse", f"cuDNN stats came back in {lse_BHT.dtype}")
+        else:
+            kernel_paths.record("block_fwd", "cudnn")
         lse_BTH = jnp.swapaxes(lse_BHT.astype(jnp.float32), 1, 2)
-    except (ImportError, AttributeError, TypeError):  # public API: the residual comes back in the input dtype
+    except (ImportError, AttributeError, TypeError) as e:  # public API: the residual comes back in the input dtype
+        kernel_paths.fallback("block_fwd", "cudnn_public_api",
+                              f"jax's private cuDNN module refused ({type(e).__name__}: {e}); the public API returns "
+                              f"the LSE in {q_BTHK.dtype}")
         o_BTHV, lse_BTH = jax.nn.dot_product_attention(q_BTHK, k_BSHK, v_pad, mask=seg_mask, scale=scale,
                                                        is_causal=causal, implementation="cudnn",
                                                        return_residual=True)
@@ -152,15 +187,21 @@ def cudnn_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=No
 
 def cudnn_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT=None,
               kv_seg_BS=None):
-    """Block backward with cuDNN's fused kernel fed the global (o, lse); the XLA formula where it cannot run."""
-    if not _cudnn_ok(q_BTHK):
-        return xla_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT,
-                       kv_seg_BS)
+    """Block backward with cuDNN's fused kernel fed the global (o, lse); the XLA formula where it cannot run (a
+    recorded fallback, kernel_paths.py)."""
+    refusal = cudnn_refusal(q_BTHK)
+    if refusal:
+        kernel_paths.fallback("block_bwd", "xla", refusal)
+        return _xla_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT, kv_seg_BS)
     try:
-        return _cudnn_fused_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, scale, causal, q_seg_BT, kv_seg_BS)
-    except (ImportError, AttributeError, TypeError, ValueError):  # private API moved: recompute in XLA
-        return xla_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT,
-                       kv_seg_BS)
+        grads = _cudnn_fused_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, scale, causal, q_seg_BT,
+                                 kv_seg_BS)
+    except (ImportError, AttributeError, TypeError, ValueError) as e:  # private API moved: recompute in XLA
+        kernel_paths.fallback("block_bwd", "xla_recompute",
+                              f"cuDNN's fused backward refused at trace time ({type(e).__name__}: {e})")
+        return _xla_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT, kv_seg_BS)
+    kernel_paths.record("block_bwd", "cudnn")
+    return grads
 
 
 def _cudnn_fused_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, scale, causal, q_seg_BT, kv_seg_BS):
@@ -169,16 +210,16 @@ def _cudnn_fused_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, scale, ca
     width, vdim = q_BTHK.shape[-1], v_BSHV.shape[-1]
     v_pad, o_pad, do_pad = (_pad_v(a.astype(q_BTHK.dtype), width) for a in (v_BSHV, o_BTHV, do_BTHV))
     bias = None
-    if q_seg_BT is not None:
-        mask = block_mask(q_BTHK.shape[1], k_BSHK.shape[1], False, q_seg_BT, kv_seg_BS)
+    if q_seg_BT is not None:  # a boolean mask, as a constant bias: no bias gradient is asked for (cuDNN refuses
+        mask = block_mask(q_BTHK.shape[1], k_BSHK.shape[1], False, q_seg_BT, kv_seg_BS)  # a [B, 1, T, S] dbias)
         bias = fa.combine_bias_and_mask(None, mask, q_BTHK.dtype)
     unused = jnp.zeros(0, q_BTHK.dtype)
     res = (q_BTHK, k_BSHK, v_pad, unused if bias is None else bias, unused, unused, unused, unused, unused, unused,
            jnp.swapaxes(lse_BTH, 1, 2), o_pad)
     mask_type = fa.MaskType.CAUSAL if causal else fa.MaskType.NO_MASK
-    grads = fa._dot_product_attention_bwd_rule(  # (scale, seed, dropout, variadic_args, mask_type, layout, window,
-        scale, 42, 0.0, (bias is not None, bias is not None), mask_type, fa.AttentionLayout.BTNH.value, None,
-        True, False, res, do_pad)  # is_training, return_residual, res, grad_output)
+    grads = fa._dot_product_attention_bwd_rule(  # (scale, seed, dropout, (has_bias, has_dbias), mask_type, layout,
+        scale, 42, 0.0, (bias is not None, False), mask_type, fa.AttentionLayout.BTNH.value, None,
+        True, False, res, do_pad)  # window, is_training, return_residual, res, grad_output)
     dq, dk, dv = grads[:3]
     return dq.astype(jnp.float32), dk.astype(jnp.float32), dv[..., :vdim].astype(jnp.float32)
 
@@ -199,10 +240,13 @@ def _splash_module():
 
 
 def splash_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None):
-    """Block forward with splash attention on TPU (save_residuals gives the lse); XLA elsewhere."""
+    """Block forward with splash attention on TPU (save_residuals gives the lse); XLA elsewhere (recorded)."""
     sa = _splash_module()
     if sa is None or jax.default_backend() != "tpu":
-        return xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS)
+        why = "splash attention is not importable" if sa is None else f"backend is {jax.default_backend()!r}"
+        kernel_paths.fallback("block_fwd", "xla", why + ", splash needs 'tpu'")
+        return _xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS)
+    kernel_paths.record("block_fwd", "splash")
     _, t, h, width = q_BTHK.shape
     s, vdim = k_BSHK.shape[1], v_BSHV.shape[-1]
     one = sa.CausalMask((t, s)) if causal else sa.FullMask((t, s))
@@ -227,8 +271,13 @@ SPLASH = BlockKernel("splash", splash_fwd, xla_bwd)
 CHUNK = 512  # query rows per chunk of the chunked XLA kernel
 
 
-def _chunks(t: int) -> int:
-    return t // CHUNK if t > CHUNK and t % CHUNK == 0 else 1
+def _chunks(t: int, site: str) -> int:
+    """Query chunks of a T-row block (1: one piece, a fallback to full [T, S] logits when T > CHUNK)."""
+    if t > CHUNK and t % CHUNK:
+        kernel_paths.fallback(site, "xla", f"T = {t} is not a multiple of CHUNK = {CHUNK}: full [T, S] logits")
+        return 1
+    kernel_paths.record(site, "xla_chunked")
+    return max(t // CHUNK, 1)
 
 
 def _chunk_mask(i, c: int, s: int, causal: bool, qs_BC, kv_seg_BS):
@@ -258,9 +307,9 @@ def _merge(x):
 
 def chunked_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None):
     """`xla_fwd` one chunk of CHUNK query rows at a time (rematerialised): O(CHUNK·S) logits, same results."""
-    n = _chunks(q_BTHK.shape[1])
+    n = _chunks(q_BTHK.shape[1], "block_fwd")
     if n == 1:
-        return xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS)
+        return _xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS)
     c, s = q_BTHK.shape[1] // n, k_BSHK.shape[1]
     qs = _split(q_seg_BT, n) if q_seg_BT is not None else jnp.zeros((n,), jnp.int32)
 
@@ -278,9 +327,9 @@ def chunked_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, sca
                 kv_seg_BS=None):
     """`xla_bwd` one query chunk at a time: dq per chunk, dk and dv accumulated over the chunks."""
     del o_BTHV
-    n = _chunks(q_BTHK.shape[1])
+    n = _chunks(q_BTHK.shape[1], "block_bwd")
     if n == 1:
-        return xla_bwd(q_BTHK, k_BSHK, v_BSHV, None, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT, kv_seg_BS)
+        return _xla_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT, kv_seg_BS)
     c, s = q_BTHK.shape[1] // n, k_BSHK.shape[1]
     qs = _split(q_seg_BT, n) if q_seg_BT is not None else jnp.zeros((n,), jnp.int32)
 

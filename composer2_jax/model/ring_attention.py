@@ -14,7 +14,8 @@ Forward, on device i (per shard, inside `jax.shard_map`):
         half a block either way; contiguous, s ≥ 1 → the whole block if j < i, else nothing. The choice is a
         `lax.cond` on s ≤ i, so a fully masked block costs no matmul;
      c. latent mode: re-project the received latent with W_kvb into per-head k, v (only the rows used);
-     d. (o_b, lse_b) = block kernel (kernels.py); m' = max(m, lse_b); l ← l·e^(m−m') + e^(lse_b−m');
+     d. (o_b, lse_b) = block kernel (kernels.py; lse_b fp32, checked);
+        m' = max(m, lse_b); l ← l·e^(m−m') + e^(lse_b−m');
         acc ← acc·e^(m−m') + o_b·e^(lse_b−m'); m ← m'.
   3. out = acc / l, lse = m + log l.
 Backward (`custom_vjp`, FlashAttention-2 style: every block uses the global out and lse, so the per-block
@@ -46,7 +47,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from composer2_jax.model import context_parallel as cp
-from composer2_jax.model.kernels import NEG_INF, BlockKernel, get_block_kernel
+from composer2_jax.model.kernels import NEG_INF, BlockKernel, check_lse, get_block_kernel
 
 
 class RingSpec(NamedTuple):
@@ -169,7 +170,7 @@ def _fwd_block(spec: RingSpec, q_, kv, q_seg, w_, blk: Optional[Blk]):
         k_BSHK, v_BSHV = _kv(spec, src, w_, blk.kv)
         o_BTHV, lse_BTH = spec.kernel.fwd(q_[:, blk.q], k_BSHK, v_BSHV, spec.scale, blk.causal,
                                           *_segs(q_seg, kv_seg, blk))
-        return _merge(state, o_BTHV, lse_BTH, blk.q)
+        return _merge(state, o_BTHV, check_lse(lse_BTH, spec.kernel.name), blk.q)
 
     return run
 

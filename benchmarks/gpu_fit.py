@@ -1,0 +1,176 @@
+"""Sizes that fit, proven on CPU: every `--gpu` benchmark program compiled for its real shapes, peak vs one H200.
+
+    python -m benchmarks.gpu_fit                  # all programs, one JSON line each (minutes on 2 CPU cores)
+    python -m benchmarks.gpu_fit model_step train # some of them
+
+Method (as composer2_jax/plan.py): `jax.jit(f).lower(abstract inputs).compile().memory_analysis()` on the CPU
+backend; peak = arguments + outputs − aliased + temporaries. Where the GPU runs a fused kernel that the CPU lacks,
+the compile uses the planner's stand-in (`planning.accelerator_kernels()`: the query-chunked XLA block for cuDNN's
+flash attention — O(512·S) logits where cuDNN keeps O(tile) — and the padded grouped matmul that 'auto' picks on
+GPU), with strict kernels on as in the benchmarks (no ragged branch compiled). XLA:CPU keeps some bf16 work in
+fp32 (plan.py: CPU_MEMORY_OVERESTIMATE), so the figure is an upper bound of the device's need.
+
+Budget = the H200's 141 GB × MEM_FRACTION, the preallocation fraction the GPU suite sets
+(XLA_PYTHON_CLIENT_MEM_FRACTION). tests/test_gpu_fit.py asserts peak ≤ budget for every default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from flax import linen as nn  # noqa: E402
+
+from composer2_jax import chips  # noqa: E402
+from composer2_jax.model import kernel_paths, planning  # noqa: E402
+
+MEM_FRACTION = 0.90  # XLA_PYTHON_CLIENT_MEM_FRACTION that benchmarks/gpu_suite.py sets for every stage
+H200_BYTES = chips.get_chip("h200").hbm_bytes
+
+
+def budget_bytes() -> float:
+    """What one H200 stage may use: HBM × the preallocation fraction."""
+    return H200_BYTES * MEM_FRACTION
+
+
+def peak_bytes(compiled) -> int:
+    """Peak device bytes of a compiled program: arguments + outputs − aliased + temporaries."""
+    m = compiled.memory_analysis()
+    return m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes + m.temp_size_in_bytes
+
+
+@contextlib.contextmanager
+def _as_on_gpu():
+    """Trace as the GPU run would: accelerator stand-in kernels, strict kernels."""
+    before = kernel_paths.is_strict()
+    kernel_paths.set_strict(True)
+    try:
+        with planning.accelerator_kernels():
+            yield
+    finally:
+        kernel_paths.set_strict(before)
+
+
+def _sds(shape, dtype):
+    return jax.ShapeDtypeStruct(shape, dtype)
+
+
+def _abstract_variables(module, *example):
+    """Unboxed abstract variables of `module.init(key, *example)`: (params, the other collections)."""
+    v = nn.unbox(jax.eval_shape(lambda k: module.init(k, *example), jax.random.key(0)))
+    return v["params"], {k: x for k, x in v.items() if k != "params"}
+
+
+def block_tflops(t: int = 32768):
+    """benchmarks/ring_attention.py --stage tflops at its largest length: block fwd+bwd, gpu_small heads."""
+    from composer2_jax.model import kernels
+
+    h, k, v = 16, 192, 128
+    blk = kernels.get_block_kernel("auto")
+
+    def ring_block(q, kk, vv, do):
+        o, lse = blk.fwd(q, kk, vv, k ** -0.5, True)
+        delta = jnp.sum(do.astype(jnp.float32) * o, -1)
+        return blk.bwd(q, kk, vv, o, lse, do, delta, k ** -0.5, True)
+
+    args = [_sds((1, t, h, d), jnp.bfloat16) for d in (k, k, v, v)]
+    return jax.jit(ring_block).lower(*args).compile()
+
+
+def device_program(n: int = 8, t_local: int = 32768):
+    """benchmarks/ring_attention.py --stage device_program: one device's 8-way zigzag ring, fwd+bwd."""
+    from composer2_jax.model.ring_attention import device_work
+
+    h, k, v = 16, 192, 128
+    args = (_sds((1, t_local, h, k), jnp.bfloat16), _sds((n, 1, t_local, h, k), jnp.bfloat16),
+            _sds((n, 1, t_local, h, v), jnp.bfloat16), _sds((1, t_local, h, v), jnp.bfloat16))
+    return jax.jit(lambda *a: device_work(n, 3, *a, block_kernel="auto")).lower(*args).compile()
+
+
+def model_step(seq: int | None = None):
+    """benchmarks/ring_attention.py --stage model_step: gpu_small fwd+bwd at `seq` tokens (default: the bench's)."""
+    import dataclasses
+
+    from benchmarks.ring_attention import MODEL_STEP_SEQ, model_step_config, model_step_loss
+    from composer2_jax.model import Transformer
+
+    seq = seq or MODEL_STEP_SEQ
+    cfg = dataclasses.replace(model_step_config(False, seq), moe_gmm_impl="padded")  # what 'auto' is on GPU
+    params, rest = _abstract_variables(Transformer(cfg), jnp.zeros((1, 128), jnp.int32))
+    tok = _sds((1, seq), jnp.int32)
+    return jax.jit(jax.value_and_grad(model_step_loss(cfg))).lower(params, rest, tok).compile()
+
+
+TRAIN_GPU = dict(preset="gpu_small", seq_len=8192, batch=1, optimizer="adamw")  # the suite's train stage
+
+
+def train(preset=TRAIN_GPU["preset"], seq_len=TRAIN_GPU["seq_len"], batch=TRAIN_GPU["batch"],
+          optimizer=TRAIN_GPU["optimizer"]):
+    """benchmarks/train.py on one GPU: the real train step (optimizer state, donated) with attention 'ring'."""
+    import dataclasses
+
+    from benchmarks.train import train_config
+    from composer2_jax import sharding as shd
+    from composer2_jax.plan import compile_train_step
+
+    cfg = dataclasses.replace(train_config(preset, "", "ring"), moe_gmm_impl="padded")
+    mesh = shd.make_mesh({"fsdp": 1}, devices=jax.devices()[:1])
+    compiled, _ = compile_train_step(cfg, mesh, batch, seq_len, optimizer)
+    return compiled
+
+
+def moe_layer():
+    """benchmarks/moe.py --gpu: the MoE layer fwd+bwd at its GPU sizes (dropless, padded grouped matmul)."""
+    from benchmarks.moe import PRESETS
+    from composer2_jax.config import get_model_config
+    from composer2_jax.model.moe import MoE
+
+    p = PRESETS["gpu"]["layer"]
+    cfg = get_model_config("toy", hidden_size=p["d"], moe_intermediate_size=p["f"], n_routed_experts=p["e"],
+                           num_experts_per_tok=p["k"], n_group=1, topk_group=1, n_shared_experts=1,
+                           dtype="bfloat16", param_dtype="float32", num_heads=4, moe_impl="dropless",
+                           moe_gmm_impl="padded")
+    x = _sds((4, p["tokens"] // 4, p["d"]), jnp.bfloat16)
+    moe = MoE(cfg)
+    params, rest = _abstract_variables(moe, jnp.zeros(x.shape, x.dtype))
+
+    def loss(params, rest, x):
+        out = moe.apply(dict(rest, params=params), x)
+        y = out[0] if isinstance(out, tuple) else out
+        return jnp.sum(y.astype(jnp.float32))
+
+    return jax.jit(jax.value_and_grad(loss, argnums=(0, 2))).lower(params, rest, x).compile()
+
+
+PROGRAMS = {"block_tflops": block_tflops, "device_program": device_program, "moe_layer": moe_layer,
+            "model_step": model_step, "train": train}
+
+
+def fit(name: str, **kw) -> dict:
+    """Compile one program as on the GPU and compare its peak with the budget: one JSON-ready record."""
+    t0 = time.time()
+    with _as_on_gpu():
+        compiled = PROGRAMS[name](**kw)
+    peak = peak_bytes(compiled)
+    return dict(bench="gpu_fit", program=name, **kw, peak_gb=round(peak / 1e9, 2),
+                budget_gb=round(budget_bytes() / 1e9, 2), mem_fraction=MEM_FRACTION, fits=bool(peak <= budget_bytes()),
+                compile_s=round(time.time() - t0, 1), backend=jax.default_backend())
+
+
+def main(argv=None):
+    names = (argv if argv is not None else sys.argv[1:]) or list(PROGRAMS)
+    for name in names:
+        if name not in PROGRAMS:
+            raise SystemExit(f"unknown program {name!r}; expected some of {sorted(PROGRAMS)}")
+        print(json.dumps(fit(name)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
