@@ -84,6 +84,8 @@ class Completion:
     policy_logprobs: list[float] = dataclasses.field(default_factory=list)  # full softmax at T: the RL μ
     raw_logprobs: list[float] = dataclasses.field(default_factory=list)  # full softmax at temperature 1
     prompt_routing: Optional[np.ndarray] = None  # [P−1, L_moe, k] experts of prompt positions 0..P−2
+    versions: list[int] = dataclasses.field(default_factory=list)  # weight version that sampled each token (rollout
+    #                                                                engine; empty from the static engine)
 
     def replay_routing(self) -> Optional[np.ndarray]:
         """[L_moe, P−1+n, k]: recorded routing for the trainer's input tokens prompt + completion[:-1]."""
