@@ -65,7 +65,9 @@ def two_turn_episode(policy: RolloutPolicy, seed: int, reward: float, cfg=CFG) -
 
 
 def test_trainer_logprobs_under_router_replay_match_the_samplers(trainer, rollout):
-    eps = [two_turn_episode(RolloutPolicy(rollout.generate), s, 1.0) for s in range(3)]
+    # episode 0 without a session (one-reply sessions), 1 and 2 keep theirs: the resident cache gives the same μ
+    eps = [two_turn_episode(RolloutPolicy(rollout.generate, session=None if s == 0 else f"ep{s}"), s, 1.0)
+           for s in range(3)]
     packed, routing = trainer.pack([GroupRecord(0, "t", 0, eps)])
     assert routing.shape == (1, 4, 96, CFG.num_experts_per_tok)
     logp = trainer.token_logprobs(packed, slice(0, 4), routing)

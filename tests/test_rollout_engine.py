@@ -1,17 +1,20 @@
 """The rollout engine against the static engine (full re-prefill of every turn's whole context): greedy multi-turn
 sessions with a shared prefix, chunked prefill, continuous batching and preemption ≡ one-by-one generation token for
 token (log-probs and router replay too); one compilation per program whatever the mix; a summary restart keeps the
-common prefix; in-flight weight updates record versions and, under recompute, continue exactly as the new weights."""
+common prefix; in-flight weight updates record versions and, under recompute, continue exactly as the new weights;
+sharded (tensor=2, expert=2) ≡ unsharded."""
 
+import jax
 import numpy as np
 import pytest
 
+from composer2_jax import sharding as shd
 from composer2_jax.infer import Engine, SamplingParams
 from composer2_jax.infer.rollout_engine import EngineConfig, RolloutEngine
 from composer2_jax.infer.step import TRACES
 from composer2_jax.infer.testing import random_variables
 from tests.test_infer import VOCAB, toy
-from tests.tolerances import FP32_BLOCK
+from tests.tolerances import FP32_BLOCK, SHARDED_FP32
 
 Y = 4  # page size of these tests
 
@@ -139,3 +142,23 @@ def test_bad_requests_are_named():
         eng.append(s, [1])
     with pytest.raises(ValueError, match="multiple of page_size"):
         EngineConfig(page_size=16, max_len=20)
+
+
+def test_sharded_engine_matches_unsharded():
+    cfg, v = toy()
+    mesh = shd.make_mesh(dict(data=1, fsdp=1, expert=2, tensor=2, context=1), devices=jax.devices()[:4])
+    r = np.random.default_rng(4)
+    ecfg = EngineConfig(slots=2, chunk=4, prefill_rows=2, page_size=Y, num_pages=16, max_len=32)
+    ps = [r.integers(0, VOCAB, n).tolist() for n in (3, 9)]
+    sp = SamplingParams(temperature=1.0, max_tokens=6, seed=1)
+    outs = []
+    for m in (None, mesh):
+        eng = RolloutEngine(cfg, v["params"], v["router_state"], ecfg, mesh=m)
+        futs = [eng.reply(eng.open(p), sp) for p in ps]
+        eng.run()
+        outs.append([f.result() for f in futs])
+    assert eng.params["layers_0"]["attn"]["q_b_proj"].sharding.spec[1] == "tensor"
+    for a, b in zip(*outs):
+        assert a.tokens == b.tokens
+        np.testing.assert_allclose(a.policy_logprobs, b.policy_logprobs, **SHARDED_FP32)
+        np.testing.assert_array_equal(a.routing, b.routing)

@@ -151,7 +151,7 @@ class RolloutEngine:
                 raise ValueError(f"slots={ecfg.slots} and prefill_rows={ecfg.prefill_rows} must be multiples of the "
                                  f"mesh's batch-sharding size {mult}")
         self._lock = threading.RLock()
-        self.update_weights(params, router_state, version)
+        self._set_weights(params, router_state, version)
         self.pool = paged_cache.PagePool(ecfg.num_pages, ecfg.page_size)
         self._pools = self._place(paged_cache.init_pools(cfg, cfg.num_layers, ecfg.num_pages, ecfg.page_size,
                                                          dtype_of(cfg.dtype)))
@@ -234,19 +234,21 @@ class RolloutEngine:
     def update_weights(self, params, router_state, version: int) -> None:
         """New weights from the next step on (no draining); recompute cached contexts if the config says so."""
         with self._lock:
-            p, r = nn.unbox(params), nn.unbox(router_state or {})
-            if self.mesh is not None:
-                p_sh, r_sh = param_shardings(self.cfg, self.mesh)
-                p, r = jax.device_put(p, {k: v for k, v in p_sh.items() if k in p}), jax.device_put(
-                    r, {k: v for k, v in r_sh.items() if k in r})
-            self.params, self.router_state, self.version = p, r, int(version)
-            if not hasattr(self, "pool"):
-                return
+            self._set_weights(params, router_state, version)
             self.stats["weight_updates"] += 1
             if self.ecfg.recompute_on_update:
                 for s in self.sessions.values():
                     self._release(s)
                 self.pool.drop_registry()
+
+    def _set_weights(self, params, router_state, version: int) -> None:
+        """Unboxed weights, placed by their logical axes when there is a mesh."""
+        p, r = nn.unbox(params), nn.unbox(router_state or {})
+        if self.mesh is not None:
+            p_sh, r_sh = param_shardings(self.cfg, self.mesh)
+            p = jax.device_put(p, {k: v for k, v in p_sh.items() if k in p})
+            r = jax.device_put(r, {k: v for k, v in r_sh.items() if k in r})
+        self.params, self.router_state, self.version = p, r, int(version)
 
     # ------------------------------------------------------------------------------------------- serving
 
@@ -280,6 +282,15 @@ class RolloutEngine:
                 self._program(dec, 1, self.ecfg.slots)
                 self.stats["decode_programs"] += 1
             return True
+
+    def fail_all(self, error: BaseException) -> None:
+        """Fail every waiting or running reply with `error` (the server is going away); sessions stay open."""
+        with self._lock:
+            for s in self.sessions.values():
+                if s.reply is not None:
+                    r, s.reply = s.reply, None
+                    r.future.set_exception(error)
+            self._waiting, self._slots = [], [None] * self.ecfg.slots
 
     @property
     def compilations(self) -> int:
