@@ -3,6 +3,7 @@
     python -m benchmarks.rollout_engine                     CPU toy, ~2 min on 2 cores (16 episodes × 4 turns)
     python -m benchmarks.rollout_engine --preset moe100m    the ~100M-parameter MoE (same workload, slower)
     python -m benchmarks.rollout_engine --gpu               gpu_small preset, bf16, 64 episodes × 8 turns
+    ... --only static | --only rollout                       one engine (halves a slow run; no output comparison)
 
 Workload (seeded): E episodes, each a shared system prompt + its own task, then T turns of (reply, observation);
 reply budgets are long-tailed (lognormal, capped), observations uniform in [obs_min, obs_max] tokens. Greedy
@@ -11,7 +12,7 @@ produce the same tokens (checked: `same_outputs`).
 
   static   the old rollout service: each turn, the pending requests in batches of `slots` through one fixed-shape
            `Engine.generate` [slots, max context], every context re-prefilled from token 0, every batch running to
-           its longest reply (rounded up to a power of two: one compiled program per bucket, all warmed up)
+           its longest reply (rounded up to a power of two ≥ 8: one compiled program per bucket, all warmed up)
   rollout  `RolloutEngine`: one session per episode (only new tokens prefilled; the system prompt's pages shared),
            `slots` decode slots, chunked prefill, each episode's next turn queued as soon as its reply ends
 
@@ -75,7 +76,7 @@ def run_static(cfg, v, wl: Workload, slots: int) -> dict:
     engine = Engine(cfg, v["params"], v["router_state"])
     p_len = -(-wl.max_context // 16) * 16
     ctx = [list(p) for p in prompts]
-    buckets = [b for b in (2 ** i for i in range(12)) if b < wl.reply_max] + [wl.reply_max]
+    buckets = [b for b in (2 ** i for i in range(3, 12)) if b < wl.reply_max] + [wl.reply_max]
     for b in buckets:  # compile every reply bucket outside the timing
         engine.generate([ctx[0]], SamplingParams(temperature=0.0, max_tokens=b), shape=(slots, p_len))
     outs = [[] for _ in prompts]
@@ -137,7 +138,7 @@ def run_rollout(cfg, v, wl: Workload, ecfg: EngineConfig) -> dict:
     rep = eng.report()
     line = _line("rollout", wall, gen, computed, distinct, lat, rep["pool_bytes"])
     line.update(adopted=rep["adopted"], preemptions=rep["preemptions"], compilations_traced=warm.compilations,
-                steps=rep["steps"], peak_referenced_pages=rep["referenced"])
+                steps=rep["steps"], referenced_pages_at_end=rep["referenced"])
     return line, outs
 
 
@@ -173,6 +174,7 @@ def main():
     ap.add_argument("--slots", type=int, default=8)
     ap.add_argument("--chunk", type=int, default=64)
     ap.add_argument("--obs-max", type=int, default=256)
+    ap.add_argument("--only", choices=("static", "rollout"), help="run one engine (no output comparison)")
     args = ap.parse_args()
     if args.gpu:
         cfg = get_model_config("gpu_small", num_mtp_layers=0, dtype="bfloat16", param_dtype="bfloat16")
@@ -189,10 +191,14 @@ def main():
                         num_pages=wl.episodes * max_len // page + 1, max_len=max_len)
     head = dict(bench="rollout_engine", preset="gpu_small" if args.gpu else args.preset,
                 params=count_params(v["params"], cfg)[0], **dataclasses.asdict(wl), slots=slots, chunk=ecfg.chunk)
-    static, s_out = run_static(cfg, v, wl, slots)
-    print(json.dumps(dict(head, **static)), flush=True)
-    rollout, r_out = run_rollout(cfg, v, wl, ecfg)
-    print(json.dumps(dict(head, **rollout)), flush=True)
+    if args.only != "rollout":
+        static, s_out = run_static(cfg, v, wl, slots)
+        print(json.dumps(dict(head, **static)), flush=True)
+    if args.only != "static":
+        rollout, r_out = run_rollout(cfg, v, wl, ecfg)
+        print(json.dumps(dict(head, **rollout)), flush=True)
+    if args.only:
+        return
     print(json.dumps(dict(head, engine="compare", same_outputs=s_out == r_out,
                           speedup_tokens_per_s=round(rollout["tokens_per_s"] / static["tokens_per_s"], 2),
                           bytes_per_token=_bpt(cfg))), flush=True)
