@@ -96,6 +96,11 @@ def test_summary_restart_keeps_the_common_prefix():
     eng.run()
     _check_against_static(static, summary, sp, f.result())
     assert eng.sessions[s].computed - computed == len(summary) - 2 * Y + 2  # the rest of the context + 2 replies
+    head = task[:2 * Y]  # cut back to exactly the cached pages: the last token is fed again to reply
+    eng.set_context(s, head)
+    f = eng.reply(s, sp)
+    eng.run()
+    _check_against_static(static, head, sp, f.result())
     eng.end(s)
     with pytest.raises(KeyError, match="no open session"):
         eng.reply(s, sp)

@@ -220,6 +220,8 @@ class RolloutEngine:
             elif sp.warp() != self._warp:
                 raise ValueError(f"this engine samples with {self._warp} (fixed by its first reply: one compiled "
                                  f"program); got {sp.warp()}")
+            if s.pending == 0:  # a context cut back to cached positions: its last token must be fed again
+                self._truncate(s, len(s.tokens) - 1)
             s.reply = _Reply(sp, len(s.tokens), Future())
             self._waiting.append(s)
             return s.reply.future
