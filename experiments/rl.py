@@ -3,6 +3,7 @@
 Run:      python -m experiments.rl                                  (toy: transcripts → SFT warm start → async RL)
           python -m experiments.rl --config.rl.eta=0                (the synchronous loop)
           python -m experiments.rl --config.rl.backend=ray          (the same services as Ray actors)
+          python -m experiments.rl --config.tasks=toy@2,suite:v0@1  (a curriculum of task sources, docs/rl.md)
 Hardware: toy — a 2-core CPU with bubblewrap (run as root): transcripts ~40 s, SFT ~3 min, evaluations ~30 s
           each, RL ~5 s a version (100 versions).
 Expected: the issue's targets (benchmarks/rl_learning.py) — measured 2026-11-30: held-out pass@1 at T = 1
@@ -117,7 +118,7 @@ def evaluate_checkpoint(config, checkpoint_dir: str) -> dict[str, float]:
     engine, _ = load_checkpoint(checkpoint_dir)
     tok = run.tokenizer.build()
     with Environment(pool_size=run.env.pool_size) as env:
-        evaluator = Evaluator(env_worker_for(run, env, tok), orchestrator.heldout_tasks(run.rl), engine.cfg,
+        evaluator = Evaluator(env_worker_for(run, env, tok), orchestrator.heldout_tasks(run), engine.cfg,
                               run.rollout, tok.special_id(tk.IM_END), run.rl.eval_samples,
                               vocab_limit=orchestrator.vocab_limit(tok, engine.cfg.vocab_size))
         version = int(Checkpointer(checkpoint_dir, async_save=False).latest_step() or 0)

@@ -42,6 +42,8 @@ def test_remote_episode_end_to_end(client, upstream, tmp_path):
     snap = client.snapshot(sid)
     kid = client.fork(snap)
     client.call(kid, "write_file", {"path": "a.txt", "content": "two\n"})
+    changes = client.changes(kid)  # read from the fork's own layers, over HTTP
+    assert (changes.before, changes.after) == ({"a.txt": "one\n"}, {"a.txt": "two\n"})
     assert client.call(sid, "read_file", {"path": "a.txt"}).content == "one\n"
     client.call(sid, "write_file", {"path": "a.txt", "content": "three\n"})
     client.restore(sid, snap)

@@ -8,6 +8,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
+from composer2_jax.env.changes import WorkspaceChanges
 from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.observation import Observation
 from composer2_jax.env.transfer import pack_dir
@@ -113,6 +114,10 @@ class EnvironmentClient:
     def egress_log(self, sid: str, since: int = 0) -> list[dict]:
         """See Environment.egress_log."""
         return self._rpc("egress_log", sid=sid, since=since)
+
+    def changes(self, sid: str) -> WorkspaceChanges:
+        """See Environment.changes."""
+        return WorkspaceChanges.from_dict(self._rpc("changes", sid=sid))
 
     def todos(self, sid: str) -> list[dict]:
         """See Environment.todos."""

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from composer2_jax.env.bwrap import command_env
+from composer2_jax.env.changes import WorkspaceChanges, layer_changes
 from composer2_jax.env.config import Resources, SandboxConfig, SandboxLimits
 from composer2_jax.env.egress_policy import EgressLog, EgressPolicy
 from composer2_jax.env.layers import EMPTY, Chain
@@ -55,6 +56,17 @@ class _Record:
     parent: str | None
     profile: ImageProfile | None = None  # image sandboxes: how they run things; None for workspace sandboxes
     resources: Resources = dataclasses.field(default_factory=Resources)  # per-sandbox limits (image sandboxes)
+    origin: Chain = ()  # the chain the sandbox was started or restored on: its changes are what lies above it
+    egress_seen: int = 0  # egress events before this seq were already shown in an observation
+
+
+def with_egress(obs: Observation, events: list[dict]) -> Observation:
+    """The observation with one `network: …` line per egress event appended, and the events in fields["egress"]."""
+    if not events:
+        return obs
+    lines = "\n".join(f"network: {e['summary']}" for e in events)
+    content = f"{obs.content}\n{lines}" if obs.content else lines
+    return dataclasses.replace(obs, content=content, fields={**obs.fields, "egress": events})
 
 
 def _repo_dir(task: Any) -> str | None:
@@ -175,6 +187,7 @@ class Environment:
             with sbx.lock:
                 sbx.sweep()
                 sbx.mount(chain, record.resources.storage_bytes)
+                record.origin = tuple(chain)
                 self._boot(record)
         finally:
             self.rt.layers.commit(chain)
@@ -202,13 +215,22 @@ class Environment:
     # ---------------------------------------------------------------------------------------- tools & state
 
     def call(self, sid: str, tool: Any, args: Any = None) -> Observation:
-        """Run one tool call (args: a dict or the model's raw JSON string); never raises."""
+        """Run one tool call (args: a dict or the model's raw JSON string); never raises.
+
+        The network requests the sandbox made since the previous call's observation (during this call, or by
+        background processes in between) are appended to the observation, one line each with the policy's verdict,
+        method, target, status and reason, and listed in `fields["egress"]`: the model sees why its request failed.
+        """
         with self._lock:
             record = self._records.get(sid)
         if record is None:
             return Observation.failure("unknown_sandbox", f"no live sandbox {sid!r}")
         with record.sandbox.lock:
-            return call_tool(self._context(record), tool, args)
+            obs = call_tool(self._context(record), tool, args)
+            events = record.log.events(record.egress_seen)
+            if events:
+                record.egress_seen = events[-1]["seq"] + 1
+        return with_egress(obs, events)
 
     def exec(self, sid: str, command: str, timeout_s: float | None = None, user: str | None = None,
              cwd: str | None = None, env: dict[str, str] | None = None) -> dict:
@@ -283,6 +305,21 @@ class Environment:
         """The sandbox's egress events (allowed and denied) with seq >= since."""
         return self._record(sid, closed_ok=True).log.events(since)
 
+    def changes(self, sid: str) -> WorkspaceChanges:
+        """The text files the sandbox changed since it was started (or restored), read from its own layers: its
+        upper layer and the layers frozen from it since (env/changes.py). Workspace sandboxes only."""
+        record = self._record(sid)
+        if record.profile is not None:
+            raise ValueError(f"sandbox {sid} is an image sandbox; changes() reads workspace sandboxes only")
+        with record.sandbox.lock:
+            chain, origin = record.sandbox.chain or (), record.origin
+            if chain[len(chain) - len(origin):] != origin:
+                raise ValueError(f"sandbox {sid}'s chain {list(chain)} no longer ends in the chain it started on "
+                                 f"{list(origin)} (squashed past SandboxConfig.max_layers); its changes are lost")
+            own = chain[:len(chain) - len(origin)]
+            paths = self.rt.layers.path
+            return layer_changes([record.sandbox.upper_dir(), *map(paths, own)], [paths(layer) for layer in origin])
+
     def todos(self, sid: str) -> list[dict]:
         """The sandbox's current todo list."""
         return [dict(t) for t in self._record(sid, closed_ok=True).episode.todos]
@@ -348,7 +385,8 @@ class Environment:
         pool = self.pool if profile is None else self._image_pool
         try:
             sbx = pool.take(policy or self.policy)
-            record = _Record(sbx, episode, self.rt.proxy.log(sbx.sid), parent, profile, resources or Resources())
+            record = _Record(sbx, episode, self.rt.proxy.log(sbx.sid), parent, profile, resources or Resources(),
+                             tuple(chain))
             try:
                 sbx.mount(chain, record.resources.storage_bytes)
                 self._boot(record)

@@ -133,6 +133,24 @@ class EpisodeResult:
         return sum(r.malformed for r in self.tool_calls)
 
     @property
+    def thinking(self) -> str:
+        """The model's reasoning text: what it wrote around its tool calls, and its self-summaries."""
+        return "\n".join(m["content"] for m in self.messages if m["role"] == "assistant" and m["content"]
+                         and (m.get("tool_calls") or m.get("summary")))
+
+    @property
+    def final_message(self) -> str:
+        """The answer to the user: the last reply if it called no tool, else the summary it gave to submit."""
+        last = next((m for m in reversed(self.messages) if m["role"] == "assistant" and not m.get("summary")), None)
+        if last is None:
+            return ""
+        if not last["tool_calls"]:
+            return last["content"]
+        submit = [c["arguments"] for c in last["tool_calls"] if c["name"] == "submit" and isinstance(c["arguments"], dict)]
+        summary = submit[-1].get("summary") if submit else None
+        return summary if isinstance(summary, str) else ""
+
+    @property
     def tool_call_errors(self) -> list[str | None]:
         """Observation error kind per tool call (None = succeeded), as `rl.rewards.EpisodeOutcome` takes them."""
         return [r.error for r in self.tool_calls]

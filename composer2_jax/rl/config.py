@@ -19,6 +19,7 @@ from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.services.rollout import RolloutConfig
 from composer2_jax.rl.services.trainer import RL_LOSS, TrainerConfig
+from composer2_jax.rl.sources import parse_mix
 from composer2_jax.train.checkpoint import CheckpointConfig
 from composer2_jax.train.metrics import LogConfig
 from composer2_jax.train.optim import OptimConfig
@@ -100,6 +101,27 @@ class RLConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class SourcesConfig:
+    """How the task sources of `tasks` (rl/sources.py) split and fill; the toy family's sizes stay in `rl`."""
+
+    heldout_frac: float = 0.2  # share of a suite's or generated folder's task names held out of training
+    heldout_versions: tuple[str, ...] = ()  # suite versions (or folders) held out whole: evaluated, never trained
+    eval_tasks: int = 16  # held-out tasks per Harbor source per evaluation (the toy family uses rl.eval_tasks)
+    generated_count: int = 200  # tasks a generated:DIR source writes into an empty DIR
+    generated_seed: int = 0  # order in which the generator tries candidates
+    generated_modules: tuple[str, ...] = ()  # modules to delete functions from (() = bench/generate.py MODULES)
+    generated_dirs: tuple[str, ...] = ()  # folders holding M.py and test/test_M.py (() = the stdlib)
+    generated_per_module: int = 2  # most tasks per module (raise it, with more modules, for hundreds of tasks)
+
+    def __post_init__(self):
+        if (not 0 <= self.heldout_frac < 1 or self.eval_tasks < 1 or self.generated_count < 1
+                or self.generated_per_module < 1):
+            raise ValueError(f"sources.heldout_frac={self.heldout_frac}, eval_tasks={self.eval_tasks}, "
+                             f"generated_count={self.generated_count}, generated_per_module="
+                             f"{self.generated_per_module}; expected [0, 1), >= 1, >= 1, >= 1")
+
+
+@dataclasses.dataclass(frozen=True)
 class EnvConfig:
     """The environment the episodes run in: tools the model sees, sandbox pool, time limits."""
 
@@ -154,7 +176,10 @@ class RLExperimentConfig:
     seed: int = 0  # trainer init and task-sampler seed
     checkpoint: CheckpointConfig = CheckpointConfig()  # every N versions (and at the end)
     log: LogConfig = LogConfig()  # metrics.jsonl / TensorBoard under workdir/logs
-    rl: RLConfig = RLConfig()  # the loop, the task family and evaluation
+    rl: RLConfig = RLConfig()  # the loop, the toy task family and evaluation
+    # the curriculum: SOURCE[@WEIGHT],… with SOURCE toy | suite:VERSION_OR_DIR | generated:DIR (rl/sources.py)
+    tasks: str = "toy"
+    sources: SourcesConfig = SourcesConfig()  # held-out split and generator settings of the task sources
     rollout: RolloutConfig = RolloutConfig()  # fixed engine shapes and sampling (rl/services/rollout.py)
     trainer: TrainerConfig = TrainerConfig()  # packed batch layout of the updates (rl/services/trainer.py)
     loss: PolicyLossConfig = RL_LOSS  # the policy objective (losses/rl.py): decoupled PPO, Dr. GRPO normaliser
@@ -166,6 +191,7 @@ class RLExperimentConfig:
     def __post_init__(self):
         if not self.workdir:
             raise ValueError("workdir is empty; expected a directory for checkpoints/ and logs/")
+        parse_mix(self.tasks)  # a bad curriculum string fails here, naming the entry
         reply = max(self.harness.max_new_tokens, self.harness.summary_tokens)
         if reply > self.rollout.max_new_tokens:
             raise ValueError(f"harness replies of up to {reply} tokens (max_new_tokens / summary_tokens) exceed "

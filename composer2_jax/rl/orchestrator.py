@@ -21,15 +21,16 @@ from composer2_jax import schema
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
-from composer2_jax.rl import tasks as task_lib
-from composer2_jax.rl.config import RLConfig, RLExperimentConfig
+from composer2_jax.rl import sources
+from composer2_jax.rl.config import RLExperimentConfig
 from composer2_jax.rl.plots import plot_curves
+from composer2_jax.rl.rewards import TERMS
 from composer2_jax.rl.services.env_worker import EnvWorker, env_worker_for, sandbox_limits
 from composer2_jax.rl.services.evaluator import Evaluator
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.records import Counters
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutWorker
-from composer2_jax.rl.services.sampler import TaskSampler
+from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import PolicyLaw, Trainer
 from composer2_jax.rl.services.weights import WeightStore
 from composer2_jax.train.checkpoint import Checkpointer
@@ -83,14 +84,58 @@ def vocab_limit(tokenizer: tk.Tokenizer, model_vocab: int) -> int:
     return tokenizer.vocab_size if tokenizer.vocab_size < model_vocab else 0
 
 
-def training_tasks(rl: RLConfig) -> list[task_lib.CodingTask]:
-    """The training task list (train content split)."""
-    return task_lib.task_set(rl.train_tasks, rl.task_seed, tuple(rl.levels), "train")
+def source_tasks(run: RLExperimentConfig, spec: sources.SourceSpec, split: str) -> sources.SourceTasks:
+    """The tasks of one curriculum entry in one split (the toy family: its train list or its held-out set)."""
+    sc, rl = run.sources, run.rl
+    if spec.kind == "toy":
+        n, seed = (rl.train_tasks, rl.task_seed) if split == "train" else (rl.eval_tasks, rl.heldout_seed)
+        return sources.toy_tasks(spec, split, n, seed, rl.levels)
+    if spec.kind == "suite":
+        return sources.harbor_tasks(spec, spec.arg, split, sc.heldout_frac, sc.heldout_versions)
+    return sources.generated_tasks(spec, split, sc.heldout_frac, sc.generated_count, sc.generated_seed,
+                                   sc.generated_modules, sc.generated_dirs, sc.generated_per_module)
 
 
-def heldout_tasks(rl: RLConfig) -> list[task_lib.CodingTask]:
-    """The held-out evaluation tasks (the held-out content split; level 0 has few contents, so some repeat)."""
-    return task_lib.task_set(rl.eval_tasks, rl.heldout_seed, tuple(rl.levels), "heldout")
+def training_sampler(run: RLExperimentConfig, position: int = 0) -> CurriculumSampler:
+    """The curriculum of `run.tasks` over the train splits, resumed at `position`. A Harbor task whose name is held
+    out by any source (a generated copy of a held-out suite task, say) is not trained on."""
+    held = {t.task.name for t in _heldout_all(run) if isinstance(t, sources.HarborTask)}
+    entries = []
+    for spec in sources.parse_mix(run.tasks):
+        got = source_tasks(run, spec, "train")
+        train = [t for t in got.tasks if not (isinstance(t, sources.HarborTask) and t.task.name in held)]
+        if not train:
+            raise ValueError(f"task source {spec.name!r} has no training task (skipped: {got.skipped}); its "
+                             f"held-out share is sources.heldout_frac={run.sources.heldout_frac}")
+        log.info("task source %s: %d training tasks, %d skipped, %d held out elsewhere", spec.name, len(train),
+                 len(got.skipped), len(got.tasks) - len(train))
+        entries.append((train, spec.weight))
+    return CurriculumSampler(entries, run.seed, position)
+
+
+def _heldout_specs(run: RLExperimentConfig) -> list[sources.SourceSpec]:
+    """The curriculum's sources and the suite versions held out whole."""
+    specs = list(sources.parse_mix(run.tasks))
+    named = {s.arg for s in specs}
+    return specs + [sources.SourceSpec("suite", v, 1.0) for v in run.sources.heldout_versions if v not in named]
+
+
+def _heldout_all(run: RLExperimentConfig) -> list:
+    """Every held-out task of every Harbor source (untruncated)."""
+    return [t for spec in _heldout_specs(run) if spec.kind != "toy" for t in source_tasks(run, spec, "heldout").tasks]
+
+
+def heldout_tasks(run: RLExperimentConfig) -> list:
+    """The held-out evaluation tasks: the toy family's content split, and at most `sources.eval_tasks` held-out
+    tasks of each Harbor source and of each suite version held out whole."""
+    out = []
+    for spec in _heldout_specs(run):
+        got = source_tasks(run, spec, "heldout").tasks
+        out += list(got if spec.kind == "toy" else got[:run.sources.eval_tasks])
+    if not out:
+        raise ValueError(f"tasks={run.tasks!r} holds no held-out task; raise sources.heldout_frac or name "
+                         f"sources.heldout_versions")
+    return out
 
 
 def policy_law(run: RLExperimentConfig, tokenizer: tk.Tokenizer) -> PolicyLaw:
@@ -118,7 +163,7 @@ def start_state(run: RLExperimentConfig, trainer: Trainer, ckpt: Checkpointer) -
     return {}
 
 
-def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, sampler: TaskSampler,
+def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, sampler: CurriculumSampler,
          run: RLExperimentConfig) -> None:
     """Checkpoint the train state with the loop state (version, counters, sampler position)."""
     data = {"version": trainer.version, "counters": counters.snapshot(), "sampler_position": sampler.position}
@@ -135,25 +180,25 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
     ckpt = Checkpointer(workdir / "checkpoints", run.checkpoint.keep, async_save=False)
     saved = start_state(run, trainer, ckpt)
     counters = Counters(saved.get("counters"))
-    sampler = TaskSampler(training_tasks(run.rl), run.seed, saved.get("sampler_position", 0))
+    sampler = training_sampler(run, saved.get("sampler_position", 0))
     writer = MetricWriter(workdir / "logs", enabled=run.log.write)
     stop_id = tokenizer.special_id(tk.IM_END)
     check_shapes(run.harness, run.rollout, run.trainer.seq_len, tokenizer)
     evals: list[dict[str, float]] = []
     with Environment(pool_size=run.env.pool_size, limits=sandbox_limits(run.env)) as env:
         worker = env_worker_for(run, env, tokenizer)
-        evaluator = Evaluator(worker, heldout_tasks(run.rl), run.model, run.rollout, stop_id, run.rl.eval_samples,
+        evaluator = Evaluator(worker, heldout_tasks(run), run.model, run.rollout, stop_id, run.rl.eval_samples,
                               run.rl.episode_threads, vocab_limit=trainer.law.vocab_limit)
 
         def evaluate() -> None:
             m = evaluator.evaluate(trainer.weights())
             evals.append(m)
             writer.write(trainer.version, m)
-            log.info("eval at version %d: %s", trainer.version, _brief(m))
+            log.info("eval at version %d: %s", trainer.version, progress_line(m))
 
         def on_version(m: dict[str, Any]) -> None:
             writer.write(trainer.version, m)
-            log.info("version %d: %s", trainer.version, _brief(m))
+            log.info("version %d: %s", trainer.version, progress_line(m))
             if hook is not None:
                 hook(m)
             if trainer.version % run.checkpoint.every == 0 or trainer.version == run.rl.steps:
@@ -174,7 +219,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
                     dict(saved.get("counters", {})))
 
 
-def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: TaskSampler, stop_id: int,
+def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: CurriculumSampler, stop_id: int,
              counters: Counters, on_version) -> list[dict[str, Any]]:
     """The loop on the configured backend: 'local' (threads in this process) or 'ray' (actors)."""
     if run.rl.backend == "local":
@@ -190,8 +235,13 @@ def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampl
     return RayOrchestrator(run, trainer, sampler, counters, stop_id).run(on_version)
 
 
-def _brief(m: dict[str, Any]) -> str:
-    """The headline numbers of a metrics dict, for the log."""
+def progress_line(m: dict[str, Any]) -> str:
+    """The headline numbers of a metrics dict, for the log, then every reward term: mean (fraction non-zero)."""
     keys = [k for k in m if k.split("/")[-1] in ("reward", "pass_rate", "easy", "hard", "loss", "staleness_max")
-            or k in ("eval/pass_rate", "batch/pass_rate")]
-    return ", ".join(f"{k}={m[k]:.3f}" for k in keys if isinstance(m[k], float))
+            and "/term" not in k or k in ("eval/pass_rate", "batch/pass_rate")]
+    line = ", ".join(f"{k}={m[k]:.3f}" for k in keys if isinstance(m[k], float))
+    prefix = next((p for p in ("batch/", "eval/") if f"{p}term/success" in m), None)
+    if prefix is None:
+        return line
+    terms = " ".join(f"{t}={m[f'{prefix}term/{t}']:+.3f}({m[f'{prefix}term_nonzero/{t}']:.2f})" for t in TERMS)
+    return f"{line} | terms: {terms}"

@@ -26,7 +26,7 @@ from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.services.records import Counters, EpisodeRecord, GroupRecord
 from composer2_jax.rl.services.rollout import RolloutPolicy, RolloutWorker, episode_policy
 from composer2_jax.rl.services.routing import episode_routing
-from composer2_jax.rl.services.sampler import TaskSampler
+from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.staleness import StalenessGate
 from composer2_jax.rl.services.trainer import Trainer
 from composer2_jax.rl.services.weights import WeightStore
@@ -57,7 +57,7 @@ class _PendingGroup:
 class LocalOrchestrator:
     """Runs the RL loop in this process; `run(on_version)` trains until version `rl.steps`."""
 
-    def __init__(self, trainer: Trainer, rollout: RolloutWorker, env_worker: EnvWorker, sampler: TaskSampler,
+    def __init__(self, trainer: Trainer, rollout: RolloutWorker, env_worker: EnvWorker, sampler: CurriculumSampler,
                  rl: RLConfig, store: WeightStore, counters: Counters):
         self.trainer, self.rollout, self.env_worker, self.sampler = trainer, rollout, env_worker, sampler
         self.rl, self.lc, self.store, self.counters = rl, rl.loop, store, counters

@@ -25,7 +25,7 @@ from composer2_jax.rl.services.records import EpisodeRecord
 from composer2_jax.rl.services.rollout import Generation, RolloutConfig, RolloutPolicy, RolloutWorker
 from composer2_jax.rl.services.routing import episode_routing
 from composer2_jax.rl.services.weights import Weights
-from composer2_jax.rl.tasks import CodingTask
+from composer2_jax.rl.sources import RLTask
 
 
 def host_weights(weights: Weights) -> Weights:
@@ -110,7 +110,7 @@ class EnvActor:
         self.worker = env_worker_for(run, self.env, run.tokenizer.build())
         self.num_moe, self.k, self.vocab_limit, self.max_prompt = num_moe, k, vocab_limit, max_prompt
 
-    def run(self, task: CodingTask, version: int, rollout) -> EpisodeRecord:
+    def run(self, task: RLTask, version: int, rollout) -> EpisodeRecord:
         """One graded episode; every reply is a `rollout.generate` call."""
         policy = RolloutPolicy(lambda p, n: ray.get(rollout.generate.remote(p, n)), self.vocab_limit, self.max_prompt)
         record = self.worker.run(task, policy, version,

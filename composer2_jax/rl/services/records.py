@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from composer2_jax.episode import Episode
+from composer2_jax.rl.rewards import TERMS
 
 
 @dataclasses.dataclass
@@ -32,6 +33,7 @@ class EpisodeRecord:
     wall_s: float
     grade_s: float
     admitted_version: int  # weight version when the group was admitted (the staleness bound starts here)
+    source: str = "toy"  # the task's curriculum entry (rl/sources.py)
 
     @property
     def min_version(self) -> int:
@@ -88,8 +90,20 @@ class Counters:
             return dict(self._c)
 
 
+def term_stats(episodes: list[EpisodeRecord]) -> dict[str, float]:
+    """Per reward term (rl/rewards.py TERMS): its mean signed value `term/NAME` and the fraction of episodes where
+    it is non-zero `term_nonzero/NAME` (a term absent from a breakdown counts as 0)."""
+    out = {}
+    for name in TERMS:
+        values = np.asarray([e.breakdown.get(f"reward/{name}", 0.0) for e in episodes], np.float64)
+        out[f"term/{name}"] = float(values.mean())
+        out[f"term_nonzero/{name}"] = float(np.mean(values != 0))
+    return out
+
+
 def summarize_groups(groups: list[GroupRecord]) -> dict[str, Any]:
-    """Mean reward, pass rate and effort overall and per difficulty, and the version spread, of a batch."""
+    """Mean reward, pass rate and effort overall and per difficulty, every reward term (mean and fraction
+    non-zero), and the version spread, of a batch."""
     eps = [e for g in groups for e in g.episodes]
     out: dict[str, Any] = {"episodes": len(eps)}
     if not eps:
@@ -97,10 +111,15 @@ def summarize_groups(groups: list[GroupRecord]) -> dict[str, Any]:
     out.update(reward=float(np.mean([e.reward for e in eps])), pass_rate=float(np.mean([e.success for e in eps])),
                effort=float(np.mean([e.effort for e in eps])), turns=float(np.mean([e.turns for e in eps])),
                generated_tokens=float(np.mean([e.generated_tokens for e in eps])),
-               crossed_update=float(np.mean([e.max_version > e.min_version for e in eps])))
+               crossed_update=float(np.mean([e.max_version > e.min_version for e in eps])), **term_stats(eps))
     for diff in sorted({e.difficulty for e in eps}):
         sub = [e for e in eps if e.difficulty == diff]
         out[f"pass_rate/{diff}"] = float(np.mean([e.success for e in sub]))
         out[f"effort/{diff}"] = float(np.mean([e.effort for e in sub]))
         out[f"reward/{diff}"] = float(np.mean([e.reward for e in sub]))
+    for source in sorted({e.source for e in eps}):
+        sub = [e for e in eps if e.source == source]
+        out[f"episodes/source/{source}"] = float(len(sub))
+        out[f"pass_rate/source/{source}"] = float(np.mean([e.success for e in sub]))
+        out[f"reward/source/{source}"] = float(np.mean([e.reward for e in sub]))
     return out
