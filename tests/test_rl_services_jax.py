@@ -6,13 +6,13 @@ import dataclasses
 import threading
 
 import jax
-
 import numpy as np
 import pytest
 
 from composer2_jax import schema
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import testing as envtest
+from composer2_jax.episode import SegmentBuilder
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl import orchestrator
 from composer2_jax.rl.services.records import EpisodeRecord, GroupRecord
@@ -21,7 +21,6 @@ from composer2_jax.rl.services.routing import episode_routing
 from composer2_jax.rl.services.testing import micro_model_config
 from composer2_jax.rl.services.trainer import PolicyLaw, Trainer, TrainerConfig
 from composer2_jax.rl.services.weights import Weights, WeightStore
-from composer2_jax.episode import SegmentBuilder
 from composer2_jax.train.optim import OptimConfig
 from tests.tolerances import ROLLOUT_VS_TRAINER_LOGP_ATOL
 
