@@ -212,53 +212,49 @@ def test_agent_specs(tmp_path):
         agents.fit_context(HarnessConfig(max_new_tokens=5000), 4096)
 
 
-class FakeEngine:
-    """Engine.generate's contract: records each batch; replies 'ok' + <|im_end|> (cut at max_tokens)."""
+def _toy_engine(max_len: int = 64, chunk: int = 16, page_size: int = 8):
+    from composer2_jax.config import get_model_config
+    from composer2_jax.infer.rollout_engine import EngineConfig, RolloutEngine
+    from composer2_jax.infer.testing import random_variables
 
-    def __init__(self):
-        self.cfg = type("Cfg", (), {"max_position_embeddings": 64})()
-        self.batches = []
-
-    def generate(self, prompts, sp):
-        self.batches.append((len(prompts), sp.max_tokens, sp.seed, sp.stop))
-        ids = tk.ByteTokenizer().encode("ok<|im_end|>", allow_special=True)[:sp.max_tokens]
-        return [type("Out", (), {"tokens": list(ids), "policy_logprobs": [-0.25] * len(ids)})() for _ in prompts]
+    cfg = get_model_config("toy", num_layers=1, num_mtp_layers=0, vocab_size=272, max_position_embeddings=6144)
+    variables = random_variables(cfg, seed=0)
+    ecfg = EngineConfig(slots=2, chunk=chunk, prefill_rows=1, page_size=page_size,
+                        num_pages=max(64, 2 * max_len // page_size), max_len=max_len)
+    return RolloutEngine(cfg, variables["params"], variables.get("router_state", {}), ecfg)
 
 
-def test_engine_policy_batches_concurrent_episodes():
+def test_engine_policy_serves_concurrent_episodes_one_session_per_thread():
     import threading
 
-    engine = FakeEngine()
-    policy = EnginePolicy(engine, stop_id=264, wait_s=0.2, policy_version=3)
+    engine = _toy_engine()
+    policy = EnginePolicy(engine, stop_id=264, policy_version=3)
     out = [None] * 4
-    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, policy.generate([1] * (5 + i), 10)))
-               for i in range(4)]
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, policy.generate([1 + i] * (5 + i), 10)))
+               for i in range(4)]  # 4 episodes on 2 decode slots
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert [b[0] for b in engine.batches] == [4] and engine.batches[0][3] == ((264,),)
-    assert all(o.ids[-1] == 264 and o.logprobs == (-0.25,) * 3 and o.policy_version == 3 for o in out)
-    policy.generate([1], 2)
-    assert engine.batches[-1][1:3] == (2, 1)  # reply budget passed through; a fresh seed per call
-    assert policy.generate([1] * 40, 100).ids  # clamped to the 64-token context (prompt padded to 48)
-    assert engine.batches[-1][1] == 16
-    with pytest.raises(ValueError, match="leaves no room in the model's context of 64"):
+    assert all(o is not None and 1 <= len(o.ids) <= 10 and o.policy_version == 3 for o in out)
+    assert all(len(o.logprobs) == len(o.ids) and all(p <= 0 for p in o.logprobs) for o in out)
+    assert len(engine.sessions) == 4  # one per episode thread
+    first = policy.generate([7] * 20, 4)  # this thread's session: the common prefix is reused on the next call
+    computed = engine.report()["computed"]
+    policy.generate([7] * 20 + list(first.ids) + [9, 9], 4)
+    assert engine.report()["computed"] - computed <= 1 + 2 + 3  # last reply token + 2 new, then ≤ 3 decode feeds
+    assert len(policy.generate([1] * 60, 100).ids) <= 4  # clamped to the engine's 64-token context
+    with pytest.raises(ValueError, match="leaves no room in the engine's context of 64"):
         policy.generate([1] * 64, 5)
 
 
 def test_engine_policy_with_a_real_model_through_the_harness():
-    from composer2_jax.config import get_model_config
     from composer2_jax.env.harness import run_episode
-    from composer2_jax.infer import Engine
-    from composer2_jax.infer.testing import random_variables
     from tests.test_harness import FakeEnv
 
-    cfg = get_model_config("toy", num_layers=1, num_mtp_layers=0, vocab_size=272, max_position_embeddings=6144)
-    variables = random_variables(cfg, seed=0)
+    engine = _toy_engine(max_len=6144, chunk=512, page_size=64)  # ~5k tokens of byte-tokenized tool schemas
     tok = tk.ByteTokenizer()
-    policy = EnginePolicy(Engine(cfg, variables["params"], variables.get("router_state", {})),
-                          tok.special_id(tk.IM_END), wait_s=0.0, policy_version=5)
+    policy = EnginePolicy(engine, tok.special_id(tk.IM_END), policy_version=5)
     config = agents.fit_context(HarnessConfig(max_turns=1, max_new_tokens=6, summary_tokens=8), policy.max_context)
     r = run_episode(FakeEnv(), "sbx", "Say hi.", policy, tok, config)
     assert r.turns == 1 and 1 <= r.generated_tokens <= 6

@@ -6,13 +6,13 @@ import dataclasses
 import threading
 
 import jax
-
 import numpy as np
 import pytest
 
 from composer2_jax import schema
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import testing as envtest
+from composer2_jax.episode import SegmentBuilder
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl import orchestrator
 from composer2_jax.rl.services.records import EpisodeRecord, GroupRecord
@@ -21,7 +21,6 @@ from composer2_jax.rl.services.routing import episode_routing
 from composer2_jax.rl.services.testing import micro_model_config
 from composer2_jax.rl.services.trainer import PolicyLaw, Trainer, TrainerConfig
 from composer2_jax.rl.services.weights import Weights, WeightStore
-from composer2_jax.episode import SegmentBuilder
 from composer2_jax.train.optim import OptimConfig
 from tests.tolerances import FP32_FN, ROLLOUT_VS_TRAINER_LOGP_ATOL
 
@@ -65,7 +64,9 @@ def two_turn_episode(policy: RolloutPolicy, seed: int, reward: float, cfg=CFG) -
 
 
 def test_trainer_logprobs_under_router_replay_match_the_samplers(trainer, rollout):
-    eps = [two_turn_episode(RolloutPolicy(rollout.generate), s, 1.0) for s in range(3)]
+    # episode 0 without a session (one-reply sessions), 1 and 2 keep theirs: the resident cache gives the same μ
+    eps = [two_turn_episode(RolloutPolicy(rollout.generate, session=None if s == 0 else f"ep{s}"), s, 1.0)
+           for s in range(3)]
     packed, routing = trainer.pack([GroupRecord(0, "t", 0, eps)])
     assert routing.shape == (1, 4, 96, CFG.num_experts_per_tok)
     logp = trainer.token_logprobs(packed, slice(0, 4), routing)

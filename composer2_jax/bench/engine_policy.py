@@ -1,10 +1,14 @@
-"""The inference engine (`composer2_jax.infer.Engine`) as a harness Policy, and loading it from a training checkpoint.
+"""The rollout engine (`composer2_jax.infer.rollout_engine.RolloutEngine`) as a harness Policy, and loading it from
+a training checkpoint.
 
-Episodes run on many threads at once (one per sandbox); each asks for one reply at a time. `EnginePolicy` batches
-the requests that arrive together into one `Engine.generate` call (up to `max_batch`, after waiting `wait_s` for
-company), so parallel sandboxes share the accelerator. Each reply stops at `<|im_end|>` (kept: the sampled ids are
-what the trainer learns from) and carries the engine's `policy_logprobs` as the behaviour log-probs μ. Every call
-draws with a new seed, so repeated samples of one task differ (pass@k needs independent samples).
+Episodes run on many threads at once (one per sandbox); each asks for one reply at a time. Every episode thread keeps
+an engine session (its context replaced by each prompt, so the cache of the common prefix — the whole previous
+context in a multi-turn episode — is reused and only new tokens are prefilled; a new episode on the same thread keeps
+whatever prefix it shares). Replies join the engine's continuous batch; whichever waiting thread holds the step lock
+steps the engine until its own reply is done, serving the others' meanwhile. Each reply stops at `<|im_end|>` (kept:
+the sampled ids are what the trainer learns from) and carries the engine's `policy_logprobs` as the behaviour
+log-probs μ. Every call draws with a new seed, so repeated samples of one task differ (pass@k needs independent
+samples).
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,81 +24,63 @@ from composer2_jax.data import tokenizer as tk
 from composer2_jax.env.harness import Completion
 
 
-@dataclasses.dataclass
-class _Request:
-    """One reply asked for by one episode thread."""
-
-    prompt: list[int]
-    max_new_tokens: int
-    done: threading.Event = dataclasses.field(default_factory=threading.Event)
-    result: Completion | None = None
-    error: BaseException | None = None
-
-
 class EnginePolicy:
-    """Harness Policy over an Engine: concurrent requests are batched; replies stop at <|im_end|>."""
+    """Harness Policy over a RolloutEngine: one session per episode thread; replies stop at <|im_end|>."""
 
-    def __init__(self, engine: Any, stop_id: int, sampling: Any = None, policy_version: int = 0,
-                 max_batch: int = 16, wait_s: float = 0.01, seed: int = 0):
+    def __init__(self, engine: Any, stop_id: int, sampling: Any = None, policy_version: int = 0, seed: int = 0):
         from composer2_jax.infer import SamplingParams  # deferred: the bench imports without jax
 
         self.engine, self.stop_id, self.policy_version = engine, stop_id, policy_version
         self.sampling = sampling or SamplingParams(temperature=1.0)
-        self.max_batch, self.wait_s = max_batch, wait_s
         self._seeds = itertools.count(seed)
-        self._pending: list[_Request] = []
-        self._lock, self._run_lock = threading.Lock(), threading.Lock()
+        self._sessions: dict[int, int] = {}  # thread id → engine session
+        self._lock, self._step_lock = threading.Lock(), threading.Lock()
 
     @property
     def max_context(self) -> int:
-        """Longest prompt + reply the model takes (its max_position_embeddings)."""
-        return int(self.engine.cfg.max_position_embeddings)
+        """Longest prompt + reply the engine takes (its EngineConfig.max_len)."""
+        return int(self.engine.ecfg.max_len)
 
     def generate(self, prompt_ids: Sequence[int], max_new_tokens: int) -> Completion:
-        """One reply, generated in a batch with whatever other episodes asked for meanwhile."""
-        room = self.max_context - 16 * -(-len(prompt_ids) // 16)  # the engine pads prompts to multiples of 16
+        """One reply, generated in the engine's continuous batch with whatever other episodes asked for."""
+        room = self.max_context - len(prompt_ids)
         if room < 1:
-            raise ValueError(f"prompt of {len(prompt_ids)} tokens leaves no room in the model's context of "
+            raise ValueError(f"prompt of {len(prompt_ids)} tokens leaves no room in the engine's context of "
                              f"{self.max_context}; lower HarnessConfig.context_budget")
-        req = _Request(list(prompt_ids), min(max_new_tokens, room))
         with self._lock:
-            self._pending.append(req)
-        time.sleep(self.wait_s)
-        while not req.done.is_set():
-            with self._run_lock:
-                with self._lock:
-                    batch, self._pending = self._pending[:self.max_batch], self._pending[self.max_batch:]
-                if batch:
-                    self._run(batch)
-        if req.error is not None:
-            raise req.error
-        return req.result
+            seed = next(self._seeds)
+        sid = self._session(list(prompt_ids))
+        sp = dataclasses.replace(self.sampling, max_tokens=min(max_new_tokens, room), stop=((self.stop_id,),),
+                                 seed=seed)
+        fut = self.engine.reply(sid, sp)
+        while not fut.done():
+            with self._step_lock:
+                if not fut.done():
+                    self.engine.step()
+        out = fut.result()
+        return Completion(tuple(out.tokens), tuple(out.policy_logprobs), self.policy_version)
 
-    def _run(self, batch: list[_Request]) -> None:
-        """One Engine.generate over a batch; each request gets its own cut of the output (or the error)."""
-        sp = dataclasses.replace(self.sampling, max_tokens=max(r.max_new_tokens for r in batch),
-                                 stop=((self.stop_id,),), seed=next(self._seeds))
-        try:
-            outs = self.engine.generate([r.prompt for r in batch], sp)
-            for r, out in zip(batch, outs):
-                n = r.max_new_tokens
-                r.result = Completion(tuple(out.tokens[:n]), tuple(out.policy_logprobs[:n]), self.policy_version)
-        except Exception as e:  # noqa: BLE001 - handed to every waiting episode, raised in its own thread
-            for r in batch:
-                r.error = e
-        for r in batch:
-            r.done.set()
+    def _session(self, prompt: list[int]) -> int:
+        """This thread's session with its context set to the prompt (opened, or reopened after an eviction)."""
+        me = threading.get_ident()
+        sid = self._sessions.get(me)
+        if sid is not None and sid in self.engine.sessions:
+            self.engine.set_context(sid, prompt)
+            return sid
+        sid = self._sessions[me] = self.engine.open(prompt)
+        return sid
 
 
-def load_checkpoint(path: str | Path) -> tuple[Any, dict]:
-    """(Engine, saved run config) from the newest step of a training checkpoint folder (params + router biases)."""
+def load_checkpoint(path: str | Path, engine_config: Any = None) -> tuple[Any, dict]:
+    """(RolloutEngine, saved run config) from the newest step of a training checkpoint folder (params + router
+    biases); `engine_config` defaults to contexts of min(max_position_embeddings, 8192) tokens."""
     import jax
     import jax.numpy as jnp
     import orbax.checkpoint as ocp
     from flax import linen as nn
 
     from composer2_jax.config import model_config
-    from composer2_jax.infer import Engine
+    from composer2_jax.infer.rollout_engine import RolloutEngine
     from composer2_jax.model import Transformer
     from composer2_jax.train.checkpoint import Checkpointer
 
@@ -118,7 +103,17 @@ def load_checkpoint(path: str | Path) -> tuple[Any, dict]:
             item, restore_args=ocp.checkpoint_utils.construct_restore_args(item), partial_restore=True)))["state"]
     finally:
         ck.close()
-    return Engine(cfg, state["params"], state["router_state"]), saved
+    return RolloutEngine(cfg, state["params"], state["router_state"], engine_config or default_engine_config(cfg),
+                         version=int(step)), saved
+
+
+def default_engine_config(cfg: Any) -> Any:
+    """Engine shapes for evaluation: 16 slots, contexts up to min(max_position_embeddings, 8192) tokens."""
+    from composer2_jax.infer.rollout_engine import EngineConfig
+
+    max_len = min(cfg.max_position_embeddings, 8192) // 16 * 16
+    return EngineConfig(slots=16, chunk=128, prefill_rows=2, page_size=16, num_pages=2 * 16 * max_len // 16,
+                        max_len=max_len)
 
 
 def checkpoint_tokenizer(saved: dict) -> tk.Tokenizer:

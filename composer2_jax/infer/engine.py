@@ -38,8 +38,8 @@ from composer2_jax import sharding as shd
 from composer2_jax.config import ModelConfig
 from composer2_jax.infer import kv_cache, sampler, speculative
 from composer2_jax.infer.forward import head, trunk
-from composer2_jax.model.layers import dtype_of
 from composer2_jax.model.layer_plan import moe_layer_ids
+from composer2_jax.model.layers import dtype_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +84,8 @@ class Completion:
     policy_logprobs: list[float] = dataclasses.field(default_factory=list)  # full softmax at T: the RL μ
     raw_logprobs: list[float] = dataclasses.field(default_factory=list)  # full softmax at temperature 1
     prompt_routing: Optional[np.ndarray] = None  # [P−1, L_moe, k] experts of prompt positions 0..P−2
+    versions: list[int] = dataclasses.field(default_factory=list)  # weight version that sampled each token (rollout
+    #                                                                engine; empty from the static engine)
 
     def replay_routing(self) -> Optional[np.ndarray]:
         """[L_moe, P−1+n, k]: recorded routing for the trainer's input tokens prompt + completion[:-1]."""

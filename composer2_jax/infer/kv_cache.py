@@ -24,10 +24,19 @@ LATENT_BSX = ("activation_batch", None, "activation_kv")  # cache arrays: batch-
 
 
 class LayerCache(NamedTuple):
-    """One attention layer's cache."""
+    """One attention layer's cache, contiguous per row (slot = position). The paged form (infer/paged_cache.py) has
+    the same two methods, so attention (infer/mla_decode.py) reads either."""
 
     ckv: jax.Array  # [B, S, L] normed compressed latent
     kr: jax.Array  # [B, S, R] roped shared rotary key
+
+    def write(self, ckv_BTL, kr_BTR, pos_BT, write_BT) -> "LayerCache":
+        """The cache with the new latents written (see `write`)."""
+        return write(self, ckv_BTL, kr_BTR, pos_BT, write_BT)
+
+    def keys(self):
+        """(c_kv [B, S, L], k_R [B, S, R]) with slot s = position s."""
+        return self.ckv, self.kr
 
 
 def init_cache(cfg: ModelConfig, n_layers: int, batch: int, max_len: int, dtype) -> tuple[LayerCache, ...]:

@@ -64,7 +64,7 @@ def absorbed_attention(p: dict, qn_BTHN, qr_BTHR, cache: kv_cache.LayerCache, q_
     w_LHX = _w(p, "kv_b_proj", cfg)
     wkn_LHN, wv_LHV = w_LHX[..., :cfg.qk_nope_head_dim], w_LHX[..., cfg.qk_nope_head_dim:]
     qlat_BTHL = jnp.einsum("BTHN,LHN->BTHL", qn_BTHN, wkn_LHN)
-    ckv_BSL, kr_BSR = cache.ckv.astype(dt), cache.kr.astype(dt)
+    ckv_BSL, kr_BSR = (a.astype(dt) for a in cache.keys())
     scores_BHTS = (jnp.einsum("BTHL,BSL->BHTS", qlat_BTHL, ckv_BSL, preferred_element_type=jnp.float32)
                    + jnp.einsum("BTHR,BSR->BHTS", qr_BTHR, kr_BSR, preferred_element_type=jnp.float32))
     probs_BHTS = _softmax(scores_BHTS * softmax_scale(cfg), q_pos_BT)
@@ -76,7 +76,7 @@ def absorbed_attention(p: dict, qn_BTHN, qr_BTHR, cache: kv_cache.LayerCache, q_
 def expanded_attention(p: dict, qn_BTHN, qr_BTHR, cache: kv_cache.LayerCache, q_pos_BT, cfg: ModelConfig):
     """The reference form: k = [c_kv·W_kN; k_R], v = c_kv·W_v materialised per head, then plain attention."""
     dt = dtype_of(cfg.dtype)
-    ckv_BSL, kr_BSR = cache.ckv.astype(dt), cache.kr.astype(dt)
+    ckv_BSL, kr_BSR = (a.astype(dt) for a in cache.keys())
     kv_BSHX = jnp.einsum("BSL,LHX->BSHX", ckv_BSL, _w(p, "kv_b_proj", cfg))
     kn_BSHN, v_BSHV = kv_BSHX[..., :cfg.qk_nope_head_dim], kv_BSHX[..., cfg.qk_nope_head_dim:]
     scores_BHTS = (jnp.einsum("BTHN,BSHN->BHTS", qn_BTHN, kn_BSHN, preferred_element_type=jnp.float32)
@@ -91,6 +91,6 @@ def cached_attention(p: dict, cache: kv_cache.LayerCache, x_BTD, pos_BT, write_B
     """MLA of new tokens x [B, T, D] at positions pos: write their latents, attend to the cache. (out, cache)."""
     x_BTD = x_BTD.astype(dtype_of(cfg.dtype))
     qn_BTHN, qr_BTHR = queries(p, x_BTD, pos_BT, cfg)
-    cache = kv_cache.write(cache, *latent(p, x_BTD, pos_BT, cfg), pos_BT, write_BT)
+    cache = cache.write(*latent(p, x_BTD, pos_BT, cfg), pos_BT, write_BT)
     attend = absorbed_attention if absorb else expanded_attention
     return attend(p, qn_BTHN, qr_BTHR, cache, pos_BT, cfg), cache

@@ -1,0 +1,208 @@
+"""The rollout engine against the static engine on a multi-turn agentic workload, side by side in one run. JSON lines.
+
+    python -m benchmarks.rollout_engine                     CPU toy, ~2 min on 2 cores (16 episodes × 4 turns)
+    python -m benchmarks.rollout_engine --preset moe100m    the ~100M-parameter MoE (same workload, slower)
+    python -m benchmarks.rollout_engine --gpu               gpu_small preset, bf16, 64 episodes × 8 turns
+    ... --only static | --only rollout                       one engine (halves a slow run; no output comparison)
+
+Workload (seeded): E episodes, each a shared system prompt + its own task, then T turns of (reply, observation);
+reply budgets are long-tailed (lognormal, capped), observations uniform in [obs_min, obs_max] tokens. Greedy
+decoding with random weights and no stop sequence, so each reply is exactly its budget and both engines must
+produce the same tokens (checked: `same_outputs`).
+
+  static   the old rollout service: each turn, the pending requests in batches of `slots` through one fixed-shape
+           `Engine.generate` [slots, max context], every context re-prefilled from token 0, every batch running to
+           its longest reply (rounded up to a power of two ≥ 8: one compiled program per bucket, all warmed up)
+  rollout  `RolloutEngine`: one session per episode (only new tokens prefilled; the system prompt's pages shared),
+           `slots` decode slots, chunked prefill, each episode's next turn queued as soon as its reply ends
+
+Per engine: generated tokens/s (wall, compile excluded by a warm-up), prefill work = tokens the engine computed per
+episode ÷ the episode's distinct tokens (static: every prompt position of every turn; rollout: positions its
+programs fed, preemption recompute included, minus the reply tokens it decoded), turn latency p50/p99 (request →
+reply), cache memory (static: its [slots, S] latent caches; rollout: the page pool), and the speedup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+
+import numpy as np
+
+from composer2_jax.config import get_model_config
+from composer2_jax.infer import Engine, SamplingParams
+from composer2_jax.infer.paged_cache import bytes_per_token
+from composer2_jax.infer.rollout_engine import EngineConfig, RolloutEngine
+from composer2_jax.infer.testing import random_variables
+from composer2_jax.model.layers import dtype_of
+from composer2_jax.params import count_params
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """The multi-turn episodes."""
+
+    episodes: int = 16  # concurrent episodes
+    turns: int = 4  # replies per episode
+    system: int = 96  # shared system prompt tokens
+    task: int = 32  # per-episode task tokens
+    obs_min: int = 16  # observation length range (tokens)
+    obs_max: int = 256
+    reply_median: int = 12  # reply budgets: lognormal around this, capped at reply_max
+    reply_max: int = 64
+    seed: int = 0
+
+    def draw(self, vocab: int):
+        """(prompts [E], observations [E][T−1], reply budgets [E][T])."""
+        r = np.random.default_rng(self.seed)
+        system = r.integers(0, vocab, self.system).tolist()
+        prompts = [system + r.integers(0, vocab, self.task).tolist() for _ in range(self.episodes)]
+        obs = [[r.integers(0, vocab, int(r.integers(self.obs_min, self.obs_max + 1))).tolist()
+                for _ in range(self.turns - 1)] for _ in range(self.episodes)]
+        budgets = np.minimum(np.maximum(1, np.round(r.lognormal(np.log(self.reply_median), 0.9,
+                                                                 (self.episodes, self.turns)))), self.reply_max)
+        return prompts, obs, budgets.astype(int).tolist()
+
+    @property
+    def max_context(self) -> int:
+        return self.system + self.task + (self.turns - 1) * self.obs_max + self.turns * self.reply_max
+
+
+def run_static(cfg, v, wl: Workload, slots: int) -> dict:
+    """The static path, turn by turn in fixed-shape batches."""
+    prompts, obs, budgets = wl.draw(cfg.vocab_size)
+    engine = Engine(cfg, v["params"], v["router_state"])
+    p_len = -(-wl.max_context // 16) * 16
+    ctx = [list(p) for p in prompts]
+    buckets = [b for b in (2 ** i for i in range(3, 12)) if b < wl.reply_max] + [wl.reply_max]
+    for b in buckets:  # compile every reply bucket outside the timing
+        engine.generate([ctx[0]], SamplingParams(temperature=0.0, max_tokens=b), shape=(slots, p_len))
+    outs = [[] for _ in prompts]
+    lat, computed, gen = [], np.zeros(len(prompts)), 0
+    t0 = time.perf_counter()
+    for turn in range(wl.turns):
+        pending = list(range(len(prompts)))
+        asked = time.perf_counter()
+        for i in range(0, len(pending), slots):
+            rows = pending[i:i + slots]
+            longest = max(budgets[e][turn] for e in rows)
+            sp = SamplingParams(temperature=0.0, max_tokens=min(b for b in buckets if b >= longest))
+            res = engine.generate([ctx[e] for e in rows], sp, shape=(slots, p_len))
+            done = time.perf_counter()
+            for e, c in zip(rows, res):
+                reply = c.tokens[:budgets[e][turn]]
+                outs[e].append(reply)
+                computed[e] += len(ctx[e])
+                gen += len(reply)
+                ctx[e] += reply + (obs[e][turn] if turn < wl.turns - 1 else [])
+                lat.append(done - asked)
+    wall = time.perf_counter() - t0
+    distinct = np.array([len(c) for c in ctx]) - np.array([sum(map(len, o)) for o in outs])  # context minus replies
+    cache = slots * (p_len + wl.reply_max + 2) * _bpt(cfg)
+    return _line("static", wall, gen, computed, distinct, lat, cache), outs
+
+
+def run_rollout(cfg, v, wl: Workload, ecfg: EngineConfig) -> dict:
+    """The rollout engine: sessions, continuous batching; each episode's next turn as soon as its reply ends."""
+    prompts, obs, budgets = wl.draw(cfg.vocab_size)
+    warm = RolloutEngine(cfg, v["params"], v["router_state"], ecfg)  # compile both programs outside the timing
+    s = warm.open(prompts[0][:ecfg.chunk + 1])
+    warm.reply(s, SamplingParams(temperature=0.0, max_tokens=2))
+    warm.run()
+    eng = RolloutEngine(cfg, v["params"], v["router_state"], ecfg)
+    sids = [eng.open(p) for p in prompts]
+    outs = [[] for _ in prompts]
+    lat, asked, futs = [], {}, {}
+    t0 = time.perf_counter()
+    for e, sid in enumerate(sids):
+        asked[e], futs[e] = time.perf_counter(), eng.reply(sid, SamplingParams(temperature=0.0,
+                                                                               max_tokens=budgets[e][0]))
+    while futs:
+        eng.step()
+        for e in [e for e, f in futs.items() if f.done()]:
+            now = time.perf_counter()
+            lat.append(now - asked[e])
+            outs[e].append(futs.pop(e).result().tokens)
+            turn = len(outs[e])
+            if turn < wl.turns:
+                eng.append(sids[e], obs[e][turn - 1])
+                asked[e], futs[e] = now, eng.reply(sids[e], SamplingParams(temperature=0.0,
+                                                                           max_tokens=budgets[e][turn]))
+    wall = time.perf_counter() - t0
+    gen = sum(len(r) for o in outs for r in o)
+    computed = np.array([eng.sessions[s].computed for s in sids]) - np.array([sum(map(len, o)) - len(o)
+                                                                              for o in outs])
+    distinct = np.array([len(eng.tokens(s)) for s in sids]) - np.array([sum(map(len, o)) for o in outs])
+    rep = eng.report()
+    line = _line("rollout", wall, gen, computed, distinct, lat, rep["pool_bytes"])
+    line.update(adopted=rep["adopted"], preemptions=rep["preemptions"], compilations_traced=warm.compilations,
+                steps=rep["steps"], referenced_pages_at_end=rep["referenced"])
+    return line, outs
+
+
+def _bpt(cfg) -> int:
+    """Latent cache bytes per token at the compute dtype."""
+    return bytes_per_token(cfg, cfg.num_layers, np.dtype(dtype_of(cfg.dtype)).itemsize)
+
+
+def _line(engine, wall, gen, computed, distinct, lat, cache_bytes) -> dict:
+    lat = np.asarray(lat)
+    return dict(engine=engine, seconds=round(wall, 2), generated=int(gen), tokens_per_s=round(gen / wall, 1),
+                prefill_per_distinct=round(float(np.mean(computed / distinct)), 3),
+                turn_latency_p50_s=round(float(np.percentile(lat, 50)), 3),
+                turn_latency_p99_s=round(float(np.percentile(lat, 99)), 3), cache_bytes=int(cache_bytes))
+
+
+PRESETS = {
+    "toy": dict(num_layers=2, num_mtp_layers=0),
+    # ~100M total parameters: Kimi-shaped MoE (MLA, 16 experts top-4 + shared), 8 layers
+    "moe100m": dict(vocab_size=32768, hidden_size=512, num_layers=8, num_heads=8, q_lora_rank=256, kv_lora_rank=128,
+                    qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32, intermediate_size=1536,
+                    moe_intermediate_size=256, n_routed_experts=16, num_experts_per_tok=4, n_group=4, topk_group=2,
+                    num_mtp_layers=0),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", default="toy", choices=sorted(PRESETS))
+    ap.add_argument("--gpu", action="store_true", help="gpu_small preset, bf16, 64 episodes × 8 turns")
+    ap.add_argument("--episodes", type=int, default=16)
+    ap.add_argument("--turns", type=int, default=4)
+    ap.add_argument("--slots", type=int, default=8)
+    ap.add_argument("--chunk", type=int, default=64)
+    ap.add_argument("--obs-max", type=int, default=256)
+    ap.add_argument("--only", choices=("static", "rollout"), help="run one engine (no output comparison)")
+    args = ap.parse_args()
+    if args.gpu:
+        cfg = get_model_config("gpu_small", num_mtp_layers=0, dtype="bfloat16", param_dtype="bfloat16")
+        wl = Workload(episodes=64, turns=8, system=512, task=128, obs_min=50, obs_max=2000, reply_median=64,
+                      reply_max=512)
+    else:
+        cfg = get_model_config("toy", **PRESETS[args.preset])
+        wl = Workload(episodes=args.episodes, turns=args.turns, obs_max=args.obs_max)
+    v = random_variables(cfg, seed=0, head_scale=20.0, on_device=args.gpu)
+    page = 16
+    max_len = -(-wl.max_context // page) * page
+    slots = 16 if args.gpu else args.slots
+    ecfg = EngineConfig(slots=slots, chunk=256 if args.gpu else args.chunk, prefill_rows=2, page_size=page,
+                        num_pages=wl.episodes * max_len // page + 1, max_len=max_len)
+    head = dict(bench="rollout_engine", preset="gpu_small" if args.gpu else args.preset,
+                params=count_params(v["params"], cfg)[0], **dataclasses.asdict(wl), slots=slots, chunk=ecfg.chunk)
+    if args.only != "rollout":
+        static, s_out = run_static(cfg, v, wl, slots)
+        print(json.dumps(dict(head, **static)), flush=True)
+    if args.only != "static":
+        rollout, r_out = run_rollout(cfg, v, wl, ecfg)
+        print(json.dumps(dict(head, **rollout)), flush=True)
+    if args.only:
+        return
+    print(json.dumps(dict(head, engine="compare", same_outputs=s_out == r_out,
+                          speedup_tokens_per_s=round(rollout["tokens_per_s"] / static["tokens_per_s"], 2),
+                          bytes_per_token=_bpt(cfg))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
