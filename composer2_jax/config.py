@@ -214,6 +214,29 @@ def long_context_rope(m: ModelConfig, target_len: int = CPT_LONG_TARGET_LEN,
                                max_position_embeddings=max(int(target_len), int(m.max_position_embeddings)))
 
 
+# How a stage computes rather than what its parameters are: a stage that starts from a checkpoint keeps its own
+# values of these (ring attention in cpt_long need not follow into SFT); every other field is the architecture the
+# checkpoint's parameters belong to and is inherited (`inherit_model`).
+EXECUTION_FIELDS = ("attention_kernel", "remat_policy", "moe_impl", "moe_capacity_factor", "moe_expert_parallel",
+                    "moe_gmm_impl", "moe_dropless_slack")
+
+
+def inherit_model(recorded: ModelConfig, stage: ModelConfig, base: ModelConfig
+                  ) -> tuple[ModelConfig, dict[str, tuple[Any, Any]]]:
+    """The model of a stage that starts from a checkpoint: one model config per run, changed only explicitly.
+
+    `recorded` is the architecture the checkpoint trained with, `stage` the stage's own model section and `base`
+    the preset that section was derived from. The result is `recorded` with (a) every architecture field in which
+    the stage's section explicitly departs from its preset (cpt_long's YaRN, a stage that sets num_mtp_layers=0
+    to drop the MTP modules) and (b) the stage's own EXECUTION_FIELDS. Returns (model, {field: (from, to)}) of
+    every change from `recorded`, for the log.
+    """
+    explicit = {f.name: getattr(stage, f.name) for f in dataclasses.fields(ModelConfig)
+                if f.name in EXECUTION_FIELDS or getattr(stage, f.name) != getattr(base, f.name)}
+    changes = {k: (getattr(recorded, k), v) for k, v in explicit.items() if getattr(recorded, k) != v}
+    return dataclasses.replace(recorded, **explicit), changes
+
+
 def model_config(m: Any, **overrides) -> ModelConfig:
     """The factory boundary: a model config section (ConfigDict, dict or ModelConfig) → a frozen, validated
     ModelConfig; unknown keys are ConfigErrors naming the key and the closest known ones."""

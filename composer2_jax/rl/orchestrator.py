@@ -3,10 +3,12 @@
     run_rl(config)   config: the ConfigDict of experiments/rl.py, frozen here (`rl_config`) into the
                      RLExperimentConfig every service receives (rl/config.py)
 
-Start: the trainer takes the SFT weights (`init_from`) as version 0, or resumes workdir/checkpoints (train state,
-weight version, counters, task-sampler position; groups in flight at the checkpoint are regenerated). Each new
-version is logged to workdir/logs/metrics.jsonl; every `rl.eval_every` versions the evaluator runs the held-out
-tasks; every `checkpoint.every` versions (and at the end) the state is saved. The curves go to workdir/curves.png.
+Start: the trainer takes the SFT weights (`init_from`) as version 0, with the model config they recorded (YaRN,
+MTP depth, vocabulary; changed only by the RL config's explicit model edits: train/loop.inherited_model), or
+resumes workdir/checkpoints (train state, weight version, counters, task-sampler position; groups in flight at the
+checkpoint are regenerated). Each new version is logged to workdir/logs/metrics.jsonl; every `rl.eval_every`
+versions the evaluator runs the held-out tasks; every `checkpoint.every` versions (and at the end) the state is
+saved. The curves go to workdir/curves.png.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from composer2_jax.rl.services.sampler import TaskSampler
 from composer2_jax.rl.services.trainer import PolicyLaw, Trainer
 from composer2_jax.rl.services.weights import WeightStore
 from composer2_jax.train.checkpoint import Checkpointer
-from composer2_jax.train.loop import config_record, load_stage_params
+from composer2_jax.train.loop import config_record, inherited_model, load_stage_params
 from composer2_jax.train.metrics import MetricWriter
 
 log = logging.getLogger(__name__)
@@ -129,6 +131,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
     """Run (or resume) RL as configured; `hook(metrics)` after each version is logged (see the module docstring)."""
     t0 = time.time()
     run = rl_config(config)
+    run = dataclasses.replace(run, model=inherited_model(run.preset, run.model, run.init_from))  # the SFT's model
     tokenizer = run.tokenizer.build()
     workdir = Path(run.workdir)
     trainer = make_trainer(run, tokenizer)
