@@ -4,7 +4,8 @@ Episodes run on many threads at once (one per sandbox); each asks for one reply 
 the requests that arrive together into one `Engine.generate` call (up to `max_batch`, after waiting `wait_s` for
 company), so parallel sandboxes share the accelerator. Each reply stops at `<|im_end|>` (kept: the sampled ids are
 what the trainer learns from) and carries the engine's `policy_logprobs` as the behaviour log-probs μ. Every call
-draws with a new seed, so repeated samples of one task differ (pass@k needs independent samples).
+draws with a new seed, so repeated samples of one task differ (pass@k needs independent samples). Like the RL rollout
+engine, it samples only the tokenizer's ids (`vocab_limit`): a padded model vocabulary's extra ids cannot be decoded.
 """
 
 from __future__ import annotations
@@ -36,11 +37,12 @@ class EnginePolicy:
     """Harness Policy over an Engine: concurrent requests are batched; replies stop at <|im_end|>."""
 
     def __init__(self, engine: Any, stop_id: int, sampling: Any = None, policy_version: int = 0,
-                 max_batch: int = 16, wait_s: float = 0.01, seed: int = 0):
+                 max_batch: int = 16, wait_s: float = 0.01, seed: int = 0, vocab_limit: int = 0):
         from composer2_jax.infer import SamplingParams  # deferred: the bench imports without jax
 
         self.engine, self.stop_id, self.policy_version = engine, stop_id, policy_version
-        self.sampling = sampling or SamplingParams(temperature=1.0)
+        # ids ≥ vocab_limit (a model vocabulary padded beyond the tokenizer's) are never sampled; 0 = all
+        self.sampling = dataclasses.replace(sampling or SamplingParams(temperature=1.0), vocab_limit=vocab_limit)
         self.max_batch, self.wait_s = max_batch, wait_s
         self._seeds = itertools.count(seed)
         self._pending: list[_Request] = []
