@@ -57,8 +57,9 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--save_every", type=int, default=100, help="the save interval the cost fraction refers to")
     ap.add_argument("--dtype", default="")
+    ap.add_argument("--mtp", type=int, default=0, help="MTP depth (0: the trunk alone, as RESULTS.md measured it)")
     a = ap.parse_args(argv)
-    over = {"dtype": a.dtype} if a.dtype else {}
+    over = dict({"dtype": a.dtype} if a.dtype else {}, num_mtp_layers=a.mtp)
     cfg = get_model_config(a.preset, **over)
     mesh = shd.make_mesh({"fsdp": -1})
     oc = optim.OptimConfig(lr=1e-4, warmup_steps=1, total_steps=a.steps)

@@ -32,6 +32,8 @@ def test_inherit_model_keeps_the_recorded_architecture_and_applies_explicit_edit
     assert changes == {"attention_kernel": ("ring", "xla")}
     edited, changes = inherit_model(recorded, dataclasses.replace(base, rope_theta=1e4), base)
     assert edited.rope_theta == 1e4 and changes["rope_theta"] == (base.rope_theta, 1e4)
+    off, changes = inherit_model(recorded, dataclasses.replace(base, num_mtp_layers=0), base)  # explicit opt-out
+    assert base.num_mtp_layers == 2 and off.num_mtp_layers == 0 and changes["num_mtp_layers"] == (2, 0)
     assert edited.rope_scaling == recorded.rope_scaling
 
 
@@ -48,16 +50,49 @@ def test_stage_chain_carries_rope_and_vocab_from_cpt_long_into_sft(tmp_path, cap
     chats = tmp_path / "chats.jsonl"
     s = _small(sft.get_config("toy"), tmp_path / "sft", str(tmp_path / "long" / "checkpoints"))
     s.data.sources = [dict(kind="chat_jsonl", path=str(chats), weight=1.0)]
+    s.data.seq_len = 256  # rows long enough to hold assistant tokens (the only ones with a loss)
     sft.prepare(s)  # writes the transcripts to a missing stdlib_chats.jsonl path only
     from composer2_jax.data.synthetic import write_stdlib_chats
     write_stdlib_chats(str(chats), n=50)
     with caplog.at_level(logging.INFO, logger="composer2_jax.train.loop"):
         r_sft = train(s)
     assert r_sft.model.rope_scaling == r_long.model.rope_scaling and r_sft.model.vocab_size == 520
+    assert r_bulk.model.num_mtp_layers == r_long.model.num_mtp_layers == r_sft.model.num_mtp_layers == 2
+    for r in (r_bulk, r_long, r_sft):  # every stage trains the MTP heads with CE + self-distillation
+        assert r.metrics["mtp/ce_2"] > 0 and 0 < r.metrics["mtp/accept_1"] <= 1 and r.metrics["mtp/kl_1"] > 0
+    assert r_long.metrics["mtp/distill_weight"] == 1.0
     assert r_sft.model.attention_kernel == "xla"  # the stage's own kernel, not cpt_long's ring
     assert any("attention_kernel: 'ring' → 'xla'" in m for m in caplog.messages)
     recorded = Checkpointer(tmp_path / "sft" / "checkpoints", async_save=False).saved_config()["model"]
     assert recorded["rope_scaling"]["factor"] == 4.0 and recorded["vocab_size"] == 520
+
+
+def test_init_from_restores_the_mtp_modules_and_an_opt_out_drops_them(tmp_path):
+    import jax
+    import numpy as np
+
+    from composer2_jax import sharding as shd
+    from composer2_jax.model import Transformer
+    from composer2_jax.train import optim
+    from composer2_jax.train.loop import load_stage_params
+    from composer2_jax.train.state import abstract_train_state
+
+    c = _small(cpt_bulk.get_config("toy"), tmp_path / "bulk")
+    c.model.num_layers = 2
+    r = train(c)
+    mesh = shd.make_mesh(shd.MeshConfig(fsdp=-1))
+    make_tx = lambda p, n: optim.make_optimizer(optim.OptimConfig(), p, n)
+    ck = Checkpointer(tmp_path / "bulk" / "checkpoints", async_save=False)
+    abstract, _, _ = abstract_train_state(Transformer(r.model, mesh), make_tx, mesh, (8, 64))
+    saved = ck.restore(abstract)[1].params
+    ck.close()
+    params, _ = load_stage_params(str(tmp_path / "bulk" / "checkpoints"), abstract)
+    assert set(params["mtp"]) == {"mtp_0", "mtp_1"}
+    jax.tree.map(np.testing.assert_array_equal, params["mtp"], saved["mtp"])
+    off = dataclasses.replace(r.model, num_mtp_layers=0)
+    abstract_off, _, _ = abstract_train_state(Transformer(off, mesh), make_tx, mesh, (8, 64))
+    params, _ = load_stage_params(str(tmp_path / "bulk" / "checkpoints"), abstract_off)
+    assert "mtp" not in params
 
 
 def test_init_from_without_a_recorded_model_is_a_clear_error(tmp_path):

@@ -51,6 +51,7 @@ class RunResult:
     tokens_per_s: float
     mfu: float
     model: ModelConfig | None = None  # the model config trained (inherited from init_from, see `inherited_model`)
+    metrics: dict = dataclasses.field(default_factory=dict)  # the last logged step's scalar metrics
 
 
 DATA_SHARD_BY = ("documents", "rows")
@@ -232,7 +233,7 @@ def train(config) -> RunResult:
     writer.write(int(state.step), dict(params_total=total, params_active=active, flops_per_token=f_tok))
     start = int(state.step)
     bar = Progress(run.steps, start, enabled=run.log.progress and jax.process_index() == 0)
-    losses, pending, t_start, tokens_seen = [], [], time.time(), 0.0
+    losses, pending, t_start, tokens_seen, last = [], [], time.time(), 0.0, {}
     last_good = ckpt.latest_step()
     with activate(mesh):
         for step in range(start, run.steps):
@@ -242,7 +243,8 @@ def train(config) -> RunResult:
             done = step + 1
             save = done % run.checkpoint.every == 0 or done == run.steps
             if save or done % run.log.every == 0:  # metrics are checked before any state is saved
-                tokens_seen = _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc, last_good)
+                tokens_seen = _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc, last_good,
+                                     last)
                 pending = []
             if save:
                 ckpt.save(done, state, it.get_state(), config_record(run))
@@ -253,7 +255,7 @@ def train(config) -> RunResult:
     secs = time.time() - t_start
     tps = tokens_seen / max(secs, 1e-9)
     return RunResult(losses, int(state.step), str(workdir), secs, tps,
-                     mfu(tps, f_tok, chip.peak_bf16_flops, jax.device_count()), cfg)
+                     mfu(tps, f_tok, chip.peak_bf16_flops, jax.device_count()), cfg, last)
 
 
 def config_record(run) -> dict:
@@ -261,8 +263,9 @@ def config_record(run) -> dict:
     return json.loads(json.dumps(schema.to_dict(run), default=repr))
 
 
-def _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc: StepConfig, last_good):
-    """Fetch the pending steps' metrics, check them, write them; returns the updated token count."""
+def _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc: StepConfig, last_good, last: dict):
+    """Fetch the pending steps' metrics, check them, write them (the newest scalars also into `last`); returns the
+    updated token count."""
     fetched = jax.device_get([m for _, m in pending])
     for (step, _), m in zip(pending, fetched):
         if not bool(m["finite"]):
@@ -277,5 +280,7 @@ def _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc: 
         scal = {k: v for k, v in m.items() if np.ndim(v) == 0}
         scal.update(tokens_per_s=tps, mfu=mfu(tps, f_tok, chip.peak_bf16_flops, jax.device_count()))
         writer.write(step + 1, scal)
+        last.clear()
+        last.update({k: float(v) for k, v in scal.items()}, step=step + 1)
     bar.update(len(pending), losses[-1], tokens_seen / max(time.time() - t_start, 1e-9))
     return tokens_seen
