@@ -102,9 +102,11 @@ def run(argv: list[str]) -> tuple[int, dict | None, dict]:
     return int(not trials or any(t.error for t in trials)), record, paths
 
 
-# The suite as the last stage of experiments/pipeline.py: short episodes of the pipeline's final weights (a toy model
-# mostly fails them; the run must complete, and report any crash as an error).
-PIPELINE_ARGS = ("--suite", "v0", "--samples", "1", "--workers", "4", "--max-turns", "2", "--max-new-tokens", "32",
+# The suite as the last stage of experiments/pipeline.py: one short reply per task from the pipeline's final weights
+# (a toy model fails them; the run must complete, and report any crash as an error). 8 workers: the episodes' ~4.8k-
+# token prompts batch into a few engine calls (each new padded shape compiles; on 2 busy cores two tasks at 2 turns
+# took 8.5 min, 2026-12-01).
+PIPELINE_ARGS = ("--suite", "v0", "--samples", "1", "--workers", "8", "--max-turns", "1", "--max-new-tokens", "16",
                  "--no-plot")
 
 

@@ -93,8 +93,8 @@ def _arrow(a, b, fmt="{:.3f}") -> str:
 def markdown_table(summary: list[dict], seconds: float) -> str:
     """One row per stage: loss, MTP acceptance per depth, RL pass and reward (start → end) with the reward terms,
     summary fraction, evaluation / suite pass rate, wall time."""
-    head = ["stage", "loss (first → last)", "MTP acceptance α", "RL pass (start → end)", "reward (start → end)",
-            "reward terms (last batch)", "summary fraction", "eval pass", "seconds"]
+    head = ["stage", "loss: CE + λ·MTP (first → last)", "MTP acceptance α", "RL pass (start → end)",
+            "reward (start → end)", "reward terms (last batch)", "summary fraction", "eval pass", "seconds"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in summary:
         if "skipped" in s:

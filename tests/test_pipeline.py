@@ -22,7 +22,7 @@ def test_the_pipeline_ends_with_a_table_per_stage():
                dict(stage="suite", tasks=43, pass_at_1=0.0, errors=0, seconds=120),
                dict(stage="x", skipped="no sandboxes")]
     rows = pipeline.markdown_table(summary, 1100.0).splitlines()
-    assert rows[0].startswith("| stage | loss (first → last) | MTP acceptance α | RL pass (start → end) |")
+    assert rows[0].startswith("| stage | loss: CE + λ·MTP (first → last) | MTP acceptance α | RL pass (start → end)")
     assert rows[2] == "| cpt_bulk | 8.130 → 4.090 | 0.913 / 0.901 | – | – | – | – | – | 639 |"
     assert rows[3] == ("| rl | – | – | 0.125 → 0.250 | 0.120 → 0.240 | success +0.25, length_penalty -0.01 | 0.50 | – "
                        "| 300 |")
