@@ -29,6 +29,7 @@ import time
 import numpy as np
 
 from composer2_jax.data import tokenizer as tk
+from composer2_jax.episode import Episode, Segment, Turn
 from composer2_jax.rl.config import LoopConfig, RLConfig
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.records import Counters, EpisodeRecord, GroupRecord, summarize_groups
@@ -36,7 +37,6 @@ from composer2_jax.rl.services.rollout import Generation
 from composer2_jax.rl.services.sampler import TaskSampler
 from composer2_jax.rl.services.weights import Weights, WeightStore
 from composer2_jax.rl.tasks import task_set
-from composer2_jax.episode import Episode, Segment, Turn
 
 
 class Progress:
@@ -150,8 +150,8 @@ def simulate(eta: int, args) -> dict:
 
 def real_run(eta: int, args) -> dict:
     """experiments/rl.py toy from an SFT checkpoint for --real-steps versions; samples/s and final eval."""
-    from composer2_jax.rl import orchestrator  # noqa: PLC0415
-    from experiments import rl as rl_exp  # noqa: PLC0415
+    from composer2_jax.rl import orchestrator
+    from experiments import rl as rl_exp
 
     c = rl_exp.get_config("toy")
     c.init_from, c.workdir = args.real, f"{args.real_workdir}/eta{eta}"

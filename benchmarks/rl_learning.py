@@ -20,7 +20,7 @@ import time
 
 def main(argv=None) -> dict:
     """Run, print the JSON line, return it."""
-    from experiments import rl as rl_exp  # noqa: PLC0415
+    from experiments import rl as rl_exp
 
     p = argparse.ArgumentParser(prog="python -m benchmarks.rl_learning", description=__doc__.splitlines()[0])
     p.add_argument("--workdir", default="runs/bench_rl_learning")

@@ -15,6 +15,9 @@ bwrap and the agent's interpreter start inside the call). Tool-call overhead is 
 minus the same `sh -c true` fork/exec timed on the host right before it (paired samples), and read_file of a
 small file (no process at all).
 fork cost against repository size is shown by forking a small and a --big-files repository.
+Episode checkpoints (issue 18): a scripted harness episode of --turns turns (each writes a file and runs a command)
+with `checkpoints=True`: the cost of each turn's checkpoint (snapshot of the sandbox + copy of the harness state),
+and the episode's wall time with and without checkpoints (--only-checkpoints runs just these rows).
 """
 
 import argparse
@@ -236,6 +239,35 @@ def bench_images(n: int, pool: int) -> list[dict]:
     return rows
 
 
+def bench_turn_checkpoints(repo: str, episodes: int, turns: int) -> list[dict]:
+    """Per-turn checkpoint cost inside harness episodes, and the episode wall time with and without checkpoints."""
+    from composer2_jax.bench.agents import ScriptedPolicy, call
+    from composer2_jax.data.tokenizer import ByteTokenizer
+    from composer2_jax.env.harness import HarnessConfig, run_episode
+
+    tok, cfg = ByteTokenizer(), HarnessConfig(max_turns=turns + 1)
+    replies = [call("write_file", path=f"step{i}.py", content=f"x = {i}\n" * 20)
+               + call("run_terminal_cmd", command=f"python3 step{i}.py && ls | wc -l") for i in range(turns)]
+    per_turn, walls = [], {True: [], False: []}
+    with Environment(pool_size=2) as env:
+        snap = env.import_repo(repo)
+        for i in range(2 * episodes):
+            checkpoints = i % 2 == 0  # interleaved, so load drifts hit both alike
+            sid = env.fork(snap)
+            r = run_episode(env, sid, "Do the steps.", ScriptedPolicy(tok, replies, cfg), tok, cfg,
+                            checkpoints=checkpoints)
+            walls[checkpoints].append(r.wall_s)
+            per_turn += [c.snapshot_s for c in r.checkpoints]
+            for c in r.checkpoints:
+                env.delete_snapshot(c.snapshot)
+            env.close(sid)
+    on, off = statistics.median(walls[True]), statistics.median(walls[False])
+    return [stats("turn_checkpoint", per_turn, turns_per_episode=turns),
+            {"bench": "sandbox", "metric": "episode_with_checkpoints", "episodes": episodes, "turns": turns,
+             "wall_p50_ms_with": round(on * 1000, 1), "wall_p50_ms_without": round(off * 1000, 1),
+             "overhead_per_turn_ms": round((on - off) * 1000 / turns, 3)}]
+
+
 def _wait_image_pool(env: Environment, size: int, timeout_s: float = 30.0) -> None:
     """Block until the image pool is full again."""
     deadline = time.monotonic() + timeout_s
@@ -263,7 +295,14 @@ def main():
     ap.add_argument("--big-files", type=int, default=2000, help="files in the big repository (50 KB each)")
     ap.add_argument("--no-images", action="store_true", help="skip the image-sandbox rows (they need podman)")
     ap.add_argument("--only-images", action="store_true", help="only the image-sandbox rows")
+    ap.add_argument("--turns", type=int, default=20, help="turns per episode in the checkpoint rows")
+    ap.add_argument("--only-checkpoints", action="store_true", help="only the per-turn checkpoint rows")
     args = ap.parse_args()
+    if args.only_checkpoints:
+        with tempfile.TemporaryDirectory() as tmp:
+            for row in bench_turn_checkpoints(make_repo(tmp, 20, 2000), max(2, args.n // 10), args.turns):
+                print(json.dumps(row), flush=True)
+        return
     if args.only_images:
         for row in bench_images(args.n, args.pool):
             print(json.dumps(row), flush=True)
@@ -276,6 +315,7 @@ def main():
         rows.append(bench_cold_fork(small, max(10, args.n // 2)))
         rows += bench_repo_size(small, big, max(8, args.n // 2), args.pool)
         rows.append(bench_capacity(small, args.max_sandboxes))
+        rows += bench_turn_checkpoints(small, max(2, args.n // 10), args.turns)
     if not args.no_images:
         rows += bench_images(args.n, args.pool)
     for row in rows:

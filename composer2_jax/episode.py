@@ -10,6 +10,7 @@ lead to success are reinforced). Packing into trainer arrays lives in rl/traject
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Hashable, Sequence
 
@@ -149,6 +150,22 @@ class SegmentBuilder:
     def context(self) -> list[int]:
         """Token ids of the current segment, the context the sampler continues."""
         return [tok for t in self._turns for tok in t.tokens]
+
+    @property
+    def closed_segments(self) -> tuple[Segment, ...]:
+        """The segments closed by a summary so far."""
+        return tuple(self._segments)
+
+    @property
+    def current_turns(self) -> tuple[Turn, ...]:
+        """The turns of the open segment (its first two: system and task)."""
+        return tuple(self._turns)
+
+    def fork(self) -> SegmentBuilder:
+        """An independent copy that continues from here (turns and segments are immutable, so they are shared)."""
+        twin = copy.copy(self)
+        twin._segments, twin._turns = list(self._segments), list(self._turns)
+        return twin
 
     @property
     def needs_summary(self) -> bool:

@@ -206,7 +206,7 @@ def _cost(compiled) -> dict:
 
 def _unit_costs(cfg, mesh, batch, seq, optimizer, node_size):
     """(cost with one unit, per-unit increment) from two unrolled compiles, collectives included."""
-    from composer2_jax.model.transformer import layer_plan
+    from composer2_jax.model.layer_plan import layer_plan
 
     prefix, pattern, n_units, suffix = layer_plan(cfg)
     p = len(pattern) or 1

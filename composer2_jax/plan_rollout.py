@@ -27,7 +27,6 @@ between trainer and rollout engines for a target staleness. All figures are boun
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Optional
 
 from composer2_jax.chips import Chip

@@ -117,7 +117,7 @@ def _leading_comment(lines: list[str], index: int) -> str:
 
 def to_config_dict(obj):
     """The ml_collections ConfigDict of a dataclass instance (values as defaults, typed None references)."""
-    import ml_collections  # noqa: PLC0415 — optional at import time (see the module docstring)
+    import ml_collections  # optional at import time (see the module docstring)
 
     if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
         raise TypeError(f"to_config_dict expects a dataclass instance, got {obj!r}")

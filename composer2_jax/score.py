@@ -72,7 +72,8 @@ class Scorer:
         c = self.cfg
         for s in seqs:
             if len(s) > c.max_position_embeddings:
-                raise ValueError(f"sequence of {len(s)} tokens exceeds max_position_embeddings={c.max_position_embeddings}")
+                raise ValueError(f"sequence of {len(s)} tokens exceeds "
+                                 f"max_position_embeddings={c.max_position_embeddings}")
             bad = [t for t in s if not 0 <= t < c.vocab_size]
             if bad:
                 raise ValueError(f"token ids {bad[:5]} are outside the vocabulary [0, {c.vocab_size})")

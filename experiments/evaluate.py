@@ -1,6 +1,7 @@
 """Evaluation — run an agent on a benchmark suite through the same tool-call harness as RL rollouts.
 
 Run:      python -m experiments.evaluate --suite v0 --agent oracle              (reference solutions)
+          python -m experiments.evaluate --suite v1 --agent oracle              (suite v1; per category below)
           python -m experiments.evaluate --suite v0 --agent null                (submits at once)
           python -m experiments.evaluate --suite v0 --agent model:runs/toy/rl/checkpoints --samples 4 --k 1,4
 Hardware: scripted agents — any Linux host with bubblewrap, run as root (the sandboxes mount overlays); tasks with
@@ -99,6 +100,9 @@ def run(argv: list[str]) -> tuple[int, dict | None, dict]:
                                                         if k.startswith("pass@"))
           + f" over {overall['tasks']} tasks ({len(suite.unsupported)} unsupported, {overall['errors']} trials "
             f"errored); report: {paths['markdown']}")
+    for name, row in record["categories"].items():
+        print(f"  {name}: " + ", ".join(f"{k} {report.pct(v)}%" for k, v in row.items() if k.startswith("pass@"))
+              + f" over {row['tasks']} tasks")
     return int(not trials or any(t.error for t in trials)), record, paths
 
 

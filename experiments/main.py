@@ -42,7 +42,7 @@ def check_argv(argv: Sequence[str], default_spec: str) -> None:
 
 def define_flags(experiment_file: str, default_preset: str) -> str:
     """Register --config (with overrides) and --describe; returns the default `FILE:PRESET`."""
-    from ml_collections import config_flags  # noqa: PLC0415 — the experiment CLI needs it, the library does not
+    from ml_collections import config_flags  # the experiment CLI needs it, the library does not
 
     spec = f"{experiment_file}:{default_preset}"
     config_flags.DEFINE_config_file("config", spec, "experiment config", lock_config=True)
@@ -78,8 +78,8 @@ def parse(experiment_file: str, default_preset: str, argv: Sequence[str], to_fro
 
 def run(experiment_file: str, default_preset: str, prepare: Optional[Callable] = None):
     """Parse flags for a training stage and train it (after `prepare(config)`, e.g. writing generated data)."""
-    from composer2_jax.train import distributed  # noqa: PLC0415
-    from composer2_jax.train.loop import stage_config, train  # noqa: PLC0415
+    from composer2_jax.train import distributed
+    from composer2_jax.train.loop import stage_config, train
 
     config, _ = parse(experiment_file, default_preset, sys.argv, stage_config)
 
@@ -87,7 +87,7 @@ def run(experiment_file: str, default_preset: str, prepare: Optional[Callable] =
         del argv
         distributed.initialize()
         quiet_logs()
-        import jax  # noqa: PLC0415 — after distributed.initialize
+        import jax  # after distributed.initialize
 
         freeze_or_exit(config, lambda c: stage_config(c).mesh.shape(jax.device_count()))  # mesh ≠ devices: exit 2
         if prepare is not None:

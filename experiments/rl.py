@@ -3,6 +3,7 @@
 Run:      python -m experiments.rl                                  (toy: transcripts → SFT warm start → async RL)
           python -m experiments.rl --config.rl.eta=0                (the synchronous loop)
           python -m experiments.rl --config.rl.backend=ray          (the same services as Ray actors)
+          python -m experiments.rl --config.tasks=toy@2,suite:v0@1  (a curriculum of task sources, docs/rl.md)
 Hardware: toy — a 2-core CPU with bubblewrap (run as root): transcripts ~40 s, SFT ~3 min, evaluations ~30 s
           each, RL ~5 s a version (100 versions).
 Expected: the issue's targets (benchmarks/rl_learning.py) — measured 2026-11-30: held-out pass@1 at T = 1
@@ -26,7 +27,7 @@ from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl import orchestrator, tasks
 from composer2_jax.rl.config import EnvConfig, RLConfig, RLExperimentConfig, WarmStartConfig
-from composer2_jax.rl.rewards import RewardConfig
+from composer2_jax.rl.rewards import TERMS, RewardConfig
 from composer2_jax.rl.services.env_worker import env_worker_for
 from composer2_jax.rl.services.oracle import write_oracle_transcripts
 from composer2_jax.rl.services.rollout import RolloutConfig
@@ -121,7 +122,7 @@ def evaluate_checkpoint(config, checkpoint_dir: str) -> dict[str, float]:
     engine, _ = load_checkpoint(checkpoint_dir)
     tok = run.tokenizer.build()
     with Environment(pool_size=run.env.pool_size) as env:
-        evaluator = Evaluator(env_worker_for(run, env, tok), orchestrator.heldout_tasks(run.rl), engine.cfg,
+        evaluator = Evaluator(env_worker_for(run, env, tok), orchestrator.heldout_tasks(run), engine.cfg,
                               run.rollout, tok.special_id(tk.IM_END), run.rl.eval_samples,
                               vocab_limit=orchestrator.vocab_limit(tok, engine.cfg.vocab_size))
         version = int(Checkpointer(checkpoint_dir, async_save=False).latest_step() or 0)
@@ -138,10 +139,6 @@ def pipeline_config(preset: str, root: str, prev: str):
     return c
 
 
-# The terms of rl/rewards.RewardBreakdown that add up to the reward (the rest are raw measurements).
-REWARD_TERMS = ("success", "length_penalty", "readability", "todos", "invalid_tool_calls", "clarity")
-
-
 def run_stage(preset: str, root: str, prev: str) -> tuple[dict, str]:
     """experiments/pipeline.py stage 'rl': (summary line, checkpoint folder) — pass rate and reward of the first and
     last version's batch, the last batch's reward terms, and the fraction of episodes that summarised."""
@@ -149,7 +146,7 @@ def run_stage(preset: str, root: str, prev: str) -> tuple[dict, str]:
     warm = prepare(c)
     r = orchestrator.run_rl(c)
     first, last = r.history[0], r.history[-1]
-    terms = {k: round(last[f"batch/terms/{k}"], 4) for k in REWARD_TERMS if f"batch/terms/{k}" in last}
+    terms = {k: round(last[f"batch/term/{k}"], 4) for k in TERMS if f"batch/term/{k}" in last}
     line = dict(stage="rl", versions=r.final_version, sft_last_loss=round(warm.get("sft_last_loss", float("nan")), 4),
                 pass_start=round(first["batch/pass_rate"], 4), pass_end=round(last["batch/pass_rate"], 4),
                 reward_start=round(first["batch/reward"], 4), reward_end=round(last["batch/reward"], 4),

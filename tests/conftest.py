@@ -18,7 +18,7 @@ os.environ.setdefault(
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
-import jax  # noqa: E402
+import jax
 
 jax.config.update("jax_default_matmul_precision", "highest")
 

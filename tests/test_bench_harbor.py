@@ -95,7 +95,8 @@ def test_task_toml_schema_defaults_and_unknown_keys(tmp_path, caplog):
     assert c.unknown_keys == ("frobnicate", "environment.wobble") and c.ignored_keys == ("environment.mcp_servers",)
     assert (c.difficulty, c.verifier_timeout_s, c.agent_timeout_s, c.build_timeout_s) == ("hard", 45.0, 1800.0, 1200.0)
     assert (c.cpus, c.memory_mb, c.storage_mb, c.workdir) == (2.0, 4096, 20480, "/srv")
-    assert (c.verifier_user, c.agent_user, c.healthcheck.retries, c.healthcheck.interval_sec) == ("tester", "1000", 5, 5.0)
+    assert ((c.verifier_user, c.agent_user, c.healthcheck.retries, c.healthcheck.interval_sec)
+            == ("tester", "1000", 5, 5.0))
     assert c.metadata["anything"] == {"nested": True} and c.package["name"] == "acme/full"
     assert c.network_policy.allow_hosts == ("pypi.org", "files.pythonhosted.org")
     assert c.network_policy.decide("GET", "pypi.org", 443)[0] and not c.network_policy.decide("GET", "x.org", 443)[0]
@@ -123,7 +124,8 @@ def test_reward_files_scalar_rule_and_startup_failures():
     assert parse_rewards(None, b'{"a": 1, "b": 0, "c": 0.5}')[1] == 0.5  # the mean of the keys
     assert scalar_reward({"a": 1.0, "reward": 0.0}) == 0.0
     assert "no reward.txt or reward.json" in parse_rewards(None, None)[2]
-    assert "expected an object" in parse_rewards(None, b"[1]")[2] and "no numeric keys" in parse_rewards(None, b'{"a": "b"}')[2]
+    assert ("expected an object" in parse_rewards(None, b"[1]")[2]
+            and "no numeric keys" in parse_rewards(None, b'{"a": "b"}')[2])
     assert "not finite" in parse_rewards(b"nan", None)[2] and "empty" in parse_rewards(b"  \n", None)[2]
     assert startup_failure("bash: line 3: uvx: command not found\n") == "bash: line 3: uvx: command not found"
     assert "No module named pytest" in startup_failure("/usr/bin/python3: No module named pytest\n")
@@ -255,8 +257,8 @@ def test_same_sandbox_grading_sees_what_a_fresh_fork_cannot(bench_env, snapshots
 
     task = load_task(HARBOR / "http-service")
     sid = bench_env.fork(snapshots.get(task))
-    r = bench_env.exec(sid, "bash /dev/stdin <<'EOF'\n" + (HARBOR / "http-service" / "solution" / "solve.sh").read_text()
-                       + "\nEOF", timeout_s=60)
+    r = bench_env.exec(sid, "bash /dev/stdin <<'EOF'\n"
+                       + (HARBOR / "http-service" / "solution" / "solve.sh").read_text() + "\nEOF", timeout_s=60)
     assert r["exit_code"] == 0
     assert grade(bench_env, sid, task).passed  # the agent's service answers the verifier
     kid = bench_env.fork(sid)  # a fork carries files, not processes

@@ -16,7 +16,8 @@ from composer2_jax.convert.checkpoint import flatten, restore_checkpoint, save_c
 from composer2_jax.convert.hf_config import arch_dict
 from composer2_jax.convert.safetensors_io import SafetensorsDir, save_file
 from composer2_jax.convert.testing import DEEPSEEK_LIKE, KIMI_LIKE, random_hf_model
-from composer2_jax.model.transformer import layer_plan, unstack_params
+from composer2_jax.model.layer_plan import layer_plan
+from composer2_jax.model.transformer import unstack_params
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -212,7 +213,8 @@ def test_import_export_is_bit_exact(hf_dirs, tmp_path, arch):
 
 def test_bf16_release_round_trip_restores_router_dtype(hf_dirs, tmp_path):
     """Released layout: bf16 weights, bf16 router, fp32 bias; the router is imported as fp32 either way."""
-    src = {k: (v if k.endswith("e_score_correction_bias") else v.astype(BF16)) for k, v in read_dir(hf_dirs["kimi"]).items()}
+    src = {k: (v if k.endswith("e_score_correction_bias") else v.astype(BF16))
+           for k, v in read_dir(hf_dirs["kimi"]).items()}
     d = write_dir(tmp_path / "rel", src, released_config(hf_dirs["kimi"]), shards=3)
     for dtype in ("auto", "float32"):
         ckpt = import_hf(d, str(tmp_path / f"ck_{dtype}"), dtype=dtype)
@@ -302,7 +304,8 @@ def test_mtp_layers_import_and_export(hf_dirs, tmp_path):
     m = params["mtp"]["mtp_0"]
     assert sorted(m) == ["block", "eh_proj", "enorm", "final_norm", "hnorm"]  # embedding/head: equal copies, dropped
     np.testing.assert_array_equal(m["eh_proj"], src["model.layers.4.eh_proj.weight"].T)
-    np.testing.assert_array_equal(m["block"]["moe"]["wi_gate"][3], src["model.layers.4.mlp.experts.3.gate_proj.weight"].T)
+    np.testing.assert_array_equal(m["block"]["moe"]["wi_gate"][3],
+                                  src["model.layers.4.mlp.experts.3.gate_proj.weight"].T)
     assert state["mtp"]["mtp_0"]["block"]["moe"]["e_score_correction_bias"].shape == (8,)
     assert_same_bytes(read_dir(export_hf(ckpt, str(tmp_path / "out"), max_shard_bytes=64 << 10)), src)
 
@@ -379,8 +382,10 @@ def test_int4_pack_quantized_experts_are_dequantized(hf_dirs, tmp_path):
     moe = params["stack"]["layer_0"]["moe"]
     for u, layer in ((0, 1), (1, 2)):
         for j in range(8):
-            np.testing.assert_array_equal(moe["wi_up"][u, j], ref[f"model.layers.{layer}.mlp.experts.{j}.up_proj.weight"].T)
-            np.testing.assert_array_equal(moe["wo"][u, j], ref[f"model.layers.{layer}.mlp.experts.{j}.down_proj.weight"].T)
+            np.testing.assert_array_equal(moe["wi_up"][u, j],
+                                          ref[f"model.layers.{layer}.mlp.experts.{j}.up_proj.weight"].T)
+            np.testing.assert_array_equal(moe["wo"][u, j],
+                                          ref[f"model.layers.{layer}.mlp.experts.{j}.down_proj.weight"].T)
     np.testing.assert_array_equal(params["lm_head"], src["lm_head.weight"].T)
 
 

@@ -89,11 +89,14 @@ def test_path_traversal_and_absolute_paths(env, attacker, bystander, canary):
 
 def test_symlinks_out_of_the_workspace(env, attacker, bystander, canary):
     path, secret = canary
-    sh(env, attacker, f"ln -s /etc/passwd passwd; ln -s / root; ln -s {path} canary; ln -s .. up; mkdir d; ln -s ../.. d/up2")
+    sh(env, attacker, f"ln -s /etc/passwd passwd; ln -s / root; ln -s {path} canary; "
+                      "ln -s .. up; mkdir d; ln -s ../.. d/up2")
     for tool, args in (("read_file", {"path": "passwd"}), ("read_file", {"path": "canary"}),
-                       ("write_file", {"path": "root/tmp/x", "content": "x"}), ("write_file", {"path": "canary", "content": "x"}),
+                       ("write_file", {"path": "root/tmp/x", "content": "x"}),
+                       ("write_file", {"path": "canary", "content": "x"}),
                        ("edit_file", {"path": "canary", "old_string": secret, "new_string": "x"}),
-                       ("list_dir", {"path": "up"}), ("list_dir", {"path": "d/up2"}), ("grep", {"pattern": "x", "path": "root"}),
+                       ("list_dir", {"path": "up"}), ("list_dir", {"path": "d/up2"}),
+                       ("grep", {"pattern": "x", "path": "root"}),
                        ("run_terminal_cmd", {"command": "true", "cwd": "up"})):
         assert env.call(attacker, tool, args).error == "path_outside_workspace", (tool, args)
     obs = sh(env, attacker, "cat canary; echo pwned > canary; ls root/")
@@ -224,7 +227,8 @@ def test_killing_the_parent(env, attacker, bystander, canary):
 def test_background_processes_left_behind(env, attacker, bystander, canary):
     daemon = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(1000)\n"
     env.call(attacker, "write_file", {"path": "daemon.py", "content": daemon})
-    obs = sh(env, attacker, "sleep 1000 & setsid sleep 1001 & (nohup sleep 1002 >/dev/null 2>&1 &); python3 daemon.py; echo back")
+    obs = sh(env, attacker, "sleep 1000 & setsid sleep 1001 & (nohup sleep 1002 >/dev/null 2>&1 &); "
+                            "python3 daemon.py; echo back")
     assert obs.fields["stdout"] == "back\n" and obs.fields["wall_s"] < 5
     contained(env, attacker, bystander, canary)  # all four are gone once the command returns
 

@@ -154,3 +154,23 @@ def test_non_proxy_requests_are_rejected_and_logged(env, upstream):
     assert env.call(sid, "run_terminal_cmd", {"command": f'python3 -c "{raw}"'}).fields["stdout"] == "400\n"
     assert "not a proxy request" in env.egress_log(sid)[-1]["reason"]
     env.close(sid)
+
+
+def test_requests_of_a_tool_call_are_appended_to_its_observation(env, upstream):
+    sid = sandbox(env, allow(upstream))
+    url = f"http://127.0.0.1:{upstream.port}/obs"
+    cmd = (f"NO_PROXY= no_proxy= python3 fetch.py GET {url}; NO_PROXY= no_proxy= python3 fetch.py POST {url} x; "
+           f"NO_PROXY= no_proxy= python3 fetch.py GET http://denied.example:{upstream.port}/pkg")
+    obs = env.call(sid, "run_terminal_cmd", {"command": cmd})
+    lines = [line for line in obs.content.splitlines() if line.startswith("network: ")]
+    assert lines == [f"network: ALLOWED GET {url} -> 200 (allowed by policy)",
+                     (f"network: DENIED POST {url} -> 403 (method POST is not allowed (allowed: GET, HEAD, OPTIONS, "
+                      "CONNECT))"),
+                     (f"network: DENIED GET http://denied.example:{upstream.port}/pkg -> 403 (host denied.example is "
+                      "not in the allow list)")]
+    assert [(e["allowed"], e["host"], e["method"], e["status"]) for e in obs.fields["egress"]] == [
+        (True, "127.0.0.1", "GET", 200), (False, "127.0.0.1", "POST", 403), (False, "denied.example", "GET", 403)]
+    quiet = env.call(sid, "read_file", {"path": "fetch.py"})  # requests are shown once, with the call that made them
+    assert "network:" not in quiet.content and "egress" not in quiet.fields
+    assert len(env.egress_log(sid)) == 3
+    env.close(sid)

@@ -160,8 +160,9 @@ def test_merged_snapshot_layers_equal_the_stack_they_replace(tmp_path):
     diffs = []
     for i, edit in enumerate([
             lambda d: (d / "etc").mkdir() or os.mknod(d / "etc" / "gone", stat.S_IFCHR, 0),  # delete an image file
-            lambda d: (d / "opt" / "old").mkdir(parents=True) or os.setxattr(d / "opt" / "old", "trusted.overlay.opaque",
-                                                                             b"y") or (d / "opt" / "old" / "c").write_text("c"),
+            lambda d: ((d / "opt" / "old").mkdir(parents=True)
+                       or os.setxattr(d / "opt" / "old", "trusted.overlay.opaque", b"y")
+                       or (d / "opt" / "old" / "c").write_text("c")),
             lambda d: (d / "usr").mkdir() or (d / "usr" / "x").write_text("x2") or (d / "new").write_text("n")]):
         layer = f"L{i}"
         (Path(store.path(layer))).mkdir()
@@ -186,7 +187,8 @@ def test_merged_snapshot_layers_equal_the_stack_they_replace(tmp_path):
 # ------------------------------------------------------------------------------------------------------ real images
 
 ENTRY_DOCKERFILE = (HARBOR / "apt-pytest" / "environment" / "Dockerfile").read_text().split("WORKDIR")[0] + """\
-RUN useradd -m -u 1234 runner && printf '#!/bin/sh\\necho "started as $(id -un) with $*" > /tmp/entry.log\\nexec "$@"\\n' \
+RUN useradd -m -u 1234 runner && \
+printf '#!/bin/sh\\necho "started as $(id -un) with $*" > /tmp/entry.log\\nexec "$@"\\n' \
 > /entry.sh && chmod +x /entry.sh
 ENV GREETING="hello from ENV"
 WORKDIR /srv/work
@@ -344,7 +346,8 @@ def test_python_base_builds_from_nothing_and_pip_installs_system_wide(tmp_path, 
     """A fresh cache and a mirror spelling nobody used: debootstrap, the python recipe and the task all build."""
     fresh = ImageBuilder(cache_dir=tmp_path / "cache", mirror="http://deb.debian.org/debian/")
     recipe = map_base("python:3.11-slim")
-    for name in (fresh.debootstrap_name("bookworm"), fresh.base_name(recipe)):  # a previous run's bases would be reused: remove them
+    # a previous run's bases would be reused: remove them
+    for name in (fresh.debootstrap_name("bookworm"), fresh.base_name(recipe)):
         subprocess.run(["podman", "rmi", "-f", name], capture_output=True, check=False)
     ctx = tmp_path / "ctx"
     ctx.mkdir()

@@ -42,6 +42,8 @@ def test_remote_episode_end_to_end(client, upstream, tmp_path):
     snap = client.snapshot(sid)
     kid = client.fork(snap)
     client.call(kid, "write_file", {"path": "a.txt", "content": "two\n"})
+    changes = client.changes(kid)  # read from the fork's own layers, over HTTP
+    assert (changes.before, changes.after) == ({"a.txt": "one\n"}, {"a.txt": "two\n"})
     assert client.call(sid, "read_file", {"path": "a.txt"}).content == "one\n"
     client.call(sid, "write_file", {"path": "a.txt", "content": "three\n"})
     client.restore(sid, snap)
@@ -78,3 +80,22 @@ def test_token_is_required_when_configured():
         finally:
             server.shutdown()
             server.server_close()
+
+
+def test_remote_checkpoint_fork_keeps_origin_and_episode_state(client, tmp_path):
+    repo = envtest.make_repo(str(tmp_path), {"a.txt": "one\n"})
+    sid = client.create(repo)
+    client.call(sid, "write_file", {"path": "a.txt", "content": "two\n"})
+    client.call(sid, "todo_write", {"todos": [{"id": "1", "content": "x", "status": "in_progress"}]})
+    snap, state = client.snapshot(sid), client.episode(sid)
+    kid = client.fork(snap, keep_origin=True)
+    client.set_episode(kid, state)
+    assert client.episode(kid) == state and client.todos(kid)[0]["status"] == "in_progress"
+    client.call(kid, "write_file", {"path": "b.txt", "content": "new\n"})
+    changes = client.changes(kid)  # counted from the parent's start, not from the snapshot
+    assert (changes.before, changes.after) == ({"a.txt": "one\n", "b.txt": None}, {"a.txt": "two\n", "b.txt": "new\n"})
+    with pytest.raises(ValueError, match="expected exactly"):
+        client.set_episode(kid, {"todos": []})
+    client.close(kid)
+    client.close(sid)
+    client.delete_snapshot(snap)

@@ -131,6 +131,8 @@ def test_todo_write_replace_and_merge(env, sid):
     assert env.call(sid, "todo_write", {"todos": [{"id": "1", "content": "x", "status": "finished"}]}).error \
         == "invalid_arguments"
     assert env.call(sid, "todo_write", {"todos": first + first}).error == "invalid_arguments"
+    history = env.episode(sid)["todo_history"]  # every accepted list, in order (refused calls change nothing)
+    assert [[t["status"] for t in h] for h in history] == [["done", "in_progress"], ["done", "done", "pending"]]
 
 
 @pytest.mark.parametrize("tool, args, kind", [

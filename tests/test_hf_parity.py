@@ -26,7 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    """{name: (HF model, tokens, HF logits, {scan: checkpoint})}: the CLI writes the scanned import, the API the other."""
+    """{name: (HF model, tokens, HF logits, {scan: checkpoint})}: the CLI writes the scanned import, the API the
+    other."""
     out = {}
     for name, spec in SPECS.items():
         model = random_hf_model(spec, seed=0)

@@ -1,6 +1,5 @@
 """Each model piece against an independent naive NumPy reference (and RoPE/YaRN against the HF formula)."""
 
-import dataclasses
 import math
 
 import jax
@@ -54,7 +53,8 @@ def _hf_yarn_inv_freq(dim, base, s: RopeScaling):
     return inv.numpy(), attn_factor
 
 
-@pytest.mark.parametrize("s", [RopeScaling(64.0, 4096, 32.0, 1.0, 1.0, 1.0), RopeScaling(32.0, 4096, 1.0, 1.0, 1.0, 1.0),
+@pytest.mark.parametrize("s", [RopeScaling(64.0, 4096, 32.0, 1.0, 1.0, 1.0),
+                               RopeScaling(32.0, 4096, 1.0, 1.0, 1.0, 1.0),
                                RopeScaling(8.0, 256, 32.0, 1.0, 0.707, 1.0)])
 def test_yarn_frequencies_and_mscale_match_hf(s):
     inv_hf, factor_hf = _hf_yarn_inv_freq(64, 50000.0, s)

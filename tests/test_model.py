@@ -12,7 +12,8 @@ from flax import linen as nn
 
 from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
-from composer2_jax.model.transformer import layer_plan, stack_params, unstack_params
+from composer2_jax.model.layer_plan import layer_plan
+from composer2_jax.model.transformer import stack_params, unstack_params
 from composer2_jax.params import count_params
 from tests.tolerances import FP32_BLOCK, FP32_FN
 
@@ -149,6 +150,7 @@ def test_router_replay_is_bit_exact_and_changes_routing_when_forced():
         model.apply(v, tok, routing=out.routing[:1])
 
 
+@pytest.mark.slow
 def test_moe_layer_freq_and_dense_model_build():
     for kw in (dict(num_layers=5, first_k_dense_replace=1, moe_layer_freq=2), dict(n_routed_experts=0)):
         cfg = _toy(**kw)

@@ -9,8 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from composer2_jax.model.grouped_matmul import (grouped_matmul, grouped_swiglu, padded_capacity, resolve_impl,
-                                                sorted_groups)
+from composer2_jax.model.grouped_matmul import (
+    grouped_matmul,
+    grouped_swiglu,
+    padded_capacity,
+    resolve_impl,
+    sorted_groups,
+)
 from tests.tolerances import FP32_BLOCK, SHARDED_FP32
 
 rng = np.random.default_rng(0)

@@ -9,7 +9,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = [
     "notebooks/length_penalty.ipynb",
-    "notebooks/mtp_ablation.ipynb",
+    pytest.param("notebooks/mtp_ablation.ipynb", marks=pytest.mark.slow),  # trains two toy models (~100 s)
 ]
 
 

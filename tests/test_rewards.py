@@ -291,14 +291,17 @@ def test_compute_reward_breakdown_by_hand():
     assert br.success == 1.0
     close(br.effort, 1900.0)
     close(br.length_penalty, -0.10647107)
-    assert (br.lint_findings, br.unfinished_todos, br.todo_comments, br.n_invalid_tool_calls) == (2, 1, 3, 1)
+    assert (br.lint_findings, br.unfinished_todos, br.n_todo_comments, br.n_invalid_tool_calls) == (2, 1, 3, 1)
     close(br.readability, -0.04)
-    close(br.todos, -0.08)
+    close(br.todos, -0.02)
+    close(br.todo_comments, -0.06)
+    assert br.denied_egress == 0.0 and br.n_denied_egress == 0
     close(br.invalid_tool_calls, -0.05)
     close(br.clarity, -0.05 * 5 / 18)
     close(br.total, 1 - 0.10647107 - 0.04 - 0.08 - 0.05 - 0.05 * 5 / 18)
     logged = br.as_dict()
-    assert set(logged) >= {"reward/total", "reward/length_penalty", "reward/readability", "reward/clarity"}
+    assert set(logged) >= {"reward/total"} | {f"reward/{t}" for t in rw.TERMS}
+    close(logged["reward/total"], math.fsum(logged[f"reward/{t}"] for t in rw.TERMS))  # TERMS are the whole sum
     close(logged["reward/total"], br.total)
 
 
@@ -338,3 +341,24 @@ def test_effort_counts_from_episode():
     # thinking 5 + 2 + summary 2 = 9; tool call 3 (1 call); tool output 6; message 4
     # turns: [thinking, tool_call] | [summary] | [thinking, message] (new segment) = 3
     assert counts == rw.EffortCounts(9, 3, 6, 4, tool_calls=1, turns=3)
+
+
+def test_every_term_is_weighted_by_its_config_coefficient():
+    outcome = rw.EpisodeOutcome(tests=rw.TestResult(3, 0), todos=[{"content": "a", "status": "pending"}],
+                                diff=DIFF, tool_call_errors=["bad_json", None],
+                                egress=[{"allowed": False}, {"allowed": True}, {"allowed": False}])
+    cfg = rw.RewardConfig(success_coef=0.5, penalty_coef=0.0, todo_coef=0.1, todo_comment_coef=0.01,
+                          invalid_tool_call_coef=0.2, denied_egress_coef=0.3)
+    br = rw.compute_reward(outcome, cfg)
+    assert (br.unfinished_todos, br.n_todo_comments, br.n_invalid_tool_calls, br.n_denied_egress) == (1, 3, 1, 2)
+    close(br.success, 0.5)
+    close(br.todos, -0.1)
+    close(br.todo_comments, -0.03)
+    close(br.invalid_tool_calls, -0.2)
+    close(br.denied_egress, -0.6)
+    signed = [f.name for f in rw.dataclasses.fields(rw.RewardBreakdown)][:len(rw.TERMS)]
+    assert tuple(signed) == rw.TERMS  # the breakdown's signed fields are exactly the terms, in order
+    with pytest.raises(ValueError, match="egress event 0"):
+        rw.compute_reward(rw.EpisodeOutcome(tests=rw.TestResult(1, 0), egress=[{"host": "x"}]), cfg)
+    with pytest.raises(ValueError, match="todo_comment_coef"):
+        rw.RewardConfig(todo_comment_coef=-1.0)

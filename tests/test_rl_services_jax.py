@@ -23,7 +23,7 @@ from composer2_jax.rl.services.trainer import PolicyLaw, Trainer, TrainerConfig
 from composer2_jax.rl.services.weights import Weights, WeightStore
 from composer2_jax.episode import SegmentBuilder
 from composer2_jax.train.optim import OptimConfig
-from tests.tolerances import ROLLOUT_VS_TRAINER_LOGP_ATOL
+from tests.tolerances import FP32_FN, ROLLOUT_VS_TRAINER_LOGP_ATOL
 
 TOK = tk.ByteTokenizer()
 CFG = micro_model_config()
@@ -251,3 +251,106 @@ def test_a_summarizing_episode_trains_both_segments_with_the_episodes_advantage(
         tr.train([group])
     after = seg_logp()
     assert all(a < b - 0.5 for a, b in zip(after, before)), (before, after)  # a negative advantage, both segments
+
+
+def test_tree_groups_replay_each_leafs_inherited_routing(trainer, rollout):
+    """A branch resumed after turn 1 inherits its parent's first call: packing the tree's leaf paths with those
+    routing records, the trainer's π_θ equals the sampler's μ on every trained token (shared prefix trained once)."""
+    from composer2_jax.rl.tree import GroupTree, TreeNode
+
+    rng = np.random.default_rng(7)
+    b = SegmentBuilder(rng.integers(0, 256, 5).tolist(), rng.integers(0, 256, 9).tolist(), [1, 2], 256)
+    parent = RolloutPolicy(rollout.generate)
+    c1 = parent.generate(b.context, 12)
+    b.append(c1.ids, True, c1.logprobs, policy_version=c1.policy_version)
+    b.append(rng.integers(0, 256, 6).tolist(), False)
+    boundary = b.fork()  # the checkpoint after turn 1
+    leaves = []
+    for k, builder in enumerate([b, boundary.fork(), boundary.fork()]):
+        policy = RolloutPolicy(rollout.generate)
+        c = policy.generate(builder.context, 12)
+        builder.append(c.ids, True, c.logprobs, policy_version=c.policy_version)
+        ep = builder.finish(reward=float(k == 1))
+        calls = parent.calls[:1] + policy.calls  # every leaf inherits the first call (leaf 0 is the parent's own)
+        routing = episode_routing(ep, calls, 1, CFG.num_experts_per_tok)
+        leaves.append(EpisodeRecord(ep, routing, "t", "easy", ep.reward, ep.reward, 0.0, {}, "submitted", 2, 0, 0,
+                                    24, 0.0, 0.0, 0))
+    turns = leaves[0].episode.segments[0].turns
+    nodes = [TreeNode("root", None, turns[:2]), TreeNode("t1", "root", turns[2:4])]
+    nodes += [TreeNode(f"leaf{k}", "t1", e.episode.segments[0].turns[4:], reward=e.reward)
+              for k, e in enumerate(leaves)]
+    group = GroupRecord(0, "t", 0, leaves, tree=GroupTree(nodes))
+    packed, routing = trainer.pack([group])
+    m = packed.loss_mask > 0
+    assert m.sum() == len(c1.ids) + sum(len(e.episode.segments[0].turns[4].tokens) for e in leaves)
+    logp = trainer.token_logprobs(packed, slice(0, 4), routing)
+    np.testing.assert_allclose(logp[m], packed.behav_logprobs[m], atol=ROLLOUT_VS_TRAINER_LOGP_ATOL)
+    adv = packed.advantages[m]
+    np.testing.assert_allclose(np.unique(adv), [-1 / 3, 0.0, 2 / 3], **FP32_FN)  # turn 1: V(t1) − V(root) = 0
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_run_rl_trains_on_tree_groups(tmp_path):
+    from experiments import rl as rl_exp
+
+    c = rl_exp.get_config("toy")
+    c.model = schema.to_config_dict(micro_model_config())
+    c.workdir, c.init_from = str(tmp_path / "rl"), ""
+    c.rl.update(steps=2, groups_per_batch=2, eval_every=0, eval_tasks=2, eval_samples=1, episode_threads=8,
+                train_tasks=40, plot=False, group_mode="tree")
+    c.rl.tree.update(initial=2, branches=2, token_budget=96, node_choice="uniform")
+    c.rl.loop.update(episode_threads=8)
+    c.rollout.update(batch_size=4, prompt_len=192, max_new_tokens=24)
+    c.harness.update(max_new_tokens=24, summary_tokens=16, max_turns=2, context_budget=144)
+    c.trainer.update(rows=4, seq_len=256)
+    r = orchestrator.run_rl(c)
+    assert r.final_version == 2 and all(m["staleness_max"] <= c.rl.eta for m in r.history)
+    assert r.counters["tree_branches"] >= 2 * 2 and r.counters["tree_generated_tokens"] >= 2 * 2 * 96
+    first = r.history[0]  # sampled and trained by version 0: π_prox = μ under router replay
+    assert first["batch/episodes"] >= 2 * 4
+    np.testing.assert_allclose(np.log([first["behav_ratio_min"], first["behav_ratio_max"]]), 0.0,
+                               atol=ROLLOUT_VS_TRAINER_LOGP_ATOL)
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_the_trainer_steps_on_branched_tree_groups(tmp_path):
+    """Scripted replies (read, then fix) on the toy family's hard tasks make real mid-episode branches; the real
+    trainer packs the trees (every sampled token once, per-token edge advantages) and takes a finite step."""
+    from composer2_jax.env import Environment, SandboxLimits
+    from composer2_jax.env.harness import HarnessConfig
+    from composer2_jax.rl import tasks
+    from composer2_jax.rl.branching import TreeConfig
+    from composer2_jax.rl.config import LoopConfig, RLConfig
+    from composer2_jax.rl.rewards import RewardConfig
+    from composer2_jax.rl.services.env_worker import EnvWorker
+    from composer2_jax.rl.services.local import LocalOrchestrator
+    from composer2_jax.rl.services.records import Counters
+    from composer2_jax.rl.services.sampler import TaskSampler
+    from composer2_jax.rl.services.testing import ScriptedRollout
+
+    harness = HarnessConfig(max_turns=4, max_new_tokens=192, max_total_tokens=1024, context_budget=2048,
+                            system_prompt="Fix the bug.")
+    hard = [t for t in tasks.task_set(60, 0) if "should return" in t.instruction][:4]
+    oc = OptimConfig(lr=1e-3, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
+    trainer = Trainer(CFG, oc, TrainerConfig(rows=4, seq_len=2048), seed=0)
+    consumed = []
+    train = trainer.train
+    trainer.train = lambda groups: (consumed.append(groups), train(groups))[1]
+    with Environment(pool_size=4, limits=SandboxLimits(timeout_s=30)) as env:
+        store, counters = WeightStore(), Counters()
+        worker = EnvWorker(env, TOK, harness, RewardConfig(), ("read_file", "edit_file", "submit"),
+                           schemas_in_prompt=False, repo_root=tmp_path)
+        rl = RLConfig(eta=0, steps=1, groups_per_batch=1, group_mode="tree",
+                      tree=TreeConfig(initial=2, branches=2, token_budget=500, node_choice="uniform"),
+                      loop=LoopConfig(episode_threads=4, max_retries=1, take_timeout_s=300))
+        history = LocalOrchestrator(trainer, ScriptedRollout(store, p_correct=0.5, seed=5), worker,
+                                    TaskSampler(hard), rl, store, counters).run()
+    (group,), = consumed
+    assert any(len(kids) > 1 for n, kids in group.tree.children.items() if n != group.tree.root)  # mid-episode
+    sampled = sum(len(t.tokens) for n in group.tree.nodes.values() for t in n.turns if t.trainable)
+    packed, _ = trainer.pack([group])
+    assert packed.loss_mask.sum() == sampled
+    m = history[0]
+    assert m["version"] == 1 and np.isfinite(m["loss"]) and m["batch/episodes"] == len(group.tree.leaves)

@@ -43,7 +43,8 @@ def test_stage_chain_carries_rope_and_vocab_from_cpt_long_into_sft(tmp_path, cap
     r_bulk = train(bulk)
     long = _small(cpt_long.get_config("toy"), tmp_path / "long", str(tmp_path / "bulk" / "checkpoints"))
     r_long = train(long)
-    assert r_long.model.vocab_size == 520 and r_long.model.num_layers == 2  # inherited, although cpt_long's own section says 512
+    # inherited, although cpt_long's own section says 512 and 3
+    assert r_long.model.vocab_size == 520 and r_long.model.num_layers == 2
     assert r_long.model.rope_scaling.factor == 4.0 and r_long.model.rope_scaling.original_max_position_embeddings \
         == 128  # cpt_long's explicit YaRN: 128 → 512
     assert r_bulk.model.rope_scaling != r_long.model.rope_scaling
@@ -81,7 +82,10 @@ def test_init_from_restores_the_mtp_modules_and_an_opt_out_drops_them(tmp_path):
     c.model.num_layers = 2
     r = train(c)
     mesh = shd.make_mesh(shd.MeshConfig(fsdp=-1))
-    make_tx = lambda p, n: optim.make_optimizer(optim.OptimConfig(), p, n)
+
+    def make_tx(p, n):
+        return optim.make_optimizer(optim.OptimConfig(), p, n)
+
     ck = Checkpointer(tmp_path / "bulk" / "checkpoints", async_save=False)
     abstract, _, _ = abstract_train_state(Transformer(r.model, mesh), make_tx, mesh, (8, 64))
     saved = ck.restore(abstract)[1].params

@@ -96,6 +96,7 @@ def _abstract(config, mesh):
                                 (config.data.batch_size, config.data.seq_len))[0]
 
 
+@pytest.mark.slow
 def test_checkpoint_restores_onto_a_different_mesh(tmp_path):
     c = _config(tmp_path, steps=2)
     train(c)

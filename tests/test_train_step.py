@@ -136,10 +136,11 @@ def test_qk_clip_scales_each_offending_head_to_tau():
 
 
 def test_router_bias_update_moves_toward_uniform_in_model_order():
-    cfg = get_model_config("toy", num_layers=5, first_k_dense_replace=1, moe_layer_freq=2, num_mtp_layers=0)  # the trunk
+    cfg = get_model_config("toy", num_layers=5, first_k_dense_replace=1, moe_layer_freq=2,
+                           num_mtp_layers=0)  # the trunk's routers only
     v = nn.unbox(Transformer(cfg).init(jax.random.key(0), jnp.zeros((1, 4), jnp.int32)))
     rs = v["router_state"]
-    from composer2_jax.model.transformer import moe_layer_ids
+    from composer2_jax.model.layer_plan import moe_layer_ids
 
     ids = moe_layer_ids(cfg)  # layers 2 and 4: both in the scanned stack (units [1,2], [3,4]; MoE at 2 and 4)
     load = jnp.asarray(np.stack([np.arange(8.0) * (i + 1) for i in range(len(ids))]), jnp.float32)
@@ -166,7 +167,9 @@ def test_gradient_accumulation_matches_one_batch():
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), **FP32_BLOCK)
 
 
-@pytest.mark.parametrize("mesh_shape", [dict(fsdp=8), dict(data=2, fsdp=2, tensor=2), dict(fsdp=2, expert=2, tensor=2)])
+@pytest.mark.parametrize("mesh_shape", [dict(fsdp=8),  # the other meshes (~60 s each) run in CI's slow step
+                                        pytest.param(dict(data=2, fsdp=2, tensor=2), marks=pytest.mark.slow),
+                                        pytest.param(dict(fsdp=2, expert=2, tensor=2), marks=pytest.mark.slow)])
 def test_sharded_step_matches_single_device(mesh_shape):
     cfg = get_model_config("toy")
     oc = optim.OptimConfig(lr=1e-3, warmup_steps=1)
@@ -190,6 +193,7 @@ def test_sharded_step_matches_single_device(mesh_shape):
     assert len(leaf.sharding.device_set) == 8
 
 
+@pytest.mark.slow
 def test_nonfinite_step_is_skipped_when_configured():
     cfg = get_model_config("toy")
     mesh = shd.make_mesh({"fsdp": 1}, devices=jax.devices()[:1])

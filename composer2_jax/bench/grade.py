@@ -234,7 +234,8 @@ def _run_tests(env, sid: str, task: Task, step: Step | None, timeout: float, whe
         return env.exec(sid, f"cd {WORKSPACE} && {verdict.verifier_env(where.tests, where.logs)} "
                              f"bash {where.tests}/test.sh > {out} 2>&1", timeout_s=timeout)
     cfg = task.config
-    user = step.config.verifier_user if step is not None and step.config.verifier_user is not None else cfg.verifier_user
+    user = (step.config.verifier_user if step is not None and step.config.verifier_user is not None
+            else cfg.verifier_user)
     pairs = cfg.env + cfg.verifier_env + (step.config.verifier_env if step is not None else ())
     extra = resolve_env(pairs, f"{task.path}: [environment]/[verifier] env")
     guard = {"PYTHONPATH": ":".join(p for p in (where.site, extra.get("PYTHONPATH", "")) if p),

@@ -302,9 +302,9 @@ def parse_task_toml(path: Path) -> TaskConfig:
         docker_image=env.get("docker_image") or None, workdir=env.get("workdir") or None,
         env=_env_table(env, "env", f"{path}: environment"),
         healthcheck=_healthcheck(env.get("healthcheck"), f"{path}: environment"),
-        verifier_env=_env_table(verifier, "env", f"{path}: verifier"), verifier_user=_user(verifier, f"{path}: verifier"),
-        agent_user=_user(agent, f"{path}: agent"), solution_env=_env_table(_section(doc, "solution", path), "env",
-                                                                           f"{path}: solution"),
+        verifier_env=_env_table(verifier, "env", f"{path}: verifier"),
+        verifier_user=_user(verifier, f"{path}: verifier"), agent_user=_user(agent, f"{path}: agent"),
+        solution_env=_env_table(_section(doc, "solution", path), "env", f"{path}: solution"),
         steps=step_configs, multi_step_reward_strategy=strategy, package=dict(_section(doc, "task", path)),
         metadata=dict(meta), unknown_keys=unknown, ignored_keys=ignored)
 

@@ -24,7 +24,7 @@ from composer2_jax.bench import verdict_runner as vr
 RUNNER = Path(vr.__file__).resolve()
 GUARD = RUNNER.with_name("verifier_guard.py")  # installed as sitecustomize.py for every verifier
 RUNNER_NAME = RUNNER.name
-HOST_ONLY = (vr.EXPECTED,)  # files of tests/ the graders keep on the host
+HOST_ONLY = (vr.EXPECTED, "negatives")  # what of tests/ the graders keep on the host (hidden values, negatives)
 ANSWERS_LIMIT = 8 << 20  # most bytes of answers.json the host reads
 TEST_SH = """#!/usr/bin/env bash
 # Hidden verifier (Harbor layout), run from the repository root. The verdict runner runs the probes of probes.py

@@ -19,7 +19,6 @@ import json
 import os
 from typing import Any, Mapping, Optional
 
-
 from composer2_jax.config import ModelConfig, RopeScaling, model_config
 
 # HF key → our key. Keys with a default may be absent from config.json.
@@ -147,7 +146,8 @@ def _rope(t: Mapping) -> tuple[float, Optional[dict]]:
     theta = t.get("rope_theta")
     if "rope_theta" in params:
         if theta is not None and float(theta) != float(params["rope_theta"]):
-            raise ValueError(f"config.json: rope_theta={theta} and rope_parameters.rope_theta={params['rope_theta']} disagree")
+            raise ValueError(f"config.json: rope_theta={theta} and "
+                             f"rope_parameters.rope_theta={params['rope_theta']} disagree")
         theta = params["rope_theta"]
     if theta is None:
         raise ValueError("config.json lacks rope_theta (top level or in rope_parameters)")
@@ -155,7 +155,8 @@ def _rope(t: Mapping) -> tuple[float, Optional[dict]]:
     fields = [f.name for f in dataclasses.fields(RopeScaling)]
     unknown = sorted(set(params) - set(fields) - set(_ROPE_EXTRA))
     if unknown:
-        raise ValueError(f"config.json rope settings have unknown key(s) {unknown}; expected {fields + list(_ROPE_EXTRA)}")
+        raise ValueError(f"config.json rope settings have unknown key(s) {unknown}; "
+                         f"expected {fields + list(_ROPE_EXTRA)}")
     if kind in (None, "default"):
         return float(theta), None
     if kind != "yarn":
@@ -249,7 +250,8 @@ def to_hf_config(cfg: ModelConfig, extra: Optional[Mapping] = None) -> dict:
     d["rope_scaling"] = None if s is None else dict(dataclasses.asdict(s), type="yarn")
     for k, v in (extra or {}).items():
         if k not in IGNORED:
-            raise ValueError(f"to_hf_config: extra key {k!r} is not in the IGNORED table; architecture keys come from cfg")
+            raise ValueError(f"to_hf_config: extra key {k!r} is not in the IGNORED table; "
+                             "architecture keys come from cfg")
         d[k] = v
     return dict(sorted(d.items()))
 

@@ -55,7 +55,8 @@ def dequant_int4_group(packed: np.ndarray, scale: np.ndarray, shape, group: int 
     """compressed-tensors pack-quantized symmetric int4 weight → dtype [O, I]."""
     o, i = (int(x) for x in np.asarray(shape).reshape(-1))
     if packed.shape != (o, -(-i // 8)):
-        raise ValueError(f"weight_packed has shape {list(packed.shape)}; expected {[o, -(-i // 8)]} for weight_shape {[o, i]}")
+        raise ValueError(f"weight_packed has shape {list(packed.shape)}; "
+                         f"expected {[o, -(-i // 8)]} for weight_shape {[o, i]}")
     if scale.shape != (o, -(-i // group)):
         raise ValueError(f"weight_scale has shape {list(scale.shape)}; expected {[o, -(-i // group)]} "
                          f"(group size {group} along the input dim)")

@@ -54,7 +54,8 @@ def read_header(path: str) -> tuple[dict, int]:
 
 
 class SafetensorsDir:
-    """All tensors of an HF checkpoint directory (sharded with an index, one model.safetensors, or any *.safetensors)."""
+    """All tensors of an HF checkpoint directory (sharded with an index, one model.safetensors, or any
+    *.safetensors)."""
 
     def __init__(self, directory: str):
         self.directory = directory
@@ -158,7 +159,8 @@ class ShardedWriter:
             raise ValueError(f"tensor {name!r} written out of order; expected {expected!r}")
         _, shape, dtype = self.entries[i]
         if tuple(array.shape) != tuple(shape) or np.dtype(array.dtype) != np.dtype(dtype):
-            raise ValueError(f"tensor {name!r}: got {array.dtype}{list(array.shape)}, planned {np.dtype(dtype)}{list(shape)}")
+            raise ValueError(f"tensor {name!r}: got {array.dtype}{list(array.shape)}, "
+                             f"planned {np.dtype(dtype)}{list(shape)}")
         k = self.shard_of[i]
         if k != self._open_shard:
             self._close()

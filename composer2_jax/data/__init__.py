@@ -10,14 +10,40 @@ SFT: `SourceConfig(kind="chat_jsonl", path=...)` documents are rendered by `rend
 serving parses model output with `parse_assistant`. `seqio_bridge` (imports tensorflow) is loaded only on use.
 """
 
-from composer2_jax.data.chat import (ParsedAssistant, RenderedChat, ToolCall, ToolCallError, format_tool_call,
-                                     parse_assistant, render_chat)
-from composer2_jax.data.pipeline import (BATCH_KEYS, DataConfig, PackIterDataset, data_config,
-                                         describe_batch, document_to_example, load_state, make_dataset,
-                                         make_documents, make_examples, make_iterator, orbax_restore_args,
-                                         orbax_save_args, save_state)
-from composer2_jax.data.sources import (ArrayRecordSource, DirectorySource, InMemorySource, JsonlSource,
-                                        SourceConfig, make_source, stdlib_source)
+from composer2_jax.data.chat import (
+    ParsedAssistant,
+    RenderedChat,
+    ToolCall,
+    ToolCallError,
+    format_tool_call,
+    parse_assistant,
+    render_chat,
+)
+from composer2_jax.data.pipeline import (
+    BATCH_KEYS,
+    DataConfig,
+    PackIterDataset,
+    data_config,
+    describe_batch,
+    document_to_example,
+    load_state,
+    make_dataset,
+    make_documents,
+    make_examples,
+    make_iterator,
+    orbax_restore_args,
+    orbax_save_args,
+    save_state,
+)
+from composer2_jax.data.sources import (
+    ArrayRecordSource,
+    DirectorySource,
+    InMemorySource,
+    JsonlSource,
+    SourceConfig,
+    make_source,
+    stdlib_source,
+)
 from composer2_jax.data.tokenizer import ByteTokenizer, TiktokenTokenizer, Tokenizer, make_tokenizer
 
 __all__ = [

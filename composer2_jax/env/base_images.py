@@ -4,15 +4,15 @@ No container registry is reachable from the machines this runs on, so a Dockerfi
 pulled. Every public base a task may name is reproduced from Debian's package archive instead (debootstrap, then
 packages on top) and the mapping is stated in the build log and in docs/env.md:
 
-| public base (any registry prefix, tag or digest)   | local base                                                       |
-|----------------------------------------------------|------------------------------------------------------------------|
-| ubuntu:*                                           | Debian bookworm minbase                                          |
-| debian:bullseye* / 11*, bookworm* / 12* / stable* / latest, trixie* / 13* | that Debian release, minbase                |
-| python:3.9* (and any python:*-bullseye)            | Debian bullseye + python3 3.9, pip, venv (+ gcc, git, curl unless -slim) |
-| python:3.10*, 3.11* (and any python:*-bookworm)    | Debian bookworm + python3 3.11, pip, venv                        |
-| python:3.12*, 3.13*, 3.14*, 3 / latest (and any python:*-trixie) | Debian trixie + python3 3.13, pip, venv            |
-| ghcr.io/laude-institute/t-bench/ubuntu-24-04:*     | Debian bookworm + tmux, asciinema (what the t-bench image adds)  |
-| ghcr.io/laude-institute/t-bench/python-3-13:*      | Debian trixie + python3 3.13, pip, venv, tmux, asciinema         |
+| public base (any registry prefix, tag or digest) | local base |
+|---|---|
+| ubuntu:* | Debian bookworm minbase |
+| debian:bullseye* / 11*, bookworm* / 12* / stable* / latest, trixie* / 13* | that Debian release, minbase |
+| python:3.9* (and any python:*-bullseye) | Debian bullseye + python3 3.9, pip, venv (+ gcc, git, curl unless -slim) |
+| python:3.10*, 3.11* (and any python:*-bookworm) | Debian bookworm + python3 3.11, pip, venv |
+| python:3.12*, 3.13*, 3.14*, 3 / latest (and any python:*-trixie) | Debian trixie + python3 3.13, pip, venv |
+| ghcr.io/laude-institute/t-bench/ubuntu-24-04:* | Debian bookworm + tmux, asciinema (what the t-bench image adds) |
+| ghcr.io/laude-institute/t-bench/python-3-13:* | Debian trixie + python3 3.13, pip, venv, tmux, asciinema |
 
 Every base also trusts the host's extra CA certificates (an intercepting egress proxy must be trusted inside as it
 is outside) and has ca-certificates installed. Python bases behave like the official python image where it

@@ -8,6 +8,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
+from composer2_jax.env.changes import WorkspaceChanges
 from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.observation import Observation
 from composer2_jax.env.transfer import pack_dir
@@ -90,13 +91,17 @@ class EnvironmentClient:
         """See Environment.new_episode."""
         return self._rpc("new_episode", sid=sid)
 
+    def set_episode(self, sid: str, state: dict) -> None:
+        """See Environment.set_episode."""
+        self._rpc("set_episode", sid=sid, state=state)
+
     def snapshot(self, sid: str) -> str:
         """See Environment.snapshot."""
         return self._rpc("snapshot", sid=sid)
 
-    def fork(self, source: str, policy: EgressPolicy | None = None) -> str:
+    def fork(self, source: str, policy: EgressPolicy | None = None, keep_origin: bool = False) -> str:
         """See Environment.fork."""
-        return self._rpc("fork", source=source, policy=self._policy(policy))
+        return self._rpc("fork", source=source, policy=self._policy(policy), keep_origin=keep_origin)
 
     def restore(self, sid: str, snapshot: str) -> None:
         """See Environment.restore."""
@@ -113,6 +118,10 @@ class EnvironmentClient:
     def egress_log(self, sid: str, since: int = 0) -> list[dict]:
         """See Environment.egress_log."""
         return self._rpc("egress_log", sid=sid, since=since)
+
+    def changes(self, sid: str) -> WorkspaceChanges:
+        """See Environment.changes."""
+        return WorkspaceChanges.from_dict(self._rpc("changes", sid=sid))
 
     def todos(self, sid: str) -> list[dict]:
         """See Environment.todos."""

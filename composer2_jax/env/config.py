@@ -56,7 +56,8 @@ class SandboxConfig:
     """Host-side settings: where state lives, which host ids sandboxes run as, what is bound read-only."""
 
     base_dir: str | None = None  # sandbox state (layers, logs; root-only); None: a fresh temporary dir
-    public_dir: str | None = None  # parent of the small dir bwrap must reach (agent scripts, egress sockets); None: $TMPDIR
+    # parent of the small dir bwrap must reach (agent scripts, egress sockets); None: $TMPDIR
+    public_dir: str | None = None
     host_uid: int = 100_000  # host uid the sandbox user maps to (never 0: rlimits must bind)
     host_gid: int = 100_000  # host gid the sandbox group maps to
     sandbox_uid: int = 1000  # uid seen inside the sandbox

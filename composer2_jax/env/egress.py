@@ -129,7 +129,8 @@ class _Exchange:
         where = _parse_target(method, target)
         if where is None:
             self.log.add(method, "?", 0, target, False, "not a proxy request (expected CONNECT host:port or http://...)")
-            return self._reply(400, f"proxy requests must be CONNECT host:port or an absolute http:// URL, got {target!r}")
+            return self._reply(400, "proxy requests must be CONNECT host:port or an absolute http:// URL, "
+                                    f"got {target!r}")
         host, port, path = where
         allowed, reason = self.policy.decide(method, host, port)
         address = None

@@ -35,7 +35,8 @@ class EgressPolicy:
     allow_hosts: tuple[str, ...] = ()  # host patterns, shell-style and case-insensitive: "pypi.org", "*.github.com"
     allow_ports: tuple[int, ...] = (80, 443)  # destination ports
     allow_methods: tuple[str, ...] = DEFAULT_METHODS  # HTTP methods (CONNECT opens a TLS tunnel, not inspected)
-    allow_private: bool = False  # allow hosts that resolve to internal addresses (INTERNAL_NETWORKS: loopback, LAN, ...)
+    # allow hosts that resolve to internal addresses (INTERNAL_NETWORKS: loopback, LAN, ...)
+    allow_private: bool = False
 
     def __post_init__(self):
         for port in self.allow_ports:

@@ -24,6 +24,7 @@ stops the sandbox's processes and restarts its entrypoint: snapshots are of file
 from __future__ import annotations
 
 import atexit
+import copy
 import dataclasses
 import os
 import secrets
@@ -32,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from composer2_jax.env.bwrap import command_env
+from composer2_jax.env.changes import WorkspaceChanges, layer_changes
 from composer2_jax.env.config import Resources, SandboxConfig, SandboxLimits
 from composer2_jax.env.egress_policy import EgressLog, EgressPolicy
 from composer2_jax.env.layers import EMPTY, Chain
@@ -55,6 +57,17 @@ class _Record:
     parent: str | None
     profile: ImageProfile | None = None  # image sandboxes: how they run things; None for workspace sandboxes
     resources: Resources = dataclasses.field(default_factory=Resources)  # per-sandbox limits (image sandboxes)
+    origin: Chain = ()  # the chain the sandbox was started or restored on: its changes are what lies above it
+    egress_seen: int = 0  # egress events before this seq were already shown in an observation
+
+
+def with_egress(obs: Observation, events: list[dict]) -> Observation:
+    """The observation with one `network: …` line per egress event appended, and the events in fields["egress"]."""
+    if not events:
+        return obs
+    lines = "\n".join(f"network: {e['summary']}" for e in events)
+    content = f"{obs.content}\n{lines}" if obs.content else lines
+    return dataclasses.replace(obs, content=content, fields={**obs.fields, "egress": events})
 
 
 def _repo_dir(task: Any) -> str | None:
@@ -87,6 +100,7 @@ class Environment:
         self._records: dict[str, _Record] = {}
         self._closed: dict[str, _Record] = {}
         self._snapshots: dict[str, Chain] = {}
+        self._origins: dict[str, Chain] = {}  # snapshot id -> the chain its sandbox started on (fork keep_origin)
         self._profiles: dict[str, ImageProfile] = {}  # snapshot id -> profile, for snapshots of images
         self._lock = threading.Lock()
         self.pool = SandboxPool(self.rt, config.pool_size)
@@ -128,20 +142,24 @@ class Environment:
             self._profiles[snap] = profile_of(image, workdir, user, env)
         return snap
 
-    def fork(self, source: str, policy: EgressPolicy | None = None, resources: Resources | None = None) -> str:
+    def fork(self, source: str, policy: EgressPolicy | None = None, resources: Resources | None = None,
+             keep_origin: bool = False) -> str:
         """A new sandbox on a snapshot, or on a sandbox's current state (snapshotting it); its id.
 
         A fork of a sandbox starts with a copy of its parent's todo list, egress policy and resources.
         `resources` (image sandboxes) sets its CPU quota, memory limit and writable-layer size.
+        `keep_origin` (a snapshot taken of a sandbox): the fork's `changes` count from where that sandbox started,
+        not from the snapshot (a resumed episode's changes are the whole episode's).
         """
         with self._lock:
             chain = self._snapshots.get(source)
             profile = self._profiles.get(source)
             record = self._records.get(source)
+            origin = self._origins.get(source) if keep_origin else None
             if chain is not None:
                 self.rt.layers.pin(chain)
         if chain is not None:
-            return self._start(chain, policy, None, Episode(), profile, resources or Resources())
+            return self._start(chain, policy, None, Episode(), profile, resources or Resources(), origin)
         if record is None:
             raise KeyError(f"{source!r} is neither a live sandbox nor a snapshot")
         with record.sandbox.lock:
@@ -155,7 +173,10 @@ class Environment:
         record = self._record(sid)
         with record.sandbox.lock:
             chain = self._freeze(record)
+            origin = record.origin
         snap = self._register_snapshot(chain)
+        with self._lock:
+            self._origins[snap] = origin
         if record.profile is not None:
             with self._lock:
                 self._profiles[snap] = record.profile
@@ -175,6 +196,7 @@ class Environment:
             with sbx.lock:
                 sbx.sweep()
                 sbx.mount(chain, record.resources.storage_bytes)
+                record.origin = tuple(chain)
                 self._boot(record)
         finally:
             self.rt.layers.commit(chain)
@@ -197,18 +219,28 @@ class Environment:
             if self._snapshots.pop(snapshot, None) is None:
                 raise KeyError(f"no snapshot {snapshot!r}")
             self._profiles.pop(snapshot, None)
+            self._origins.pop(snapshot, None)
         self._gc()
 
     # ---------------------------------------------------------------------------------------- tools & state
 
     def call(self, sid: str, tool: Any, args: Any = None) -> Observation:
-        """Run one tool call (args: a dict or the model's raw JSON string); never raises."""
+        """Run one tool call (args: a dict or the model's raw JSON string); never raises.
+
+        The network requests the sandbox made since the previous call's observation (during this call, or by
+        background processes in between) are appended to the observation, one line each with the policy's verdict,
+        method, target, status and reason, and listed in `fields["egress"]`: the model sees why its request failed.
+        """
         with self._lock:
             record = self._records.get(sid)
         if record is None:
             return Observation.failure("unknown_sandbox", f"no live sandbox {sid!r}")
         with record.sandbox.lock:
-            return call_tool(self._context(record), tool, args)
+            obs = call_tool(self._context(record), tool, args)
+            events = record.log.events(record.egress_seen)
+            if events:
+                record.egress_seen = events[-1]["seq"] + 1
+        return with_egress(obs, events)
 
     def exec(self, sid: str, command: str, timeout_s: float | None = None, user: str | None = None,
              cwd: str | None = None, env: dict[str, str] | None = None) -> dict:
@@ -283,6 +315,21 @@ class Environment:
         """The sandbox's egress events (allowed and denied) with seq >= since."""
         return self._record(sid, closed_ok=True).log.events(since)
 
+    def changes(self, sid: str) -> WorkspaceChanges:
+        """The text files the sandbox changed since it was started (or restored), read from its own layers: its
+        upper layer and the layers frozen from it since (env/changes.py). Workspace sandboxes only."""
+        record = self._record(sid)
+        if record.profile is not None:
+            raise ValueError(f"sandbox {sid} is an image sandbox; changes() reads workspace sandboxes only")
+        with record.sandbox.lock:
+            chain, origin = record.sandbox.chain or (), record.origin
+            if chain[len(chain) - len(origin):] != origin:
+                raise ValueError(f"sandbox {sid}'s chain {list(chain)} no longer ends in the chain it started on "
+                                 f"{list(origin)} (squashed past SandboxConfig.max_layers); its changes are lost")
+            own = chain[:len(chain) - len(origin)]
+            paths = self.rt.layers.path
+            return layer_changes([record.sandbox.upper_dir(), *map(paths, own)], [paths(layer) for layer in origin])
+
     def todos(self, sid: str) -> list[dict]:
         """The sandbox's current todo list."""
         return [dict(t) for t in self._record(sid, closed_ok=True).episode.todos]
@@ -290,6 +337,16 @@ class Environment:
     def episode(self, sid: str) -> dict:
         """Episode state: todos, submitted, summary, call and error counts."""
         return self._record(sid, closed_ok=True).episode.to_dict()
+
+    def set_episode(self, sid: str, state: Mapping[str, Any]) -> None:
+        """Replace a live sandbox's episode state by `state` (an `episode(sid)` dict), e.g. a resumed checkpoint's."""
+        fields = {f.name for f in dataclasses.fields(Episode)}
+        if set(state) != fields:
+            raise ValueError(f"episode state has keys {sorted(state)}; expected exactly {sorted(fields)}")
+        record = self._record(sid)
+        episode = Episode(**copy.deepcopy(dict(state)))
+        with record.sandbox.lock:
+            record.episode = episode
 
     def new_episode(self, sid: str) -> dict:
         """Start a fresh episode on a live sandbox (todos, submission and counts reset; files and processes kept),
@@ -343,12 +400,14 @@ class Environment:
     # ---------------------------------------------------------------------------------------- internals
 
     def _start(self, chain: Chain, policy: EgressPolicy | None, parent: str | None, episode: Episode,
-               profile: ImageProfile | None = None, resources: Resources | None = None) -> str:
+               profile: ImageProfile | None = None, resources: Resources | None = None,
+               origin: Chain | None = None) -> str:
         """Take a started sandbox, mount chain as its workspace (or root filesystem) and register it."""
         pool = self.pool if profile is None else self._image_pool
         try:
             sbx = pool.take(policy or self.policy)
-            record = _Record(sbx, episode, self.rt.proxy.log(sbx.sid), parent, profile, resources or Resources())
+            record = _Record(sbx, episode, self.rt.proxy.log(sbx.sid), parent, profile, resources or Resources(),
+                             tuple(chain if origin is None else origin))
             try:
                 sbx.mount(chain, record.resources.storage_bytes)
                 self._boot(record)

@@ -12,6 +12,11 @@ One episode on one sandbox:
    limit. Past `context_budget` tokens the model is asked to summarise its work and the context restarts from
    system + task + summary (`rl.trajectory.SegmentBuilder`), so the transcript is an `rl.trajectory.Episode` the
    RL trainer packs directly.
+5. Checkpoints (`run_episode(..., checkpoints=True)`): at every turn boundary the episode continues from (after a
+   reply's tool observations) the sandbox's files are snapshotted and the harness state copied into a
+   `TurnCheckpoint`; `resume_episode` continues from one on a fresh fork of its snapshot, with the token context,
+   turn count, todo list, summaries and effort so far restored exactly. Snapshots hold files, not processes: a
+   resumed branch has none of the processes the parent started (see docs/env.md).
 
 The context is the exact token sequence the model saw: the model's own sampled ids (never a re-rendering of them)
 interleaved with rendered prompts and observations. A policy is anything with
@@ -22,6 +27,7 @@ interleaved with rendered prompts and observations. A policy is anything with
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import json
 import time
@@ -105,6 +111,12 @@ class ToolCallRecord:
     error: str | None  # the observation's error kind
     malformed: bool  # the call itself was unusable (bad JSON, unknown tool, invalid arguments)
     message: str  # first line(s) of the observation, for logs
+    exit_code: int | None = None  # run_terminal_cmd: the command's exit code (None for other tools)
+
+    @property
+    def failed(self) -> bool:
+        """A failure signal: an error observation, a malformed call, or a command that exited non-zero."""
+        return self.error is not None or self.malformed or self.exit_code not in (None, 0)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -126,11 +138,31 @@ class EpisodeResult:
     summaries: int
     wall_s: float
     submitted: bool
+    checkpoints: list[TurnCheckpoint] = dataclasses.field(default_factory=list)  # run with checkpoints=True
+    start_turn: int = 0  # the checkpoint's turn this run resumed from (0: the task's start)
 
     @property
     def malformed(self) -> int:
         """Number of malformed tool calls."""
         return sum(r.malformed for r in self.tool_calls)
+
+    @property
+    def thinking(self) -> str:
+        """The model's reasoning text: what it wrote around its tool calls, and its self-summaries."""
+        return "\n".join(m["content"] for m in self.messages if m["role"] == "assistant" and m["content"]
+                         and (m.get("tool_calls") or m.get("summary")))
+
+    @property
+    def final_message(self) -> str:
+        """The answer to the user: the last reply if it called no tool, else the summary it gave to submit."""
+        last = next((m for m in reversed(self.messages) if m["role"] == "assistant" and not m.get("summary")), None)
+        if last is None:
+            return ""
+        if not last["tool_calls"]:
+            return last["content"]
+        submit = [c["arguments"] for c in last["tool_calls"] if c["name"] == "submit" and isinstance(c["arguments"], dict)]
+        summary = submit[-1].get("summary") if submit else None
+        return summary if isinstance(summary, str) else ""
 
     @property
     def tool_call_errors(self) -> list[str | None]:
@@ -150,6 +182,42 @@ class EpisodeResult:
                 "malformed": self.malformed, "generated_tokens": self.generated_tokens,
                 "observation_tokens": self.observation_tokens, "max_context_tokens": self.max_context_tokens,
                 "summaries": self.summaries, "wall_s": round(self.wall_s, 3), "submitted": self.submitted}
+
+
+@dataclasses.dataclass(frozen=True)
+class TurnCheckpoint:
+    """An episode at a turn boundary (after reply `turn` and its tool observations); see `resume_episode`.
+
+    The sandbox's files are an environment snapshot; everything else is the harness's state at the boundary, kept
+    as private copies so that any number of resumes start from the same state.
+    """
+
+    turn: int  # model replies so far (summaries not counted)
+    snapshot: str  # the environment's snapshot id of the sandbox's files
+    env_state: dict[str, Any]  # the sandbox's episode state: todos, submission, call and error counts
+    builder: SegmentBuilder  # the trainer's segments and the current context (copied again on every resume)
+    messages: tuple[dict[str, Any], ...]  # the readable transcript so far
+    tool_calls: tuple[ToolCallRecord, ...]
+    generated_tokens: int
+    observation_tokens: int
+    summaries: int
+    max_context_tokens: int
+    elapsed_s: float  # wall-clock time of the episode so far (the timeout keeps counting from it)
+    snapshot_s: float  # what taking this checkpoint cost (snapshot + state copy)
+
+    @property
+    def context(self) -> list[int]:
+        """The token context the next reply continues."""
+        return self.builder.context
+
+    def state(self) -> dict[str, Any]:
+        """The harness state as plain data (for equality checks): everything but the snapshot id and timings."""
+        return {"turn": self.turn, "env_state": self.env_state, "context": self.context,
+                "closed_segments": self.builder.closed_segments,
+                "current_turns": self.builder.current_turns, "messages": list(self.messages),
+                "tool_calls": list(self.tool_calls), "generated_tokens": self.generated_tokens,
+                "observation_tokens": self.observation_tokens, "summaries": self.summaries,
+                "max_context_tokens": self.max_context_tokens}
 
 
 # ---------------------------------------------------------------------------------------------------- rendering
@@ -198,12 +266,24 @@ def _normalize(out: Sequence[int] | Completion) -> Completion:
 class _Run:
     """State of one episode while it runs (see `run_episode`)."""
 
-    def __init__(self, env, sid: str, instruction: str, policy: Policy, tokenizer: tk.Tokenizer,
-                 config: HarnessConfig):
+    def __init__(self, env, sid: str, policy: Policy, tokenizer: tk.Tokenizer, config: HarnessConfig,
+                 builder: SegmentBuilder, messages: list[dict[str, Any]]):
         self.env, self.sid, self.policy, self.tok, self.cfg = env, sid, policy, tokenizer, config
         self.header = generation_header(tokenizer)
         self.im_end = tokenizer.special_id(tk.IM_END)
         self.call_begin = tokenizer.special_id(tk.TOOL_CALL_BEGIN)
+        self.builder, self.messages = builder, messages
+        self.records: list[ToolCallRecord] = []
+        self.turns = self.generated = self.observed = self.summaries = self.max_context = 0
+        self.submitted = False
+        self.checkpoints: list[TurnCheckpoint] = []
+        self.start_turn = 0
+        self.start = time.monotonic()
+
+    @classmethod
+    def fresh(cls, env, sid: str, instruction: str, policy: Policy, tokenizer: tk.Tokenizer,
+              config: HarnessConfig) -> _Run:
+        """An episode at the task's start: context = system prompt (+ tool schemas) + task."""
         system = {"role": "system", "content": config.system_prompt}
         task = {"role": "user", "content": instruction}
         prefix = (_render([system], tokenizer, tools=env.tools()), _render([task], tokenizer, prompt=True),
@@ -214,12 +294,45 @@ class _Run:
                              f"({len(prefix[1])}) and the summary prompt ({len(prefix[2])}) need {need} tokens, not "
                              f"less than context_budget={config.context_budget}; use a model with a longer context "
                              "(or a tokenizer with fewer tokens per character)")
-        self.builder = SegmentBuilder(*prefix, config.context_budget)
-        self.messages: list[dict[str, Any]] = [system, task]
-        self.records: list[ToolCallRecord] = []
-        self.turns = self.generated = self.observed = self.summaries = self.max_context = 0
-        self.submitted = False
-        self.start = time.monotonic()
+        return cls(env, sid, policy, tokenizer, config, SegmentBuilder(*prefix, config.context_budget),
+                   [system, task])
+
+    @classmethod
+    def resumed(cls, env, sid: str, ckpt: TurnCheckpoint, policy: Policy, tokenizer: tk.Tokenizer,
+                config: HarnessConfig) -> _Run:
+        """An episode continuing from a checkpoint: its harness state copied back (the sandbox is the caller's)."""
+        run = cls(env, sid, policy, tokenizer, config, ckpt.builder.fork(), list(ckpt.messages))
+        run.records = list(ckpt.tool_calls)
+        run.turns = run.start_turn = ckpt.turn
+        run.generated, run.observed = ckpt.generated_tokens, ckpt.observation_tokens
+        run.summaries, run.max_context = ckpt.summaries, ckpt.max_context_tokens
+        run.start = time.monotonic() - ckpt.elapsed_s
+        return run
+
+    def checkpoint(self) -> TurnCheckpoint:
+        """Snapshot the sandbox's files and copy the harness state (call at a turn boundary only)."""
+        t0 = time.monotonic()
+        snap = self.env.snapshot(self.sid)
+        ckpt = TurnCheckpoint(self.turns, snap, self.env.episode(self.sid), self.builder.fork(), tuple(self.messages),
+                              tuple(self.records), self.generated, self.observed, self.summaries, self.max_context,
+                              t0 - self.start, 0.0)
+        return dataclasses.replace(ckpt, snapshot_s=time.monotonic() - t0)
+
+    def drive(self, checkpoints: bool) -> str:
+        """Run replies until a stop reason; with checkpoints, one `TurnCheckpoint` per boundary continued from
+        (if the episode raises, their snapshots are deleted: nobody else holds them)."""
+        try:
+            stop = self._stop_reason()
+            while stop is None:
+                stop = self.step()
+                if stop is None and checkpoints:
+                    self.checkpoints.append(self.checkpoint())
+        except BaseException:
+            for ckpt in self.checkpoints:
+                with contextlib.suppress(Exception):  # the environment may be what failed
+                    self.env.delete_snapshot(ckpt.snapshot)
+            raise
+        return stop
 
     def _generate(self, budget: int) -> Completion:
         """Sample from the current context; counts tokens and context size."""
@@ -286,8 +399,9 @@ class _Run:
             name, args = block.name, block.arguments
             obs = self.env.call(self.sid, name, args)
             self.submitted = self.submitted or (name == "submit" and obs.ok)
+        exit_code = obs.fields.get("exit_code") if name == "run_terminal_cmd" else None
         self.records.append(ToolCallRecord(self.turns, name, args, obs.ok, obs.error, obs.error in MALFORMED_KINDS,
-                                           obs.content[:300]))
+                                           obs.content[:300], exit_code))
         content = clip_text(obs.content, self.cfg.max_observation_chars)
         return {"role": "tool", "name": name or "tool", "content": content}
 
@@ -316,7 +430,8 @@ class _Run:
         """Close the episode."""
         episode = self.builder.finish(task_id=task_id, group_id=group_id)
         return EpisodeResult(episode, self.messages, stop, self.turns, self.records, self.generated, self.observed,
-                             self.max_context, self.summaries, time.monotonic() - self.start, self.submitted)
+                             self.max_context, self.summaries, time.monotonic() - self.start, self.submitted,
+                             self.checkpoints, self.start_turn)
 
 
 def _blocks(parsed: ParsedAssistant) -> list[ToolCall | ToolCallError]:
@@ -327,13 +442,41 @@ def _blocks(parsed: ParsedAssistant) -> list[ToolCall | ToolCallError]:
 
 
 def run_episode(env, sid: str, instruction: str, policy: Policy, tokenizer: tk.Tokenizer,
-                config: HarnessConfig = HarnessConfig(), task_id: str = "", group_id: Any = 0) -> EpisodeResult:
-    """Drive `policy` on sandbox `sid` until it submits or a limit is hit; see the module docstring."""
-    run = _Run(env, sid, instruction, policy, tokenizer, config)
-    stop = run._stop_reason()
-    while stop is None:
-        stop = run.step()
-    return run.result(stop, task_id, group_id)
+                config: HarnessConfig = HarnessConfig(), task_id: str = "", group_id: Any = 0,
+                checkpoints: bool = False) -> EpisodeResult:
+    """Drive `policy` on sandbox `sid` until it submits or a limit is hit; see the module docstring.
+
+    checkpoints: snapshot the sandbox and keep a `TurnCheckpoint` at every turn boundary (`EpisodeResult.checkpoints`;
+    the caller deletes their snapshots when done with them).
+    """
+    run = _Run.fresh(env, sid, instruction, policy, tokenizer, config)
+    return run.result(run.drive(checkpoints), task_id, group_id)
+
+
+def fork_checkpoint(env, checkpoint: TurnCheckpoint) -> str:
+    """A new sandbox in the checkpoint's state: a fork of its snapshot with the episode state (todos, counts) set,
+    whose workspace changes count from where the checkpointed episode started."""
+    sid = env.fork(checkpoint.snapshot, keep_origin=True)
+    try:
+        env.set_episode(sid, checkpoint.env_state)
+    except Exception:
+        env.close(sid)
+        raise
+    return sid
+
+
+def resume_episode(env, sid: str, checkpoint: TurnCheckpoint, policy: Policy, tokenizer: tk.Tokenizer,
+                   config: HarnessConfig = HarnessConfig(), task_id: str = "", group_id: Any = 0,
+                   checkpoints: bool = False) -> EpisodeResult:
+    """Continue an episode from `checkpoint` on `sid` (a `fork_checkpoint` sandbox) as `run_episode` would have.
+
+    The result is the whole episode: the checkpoint's turns, transcript, tool calls and counts, then the new ones.
+    """
+    if checkpoint.builder.context_budget != config.context_budget:
+        raise ValueError(f"the checkpoint was taken with context_budget={checkpoint.builder.context_budget}; "
+                         f"config has {config.context_budget}; expected equal")
+    run = _Run.resumed(env, sid, checkpoint, policy, tokenizer, config)
+    return run.result(run.drive(checkpoints), task_id, group_id)
 
 
 def transcript_jsonl(result: EpisodeResult) -> str:

@@ -143,7 +143,8 @@ def _apply_diff(src: str, dest: str) -> None:
                 os.mknod(d_path, stat.S_IFCHR | 0o000, 0)
                 os.lchown(d_path, st.st_uid, st.st_gid)
             else:
-                proc = subprocess.run(["cp", "-a", "--no-dereference", s_path, d_path], capture_output=True, check=False)
+                proc = subprocess.run(["cp", "-a", "--no-dereference", s_path, d_path],
+                                      capture_output=True, check=False)
                 if proc.returncode != 0:
                     raise OSError(f"merging {s_path} failed: {proc.stderr.decode(errors='replace').strip()}")
 

@@ -81,7 +81,10 @@ def lowerdirs(chain, prefix="", image_prefix=None):
             raise ValueError(f"layer id {layer!r} is not a plain directory name")
     if not chain:
         raise ValueError("a layer chain needs at least one layer")
-    pick = (lambda layer: image_prefix(layer) if image_prefix is not None and layer.startswith("I") else prefix)
+
+    def pick(layer):
+        return image_prefix(layer) if image_prefix is not None and layer.startswith("I") else prefix
+
     return ":".join(pick(layer) + layer for layer in chain)
 
 
@@ -95,7 +98,8 @@ def mount_workspace(req, home_ns):
             umount("/workspace")
             umount("/.sbx")
             inodes = max(10_000, req["size_bytes"] // 4096)
-            mount("tmpfs", "/.sbx", "tmpfs", MS_NOSUID | MS_NODEV, f"size={req['size_bytes']},nr_inodes={inodes},mode=0700")
+            mount("tmpfs", "/.sbx", "tmpfs", MS_NOSUID | MS_NODEV,
+                  f"size={req['size_bytes']},nr_inodes={inodes},mode=0700")
             os.mkdir("/.sbx/upper", 0o755)
             os.chown("/.sbx/upper", req["uid"], req["gid"])
             os.mkdir("/.sbx/work", 0o700)
@@ -134,7 +138,8 @@ def mount_root(req, home_ns):
             umount("/.root")
             umount("/.sbx")
             inodes = max(10_000, req["size_bytes"] // 4096)
-            mount("tmpfs", "/.sbx", "tmpfs", MS_NOSUID | MS_NODEV, f"size={req['size_bytes']},nr_inodes={inodes},mode=0700")
+            mount("tmpfs", "/.sbx", "tmpfs", MS_NOSUID | MS_NODEV,
+                  f"size={req['size_bytes']},nr_inodes={inodes},mode=0700")
             os.mkdir("/.sbx/upper", 0o755)
             os.chown("/.sbx/upper", uid, gid)
             os.mkdir("/.sbx/work", 0o700)
@@ -142,8 +147,10 @@ def mount_root(req, home_ns):
                 os.mkdir(f"/.sbx/{name}", 0o700)
                 move_mount(tree, f"/.sbx/{name}")
             try:
-                lower = lowerdirs(req["chain"], "/.sbx/layers/", lambda layer: f"/.sbx/images{req['image_index'][layer]}/")
-                mount("overlay", "/.root", "overlay", MS_NODEV, f"lowerdir={lower},upperdir=/.sbx/upper,workdir=/.sbx/work")
+                lower = lowerdirs(req["chain"], "/.sbx/layers/",
+                                  lambda layer: f"/.sbx/images{req['image_index'][layer]}/")
+                mount("overlay", "/.root", "overlay", MS_NODEV,
+                      f"lowerdir={lower},upperdir=/.sbx/upper,workdir=/.sbx/work")
             finally:
                 for name in trees:
                     umount(f"/.sbx/{name}")

@@ -51,7 +51,8 @@ def _check_searchable(path: str, uid: int, gid: int) -> None:
             st.st_gid == gid and st.st_mode & stat.S_IXGRP)
         if not ok:
             raise PermissionError(f"{current!r} (mode {oct(st.st_mode & 0o777)}) is not searchable by host uid {uid}; "
-                                  f"SandboxConfig.public_dir must be reachable by the sandbox user (e.g. chmod o+x {current})")
+                                  "SandboxConfig.public_dir must be reachable by the sandbox user "
+                                  f"(e.g. chmod o+x {current})")
         if current == "/":
             return
         current = os.path.dirname(current)

@@ -19,6 +19,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from composer2_jax.env.changes import WorkspaceChanges
 from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.environment import Environment
 from composer2_jax.env.observation import Observation
@@ -26,7 +27,7 @@ from composer2_jax.env.sandbox import SandboxError
 
 METHODS = ("create", "import_repo", "call", "snapshot", "fork", "restore", "close", "delete_snapshot",
            "egress_log", "todos", "episode", "info", "tools", "sandboxes", "snapshots", "exec", "put_archive",
-           "new_episode")
+           "new_episode", "changes", "set_episode")
 MAX_BODY = 64 << 20
 
 
@@ -35,7 +36,7 @@ def _invoke(env: Environment, method: str, params: dict[str, Any]) -> Any:
     if "policy" in params and params["policy"] is not None:
         params = {**params, "policy": EgressPolicy.from_dict(params["policy"])}
     result = getattr(env, method)(**params)
-    return result.to_dict() if isinstance(result, Observation) else result
+    return result.to_dict() if isinstance(result, (Observation, WorkspaceChanges)) else result
 
 
 def _status(e: BaseException) -> int:

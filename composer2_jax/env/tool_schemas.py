@@ -20,7 +20,8 @@ def _obj(properties: dict, required: tuple[str, ...] = ()) -> dict:
     return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
 
 
-_PATH = {"type": "string", "minLength": 1, "description": "Path relative to the workspace root (or absolute under /workspace)."}
+_PATH = {"type": "string", "minLength": 1,
+         "description": "Path relative to the workspace root (or absolute under /workspace)."}
 _LINE = {"type": "integer", "minimum": 1}
 
 _TOOLS: dict[str, tuple[str, dict]] = {
@@ -38,7 +39,8 @@ _TOOLS: dict[str, tuple[str, dict]] = {
     "grep": ("Search workspace files for a regular expression (Python syntax); returns path:line: text.", _obj({
         "pattern": {"type": "string", "minLength": 1, "description": "Regular expression."},
         "path": {**_PATH, "description": "File or directory to search (default: the whole workspace)."},
-        "glob": {"type": "string", "minLength": 1, "description": "Only files whose name or path matches, e.g. '*.py'."},
+        "glob": {"type": "string", "minLength": 1,
+                 "description": "Only files whose name or path matches, e.g. '*.py'."},
         "ignore_case": {"type": "boolean", "description": "Case-insensitive search."}}, ("pattern",))),
     "run_terminal_cmd": (("Run a shell command (sh -c) in the workspace; returns exit code, stdout and stderr "
                           "(long output is truncated in the middle). Processes do not outlive the command."), _obj({

@@ -28,6 +28,7 @@ class Episode:
     """Per-sandbox agent state the rewards read: the plan, the submission, call counts."""
 
     todos: list[dict[str, str]] = dataclasses.field(default_factory=list)
+    todo_history: list[list[dict[str, str]]] = dataclasses.field(default_factory=list)  # the list after each todo_write
     submitted: bool = False
     summary: str | None = None
     calls: int = 0
@@ -197,6 +198,7 @@ def _todo_write(ctx: ToolContext, a: dict) -> Observation:
             merged[t["id"]] = t
         items = list(merged.values())
     ctx.episode.todos = items
+    ctx.episode.todo_history.append([dict(t) for t in items])
     text = "\n".join(f"{_MARKS[t['status']]} {t['id']}. {t['content']}" for t in items) or "(empty plan)"
     return Observation(True, text, {"todos": [dict(t) for t in items]})
 

@@ -11,12 +11,13 @@ from pathlib import Path
 
 def pack_dir(folder: str | os.PathLike, exclude: tuple[str, ...] = ()) -> str:
     """A folder as base64 of a gzipped tar (paths relative to the folder, deterministic order, owner 0, mtime 0),
-    less the paths in `exclude` (relative to the folder)."""
+    less the paths in `exclude` (relative to the folder; an excluded folder takes its contents with it)."""
     folder = Path(folder)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tf:
         for path in sorted(folder.rglob("*")):
-            if "__pycache__" in path.parts or str(path.relative_to(folder)) in exclude:
+            rel = path.relative_to(folder)
+            if "__pycache__" in path.parts or any(str(p) in exclude for p in (rel, *rel.parents)):
                 continue
             info = tf.gettarinfo(str(path), arcname=str(path.relative_to(folder)))
             info.uid = info.gid = 0

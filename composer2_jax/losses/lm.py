@@ -33,7 +33,7 @@ def chunked_cross_entropy(normed_BTD, w_head_DV, targets_BT, mask_BT, chunk: int
     O(chunk · V) instead of O(B · T · V): at vocab 163840 and 32k tokens that is 21 GB of fp32 logits avoided.
     The z-loss term (PaLM, Chowdhery et al. 2022) is returned for an optional small weight.
     """
-    from composer2_jax.model import planning  # noqa: PLC0415
+    from composer2_jax.model import planning
 
     b, t, d = normed_BTD.shape
     # One chunk in the planner's cost compiles: XLA's cost analysis counts a scan body once.
@@ -79,7 +79,7 @@ def chunked_token_logprobs(normed_BTD, w_head_DV, targets_BT, chunk: int = 1024,
     """(log π(targets) [B, T], entropy of π [B, T] or None), π = softmax(h·W / τ) restricted to ids < vocab_limit
     (0 = all), computed about `chunk` tokens at a time like `chunked_cross_entropy` (no [B, T, V] logits, chunks
     recomputed in the backward pass, batch and context sharding kept). The RL trainer's π_θ and π_prox."""
-    from composer2_jax.model import planning  # noqa: PLC0415
+    from composer2_jax.model import planning
 
     b, t, d = normed_BTD.shape
     n = 1 if planning.count_loops() else _num_chunks(t, max(1, chunk // b))

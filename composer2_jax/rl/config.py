@@ -16,14 +16,17 @@ from composer2_jax.config import preset as model_preset
 from composer2_jax.data.tokenizer import TokenizerConfig
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.losses.rl import PolicyLossConfig
+from composer2_jax.rl.branching import TreeConfig
 from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.services.rollout import RolloutConfig
 from composer2_jax.rl.services.trainer import RL_LOSS, TrainerConfig
+from composer2_jax.rl.sources import parse_mix
 from composer2_jax.train.checkpoint import CheckpointConfig
 from composer2_jax.train.metrics import LogConfig
 from composer2_jax.train.optim import OptimConfig
 
 BACKENDS = ("local", "ray")
+GROUP_MODES = ("plain", "tree")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +73,10 @@ class RLConfig:
     eta: int = 2  # staleness bound η: a sample of version v trains version t only if t − v ≤ η (0 = synchronous)
     steps: int = 100  # weight versions to train
     groups_per_batch: int = 8  # G: tasks per version
-    samples: int = 4  # rollouts per task (the Dr. GRPO group)
+    samples: int = 4  # rollouts per task (the Dr. GRPO group; group_mode=tree: unused)
+    # plain: `samples` episodes from the task's start | tree: branching rollouts (rl/branching.py)
+    group_mode: str = "plain"
+    tree: TreeConfig = TreeConfig()  # group_mode=tree: initial episodes, branches per pick, token budget, node choice
     loop: LoopConfig = LoopConfig()  # how the orchestrator drives episodes (threads, retries, dropped groups)
     episode_threads: int = 32  # evaluation episodes in flight
     train_tasks: int = 4000  # size of the generated training task list (rl/tasks.py)
@@ -88,6 +94,10 @@ class RLConfig:
             raise ValueError(f"rl.backend={self.backend!r}; expected one of {BACKENDS}")
         if self.eta < 0:
             raise ValueError(f"rl.eta={self.eta}; expected >= 0 (0 = the synchronous loop)")
+        if self.group_mode not in GROUP_MODES:
+            raise ValueError(f"rl.group_mode={self.group_mode!r}; expected one of {GROUP_MODES}")
+        if self.group_mode == "tree" and self.backend != "local":
+            raise ValueError(f"rl.group_mode='tree' runs on the local backend only; got backend={self.backend!r}")
         if min(self.steps, self.groups_per_batch, self.samples, self.episode_threads) < 1:
             raise ValueError(f"rl.steps={self.steps}, groups_per_batch={self.groups_per_batch}, samples="
                              f"{self.samples}, episode_threads={self.episode_threads}; expected >= 1")
@@ -97,6 +107,27 @@ class RLConfig:
         if self.eval_every < 0 or self.eval_tasks < 1 or self.eval_samples < 1:
             raise ValueError(f"rl.eval_every={self.eval_every}, eval_tasks={self.eval_tasks}, eval_samples="
                              f"{self.eval_samples}; expected >= 0, >= 1, >= 1")
+
+
+@dataclasses.dataclass(frozen=True)
+class SourcesConfig:
+    """How the task sources of `tasks` (rl/sources.py) split and fill; the toy family's sizes stay in `rl`."""
+
+    heldout_frac: float = 0.2  # share of a suite's or generated folder's task names held out of training
+    heldout_versions: tuple[str, ...] = ()  # suite versions (or folders) held out whole: evaluated, never trained
+    eval_tasks: int = 16  # held-out tasks per Harbor source per evaluation (the toy family uses rl.eval_tasks)
+    generated_count: int = 200  # tasks a generated:DIR source writes into an empty DIR
+    generated_seed: int = 0  # order in which the generator tries candidates
+    generated_modules: tuple[str, ...] = ()  # modules to delete functions from (() = bench/generate.py MODULES)
+    generated_dirs: tuple[str, ...] = ()  # folders holding M.py and test/test_M.py (() = the stdlib)
+    generated_per_module: int = 2  # most tasks per module (raise it, with more modules, for hundreds of tasks)
+
+    def __post_init__(self):
+        if (not 0 <= self.heldout_frac < 1 or self.eval_tasks < 1 or self.generated_count < 1
+                or self.generated_per_module < 1):
+            raise ValueError(f"sources.heldout_frac={self.heldout_frac}, eval_tasks={self.eval_tasks}, "
+                             f"generated_count={self.generated_count}, generated_per_module="
+                             f"{self.generated_per_module}; expected [0, 1), >= 1, >= 1, >= 1")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,7 +185,10 @@ class RLExperimentConfig:
     seed: int = 0  # trainer init and task-sampler seed
     checkpoint: CheckpointConfig = CheckpointConfig()  # every N versions (and at the end)
     log: LogConfig = LogConfig()  # metrics.jsonl / TensorBoard under workdir/logs
-    rl: RLConfig = RLConfig()  # the loop, the task family and evaluation
+    rl: RLConfig = RLConfig()  # the loop, the toy task family and evaluation
+    # the curriculum: SOURCE[@WEIGHT],… with SOURCE toy | suite:VERSION_OR_DIR | generated:DIR (rl/sources.py)
+    tasks: str = "toy"
+    sources: SourcesConfig = SourcesConfig()  # held-out split and generator settings of the task sources
     rollout: RolloutConfig = RolloutConfig()  # fixed engine shapes and sampling (rl/services/rollout.py)
     trainer: TrainerConfig = TrainerConfig()  # packed batch layout of the updates (rl/services/trainer.py)
     loss: PolicyLossConfig = RL_LOSS  # the policy objective (losses/rl.py): decoupled PPO, Dr. GRPO normaliser
@@ -166,6 +200,7 @@ class RLExperimentConfig:
     def __post_init__(self):
         if not self.workdir:
             raise ValueError("workdir is empty; expected a directory for checkpoints/ and logs/")
+        parse_mix(self.tasks)  # a bad curriculum string fails here, naming the entry
         reply = max(self.harness.max_new_tokens, self.harness.summary_tokens)
         if reply > self.rollout.max_new_tokens:
             raise ValueError(f"harness replies of up to {reply} tokens (max_new_tokens / summary_tokens) exceed "

@@ -25,15 +25,16 @@ from composer2_jax import schema
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
-from composer2_jax.rl import tasks as task_lib
-from composer2_jax.rl.config import RLConfig, RLExperimentConfig
+from composer2_jax.rl import sources
+from composer2_jax.rl.config import RLExperimentConfig
 from composer2_jax.rl.plots import plot_curves
+from composer2_jax.rl.rewards import TERMS
 from composer2_jax.rl.services.env_worker import EnvWorker, env_worker_for, sandbox_limits
 from composer2_jax.rl.services.evaluator import EvalService, Evaluator
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.records import Counters
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutWorker
-from composer2_jax.rl.services.sampler import TaskSampler
+from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import PolicyLaw, Trainer
 from composer2_jax.rl.services.weights import WeightStore
 from composer2_jax.train.checkpoint import Checkpointer
@@ -87,14 +88,58 @@ def vocab_limit(tokenizer: tk.Tokenizer, model_vocab: int) -> int:
     return tokenizer.vocab_size if tokenizer.vocab_size < model_vocab else 0
 
 
-def training_tasks(rl: RLConfig) -> list[task_lib.CodingTask]:
-    """The training task list (train content split)."""
-    return task_lib.task_set(rl.train_tasks, rl.task_seed, tuple(rl.levels), "train")
+def source_tasks(run: RLExperimentConfig, spec: sources.SourceSpec, split: str) -> sources.SourceTasks:
+    """The tasks of one curriculum entry in one split (the toy family: its train list or its held-out set)."""
+    sc, rl = run.sources, run.rl
+    if spec.kind == "toy":
+        n, seed = (rl.train_tasks, rl.task_seed) if split == "train" else (rl.eval_tasks, rl.heldout_seed)
+        return sources.toy_tasks(spec, split, n, seed, rl.levels)
+    if spec.kind == "suite":
+        return sources.harbor_tasks(spec, spec.arg, split, sc.heldout_frac, sc.heldout_versions)
+    return sources.generated_tasks(spec, split, sc.heldout_frac, sc.generated_count, sc.generated_seed,
+                                   sc.generated_modules, sc.generated_dirs, sc.generated_per_module)
 
 
-def heldout_tasks(rl: RLConfig) -> list[task_lib.CodingTask]:
-    """The held-out evaluation tasks (the held-out content split; level 0 has few contents, so some repeat)."""
-    return task_lib.task_set(rl.eval_tasks, rl.heldout_seed, tuple(rl.levels), "heldout")
+def training_sampler(run: RLExperimentConfig, position: int = 0) -> CurriculumSampler:
+    """The curriculum of `run.tasks` over the train splits, resumed at `position`. A Harbor task whose name is held
+    out by any source (a generated copy of a held-out suite task, say) is not trained on."""
+    held = {t.task.name for t in _heldout_all(run) if isinstance(t, sources.HarborTask)}
+    entries = []
+    for spec in sources.parse_mix(run.tasks):
+        got = source_tasks(run, spec, "train")
+        train = [t for t in got.tasks if not (isinstance(t, sources.HarborTask) and t.task.name in held)]
+        if not train:
+            raise ValueError(f"task source {spec.name!r} has no training task (skipped: {got.skipped}); its "
+                             f"held-out share is sources.heldout_frac={run.sources.heldout_frac}")
+        log.info("task source %s: %d training tasks, %d skipped, %d held out elsewhere", spec.name, len(train),
+                 len(got.skipped), len(got.tasks) - len(train))
+        entries.append((train, spec.weight))
+    return CurriculumSampler(entries, run.seed, position)
+
+
+def _heldout_specs(run: RLExperimentConfig) -> list[sources.SourceSpec]:
+    """The curriculum's sources and the suite versions held out whole."""
+    specs = list(sources.parse_mix(run.tasks))
+    named = {s.arg for s in specs}
+    return specs + [sources.SourceSpec("suite", v, 1.0) for v in run.sources.heldout_versions if v not in named]
+
+
+def _heldout_all(run: RLExperimentConfig) -> list:
+    """Every held-out task of every Harbor source (untruncated)."""
+    return [t for spec in _heldout_specs(run) if spec.kind != "toy" for t in source_tasks(run, spec, "heldout").tasks]
+
+
+def heldout_tasks(run: RLExperimentConfig) -> list:
+    """The held-out evaluation tasks: the toy family's content split, and at most `sources.eval_tasks` held-out
+    tasks of each Harbor source and of each suite version held out whole."""
+    out = []
+    for spec in _heldout_specs(run):
+        got = source_tasks(run, spec, "heldout").tasks
+        out += list(got if spec.kind == "toy" else got[:run.sources.eval_tasks])
+    if not out:
+        raise ValueError(f"tasks={run.tasks!r} holds no held-out task; raise sources.heldout_frac or name "
+                         f"sources.heldout_versions")
+    return out
 
 
 def policy_law(run: RLExperimentConfig, tokenizer: tk.Tokenizer) -> PolicyLaw:
@@ -122,7 +167,7 @@ def start_state(run: RLExperimentConfig, trainer: Trainer, ckpt: Checkpointer) -
     return {}
 
 
-def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, sampler: TaskSampler,
+def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, sampler: CurriculumSampler,
          run: RLExperimentConfig) -> None:
     """Checkpoint the train state with the loop state (version, counters, sampler position)."""
     data = {"version": trainer.version, "counters": counters.snapshot(), "sampler_position": sampler.position}
@@ -140,7 +185,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
     ckpt = Checkpointer(workdir / "checkpoints", run.checkpoint.keep, async_save=False)
     saved = start_state(run, trainer, ckpt)
     counters = Counters(saved.get("counters"))
-    sampler = TaskSampler(training_tasks(run.rl), run.seed, saved.get("sampler_position", 0))
+    sampler = training_sampler(run, saved.get("sampler_position", 0))
     writer = MetricWriter(workdir / "logs", enabled=run.log.write)
     stop_id = tokenizer.special_id(tk.IM_END)
     check_shapes(run.harness, run.rollout, run.trainer.seq_len, tokenizer)
@@ -157,7 +202,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
 
         def on_version(m: dict[str, Any]) -> None:
             write(trainer.version, m)
-            log.info("version %d: %s", trainer.version, _brief(m))
+            log.info("version %d: %s", trainer.version, progress_line(m))
             if hook is not None:
                 hook(m)
             if trainer.version % run.checkpoint.every == 0 or trainer.version == run.rl.steps:
@@ -188,15 +233,16 @@ def start_evaluator(run: RLExperimentConfig, tokenizer: tk.Tokenizer, store: Wei
         from composer2_jax.rl.services.ray_actors import RayEvalService  # noqa: PLC0415 - ray is optional
 
         _ray_init(run)
-        return RayEvalService(run, store, write, trainer.version + (trainer.version > 0), trainer.law.vocab_limit)
+        return RayEvalService(run, store, write, heldout_tasks(run), trainer.version + (trainer.version > 0),
+                              trainer.law.vocab_limit)
     env = Environment(pool_size=min(run.env.pool_size, 4), limits=sandbox_limits(run.env))  # the evaluator's own
-    evaluator = Evaluator(env_worker_for(run, env, tokenizer), heldout_tasks(run.rl), run.model, run.rollout,
+    evaluator = Evaluator(env_worker_for(run, env, tokenizer), heldout_tasks(run), run.model, run.rollout,
                           tokenizer.special_id(tk.IM_END), run.rl.eval_samples, run.rl.episode_threads,
                           vocab_limit=trainer.law.vocab_limit)
 
     def on_result(m: dict[str, Any]) -> None:
         write(int(m["eval/version"]), m)
-        log.info("eval at version %d: %s", int(m["eval/version"]), _brief(m))
+        log.info("eval at version %d: %s", int(m["eval/version"]), progress_line(m))
 
     start = trainer.version + (trainer.version > 0)  # a resumed run evaluated its last version already
     service = EvalService(store, evaluator.evaluate, run.rl.eval_every, on_result, start, on_close=env.shutdown)
@@ -204,8 +250,8 @@ def start_evaluator(run: RLExperimentConfig, tokenizer: tk.Tokenizer, store: Wei
     return service
 
 
-def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: TaskSampler, stop_id: int,
-             counters: Counters, on_version, store: WeightStore | None = None) -> list[dict[str, Any]]:
+def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: CurriculumSampler,
+             stop_id: int, counters: Counters, on_version, store: WeightStore | None = None) -> list[dict[str, Any]]:
     """The loop on the configured backend: 'local' (threads in this process) or 'ray' (actors); the trainer
     publishes each version to `store` (the evaluator service pulls from it)."""
     store = store if store is not None else WeightStore()
@@ -226,8 +272,13 @@ def _ray_init(run: RLExperimentConfig) -> None:
         ray.init(address=run.rl.ray.address or None, include_dashboard=False)
 
 
-def _brief(m: dict[str, Any]) -> str:
-    """The headline numbers of a metrics dict, for the log."""
+def progress_line(m: dict[str, Any]) -> str:
+    """The headline numbers of a metrics dict, for the log, then every reward term: mean (fraction non-zero)."""
     keys = [k for k in m if k.split("/")[-1] in ("reward", "pass_rate", "easy", "hard", "loss", "staleness_max")
-            or k in ("eval/pass_rate", "batch/pass_rate")]
-    return ", ".join(f"{k}={m[k]:.3f}" for k in keys if isinstance(m[k], float))
+            and "/term" not in k or k in ("eval/pass_rate", "batch/pass_rate")]
+    line = ", ".join(f"{k}={m[k]:.3f}" for k in keys if isinstance(m[k], float))
+    prefix = next((p for p in ("batch/", "eval/") if f"{p}term/success" in m), None)
+    if prefix is None:
+        return line
+    terms = " ".join(f"{t}={m[f'{prefix}term/{t}']:+.3f}({m[f'{prefix}term_nonzero/{t}']:.2f})" for t in TERMS)
+    return f"{line} | terms: {terms}"

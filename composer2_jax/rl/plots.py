@@ -1,9 +1,12 @@
-"""Learning-curve plots of an RL run from its metrics.jsonl: reward, pass rate and effort per weight version."""
+"""Learning-curve plots of an RL run from its metrics.jsonl: reward, pass rate, effort and the auxiliary reward terms
+per weight version."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from composer2_jax.rl.rewards import TERMS
 
 PANELS = (
     ("reward", ("batch/reward", "batch/reward/easy", "batch/reward/hard", "eval/reward")),
@@ -11,6 +14,7 @@ PANELS = (
                    "eval/pass_rate/hard")),
     ("effort (token-equivalents)", ("batch/effort/easy", "batch/effort/hard", "eval/effort/easy",
                                     "eval/effort/hard")),
+    ("reward terms (batch mean)", tuple(f"batch/term/{t}" for t in TERMS if t != "success")),
 )
 
 
@@ -27,7 +31,7 @@ def series(rows: list[dict], key: str) -> tuple[list[float], list[float]]:
 
 
 def plot_curves(metrics_path: str | Path, out_path: str | Path, title: str = "RL") -> Path:
-    """Three panels (reward, pass rate, effort) against the weight version; returns the PNG path."""
+    """The PANELS (reward, pass rate, effort, reward terms) against the weight version; returns the PNG path."""
     import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg")

@@ -1,7 +1,18 @@
 """Episode rewards: task success from hidden tests − a concave effort penalty + auxiliary rewards.
 
-R = success − λ·gate·C(x) + Σ aux,  C(x) = ((1+kx)^(1−q) − 1) / (k(1−q))  (ln(1+kx)/k at q = 1),
+R = w·success − λ·gate·C(x) + Σ aux,  C(x) = ((1+kx)^(1−q) − 1) / (k(1−q))  (ln(1+kx)/k at q = 1),
 x = the weighted effort of the episode. Every component is returned separately in a `RewardBreakdown`.
+
+The terms (`TERMS`), each with its weight in `RewardConfig`, and what it reads from the `EpisodeOutcome`:
+
+    success             +success_coef · s              s ∈ [0, 1] from the hidden check's verdict (tests)
+    length_penalty      −penalty_coef · gate · C(x)    x from the effort counts (tokens, tool calls, turns)
+    readability         −lint_coef · n                 n lint findings the change adds (files before/after, ruff)
+    todos               −todo_coef · n                 n todo_write items left pending or in_progress (todos)
+    todo_comments       −todo_comment_coef · n         n TODO/FIXME comments on added lines (the diff)
+    invalid_tool_calls  −invalid_tool_call_coef · n    n malformed tool calls (tool_call_errors or tool_calls)
+    clarity             −clarity_coef · p              p ∈ [0, 1] repetition and excess of thinking over answer
+    denied_egress       −denied_egress_coef · n        n requests the egress policy refused (egress log)
 
 Why this shape:
 - Success dominates: the hidden tests are the only verifiable signal; everything else shapes *how* to succeed.
@@ -23,6 +34,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import importlib.util
 import json
 import math
@@ -47,6 +59,9 @@ PENALTY_GATES = ("success", "all")
 # other spellings agent harnesses use. Cancelled items were resolved explicitly by the agent.
 DONE_TODO_STATUSES = ("done", "completed", "cancelled")
 KNOWN_TODO_STATUSES = ("pending", "in_progress") + DONE_TODO_STATUSES
+# The signed terms of the reward, in the order they are summed and logged (the module docstring says each one).
+TERMS = ("success", "length_penalty", "readability", "todos", "todo_comments", "invalid_tool_calls", "clarity",
+         "denied_egress")
 
 
 # ---------------------------------------------------------------------------------------------------- success
@@ -166,18 +181,30 @@ def length_penalty(x: float | Array, k: float, q: float) -> Array:
 
 
 def ruff_available() -> bool:
-    """Whether `python -m ruff` can run in this interpreter."""
+    """Whether the ruff package is installed in this interpreter."""
     return importlib.util.find_spec("ruff") is not None
 
 
+@functools.cache
+def _ruff_command() -> tuple[str, ...]:
+    """The installed package's ruff binary (a tenth of `python -m ruff`'s start-up: 53 vs 590 ms per call on the
+    loaded 2-core machine, 2026-12-01), or `python -m ruff` when the package does not expose it."""
+    try:
+        from ruff.__main__ import find_ruff_bin  # noqa: PLC0415 - ruff is optional
+
+        return (os.fspath(find_ruff_bin()),)
+    except (ImportError, FileNotFoundError):
+        return (sys.executable, "-m", "ruff")
+
+
 def _ruff_counts(root: str, files: Sequence[str], select: Sequence[str]) -> collections.Counter:
-    """Findings per file (path relative to root) from `python -m ruff check` on the given files under root.
+    """Findings per file (path relative to root) from `ruff check` on the given files under root.
 
     Files are passed explicitly, so ruff's default excludes (venv/, node_modules/, .git/, …) hide none of them.
     """
     if not ruff_available():
-        raise RuntimeError("the readability reward needs ruff: `pip install ruff` (it runs as `python -m ruff`)")
-    cmd = [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--exit-zero",
+        raise RuntimeError("the readability reward needs ruff: `pip install ruff` (or set reward.lint_coef = 0)")
+    cmd = [*_ruff_command(), "check", "--isolated", "--no-cache", "--exit-zero",
            "--output-format", "json", "--select", ",".join(select), *files]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=root)
     if proc.returncode != 0:
@@ -207,7 +234,7 @@ def lint_findings_added(
     """Lint findings the change introduced: Σ over changed .py files of max(0, findings_after − findings_before).
 
     before/after map a changed file's repository path to its text (None: absent on that side, i.e. created or
-    deleted). Ruff (`python -m ruff check --isolated`, rules `select`) runs once on both trees. Clamped per
+    deleted). Ruff (`ruff check --isolated`, rules `select`) runs once on both trees. Clamped per
     file so fixing old findings cannot buy credit for new ones elsewhere, nor reward unrelated lint churn.
     """
     paths = sorted(p for p in set(before) | set(after) if p.endswith(".py"))
@@ -348,10 +375,13 @@ class RewardConfig:
     penalty_q: float = 1.0  # q: curvature; 0 linear, 1 logarithmic, > 1 saturating at 1/(k(q−1))
     penalty_on: str = "success"  # "success": charge effort to successes only; "all": to every episode
     effort_weights: EffortWeights = EffortWeights()  # x = Σ weight·count over the effort counts (token-equivalents)
+    success_coef: float = 1.0  # weight of the hidden check's success s ∈ [0, 1]
     lint_coef: float = 0.02  # per lint finding the change introduces
-    todo_coef: float = 0.02  # per unfinished plan item or added TODO/FIXME comment
+    todo_coef: float = 0.02  # per todo_write item left pending or in_progress
+    todo_comment_coef: float = 0.02  # per TODO/FIXME comment the change adds
     invalid_tool_call_coef: float = 0.05  # per malformed tool call
     clarity_coef: float = 0.05  # times clarity_penalty ∈ [0, 1]
+    denied_egress_coef: float = 0.02  # per network request the egress policy refused
     clarity_ngram: int = 4  # n of the repetition ratio
     max_think_ratio: float = 20.0  # thinking words allowed per final-message word before excess counts
     lint_select: tuple[str, ...] = ("E", "F", "W", "C90")  # ruff rule prefixes of the readability reward
@@ -365,6 +395,10 @@ class RewardConfig:
             raise ValueError(
                 f"need k > 0, q ≥ 0, λ ≥ 0; got k={self.penalty_k}, q={self.penalty_q}, λ={self.penalty_coef}"
             )
+        for name in ("success_coef", "lint_coef", "todo_coef", "todo_comment_coef", "invalid_tool_call_coef",
+                     "clarity_coef", "denied_egress_coef"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"RewardConfig.{name}={getattr(self, name)}; expected ≥ 0 (the sign is the term's)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -382,6 +416,8 @@ class EpisodeOutcome:
     tool_call_errors: Sequence[str | None] = ()  # … the harness's Observation.error per call instead
     thinking: str = ""  # all reasoning text of the episode
     final_message: str = ""  # the final answer to the user
+    egress: Sequence[Mapping[str, Any]] = ()  # the sandbox's egress events ({"allowed": bool, "host", ...} each)
+    todo_history: Sequence[Sequence[Mapping[str, Any]]] = ()  # the list after each todo_write (logged, not scored)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -391,24 +427,35 @@ class RewardBreakdown:
     success: float
     length_penalty: float  # −λ·gate·C(x)
     readability: float  # −lint_coef·lint_findings
-    todos: float  # −todo_coef·(unfinished_todos + todo_comments)
+    todos: float  # −todo_coef·unfinished_todos
+    todo_comments: float  # −todo_comment_coef·n_todo_comments
     invalid_tool_calls: float  # −invalid_tool_call_coef·n_invalid_tool_calls
     clarity: float  # −clarity_coef·clarity_penalty
+    denied_egress: float  # −denied_egress_coef·n_denied_egress
     total: float
     effort: float  # x
     lint_findings: int
     unfinished_todos: int
-    todo_comments: int
+    n_todo_comments: int
     n_invalid_tool_calls: int
     clarity_penalty: float
+    n_denied_egress: int
 
     def as_dict(self, prefix: str = "reward/") -> dict[str, float]:
         """Flat {prefix + field: value} for the metrics logger."""
         return {prefix + k: float(v) for k, v in dataclasses.asdict(self).items()}
 
 
+def denied_requests(events: Sequence[Mapping[str, Any]]) -> int:
+    """Egress events the policy refused (composer2_jax.env.egress_policy.EgressEvent.to_dict() each)."""
+    for i, e in enumerate(events):
+        if not isinstance(e, Mapping) or not isinstance(e.get("allowed"), bool):
+            raise ValueError(f"egress event {i} is {e!r}; expected a dict with a bool 'allowed'")
+    return sum(not e["allowed"] for e in events)
+
+
 def compute_reward(outcome: EpisodeOutcome, cfg: RewardConfig = RewardConfig()) -> RewardBreakdown:
-    """R = success − λ·gate·C(x) + readability + todos + invalid_tool_calls + clarity, each logged."""
+    """R = the sum of the signed `TERMS` (module docstring), each returned and logged."""
     success = task_success(outcome.tests, cfg.success_mode)
     x = effort(outcome.effort, cfg.effort_weights)
     gate = success if cfg.penalty_on == "success" else 1.0
@@ -422,14 +469,18 @@ def compute_reward(outcome: EpisodeOutcome, cfg: RewardConfig = RewardConfig()) 
     n_invalid = count_invalid_tool_calls(outcome.tool_calls, outcome.tool_names)
     n_invalid += count_malformed_errors(outcome.tool_call_errors)
     clarity = clarity_penalty(outcome.thinking, outcome.final_message, cfg.clarity_ngram, cfg.max_think_ratio)
+    n_denied = denied_requests(outcome.egress)
     parts = {
-        "success": success,
+        "success": cfg.success_coef * success,
         "length_penalty": penalty,
         "readability": -cfg.lint_coef * lint,
-        "todos": -cfg.todo_coef * (n_todo + n_todo_comments),
+        "todos": -cfg.todo_coef * n_todo,
+        "todo_comments": -cfg.todo_comment_coef * n_todo_comments,
         "invalid_tool_calls": -cfg.invalid_tool_call_coef * n_invalid,
         "clarity": -cfg.clarity_coef * clarity,
+        "denied_egress": -cfg.denied_egress_coef * n_denied,
     }
     total = math.fsum(parts.values())
     return RewardBreakdown(**parts, total=total, effort=x, lint_findings=lint, unfinished_todos=n_todo,
-                           todo_comments=n_todo_comments, n_invalid_tool_calls=n_invalid, clarity_penalty=clarity)
+                           n_todo_comments=n_todo_comments, n_invalid_tool_calls=n_invalid, clarity_penalty=clarity,
+                           n_denied_egress=n_denied)

@@ -73,6 +73,11 @@ class CodingTask:
     right_op: str
 
     @property
+    def source(self) -> str:
+        """The curriculum entry of the family (rl/sources.py)."""
+        return "toy"
+
+    @property
     def difficulty(self) -> str:
         """'easy' (the instruction quotes the bug) or 'hard' (it must be read from the file)."""
         return "easy" if self.level < HINT_BELOW else "hard"

@@ -14,7 +14,8 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import linen as nn
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from composer2_jax import sharding as shd
 
@@ -40,7 +41,8 @@ def _path_keys(path) -> tuple:
 
 
 def opt_state_shardings(abstract_opt_state, abstract_params, param_shardings, mesh: Mesh):
-    """Shard each optimizer leaf like the parameter it mirrors (matched by path suffix and shape); replicate the rest."""
+    """Shard each optimizer leaf like the parameter it mirrors (matched by path suffix and shape); replicate the
+    rest."""
     by_path = {}
     for (path, leaf), sh in zip(jax.tree_util.tree_flatten_with_path(abstract_params)[0],
                                 jax.tree.leaves(param_shardings)):
@@ -94,7 +96,8 @@ def abstract_train_state(model: nn.Module, make_tx, mesh: Mesh, example_tokens_s
     tx = make_tx(unboxed["params"], logical["params"])
     abstract_opt = jax.eval_shape(tx.init, unboxed["params"])
     shardings = TrainState(step=NamedSharding(mesh, P()), params=var_shardings["params"],
-                           opt_state=opt_state_shardings(abstract_opt, unboxed["params"], var_shardings["params"], mesh),
+                           opt_state=opt_state_shardings(abstract_opt, unboxed["params"],
+                                                         var_shardings["params"], mesh),
                            router_state=var_shardings.get("router_state", {}))
     abstract = TrainState(step=jax.ShapeDtypeStruct((), jnp.int32), params=unboxed["params"], opt_state=abstract_opt,
                           router_state=unboxed.get("router_state", {}))

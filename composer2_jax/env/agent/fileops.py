@@ -152,7 +152,8 @@ def edit_file(req):
 
 def _kind(mode):
     """Short type name of a stat mode."""
-    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "symlink" if stat.S_ISLNK(mode) else "other"
+    return ("dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode)
+            else "symlink" if stat.S_ISLNK(mode) else "other")
 
 
 def list_dir(req):

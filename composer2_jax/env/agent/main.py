@@ -192,7 +192,8 @@ class Agent:
         left = req["cpu_budget_s"] - self.reaper.cpu_s
         if left <= 0:
             raise fileops.ToolError("cpu_budget_exhausted",
-                                    f"the sandbox used {self.reaper.cpu_s:.1f} CPU s of its {req['cpu_budget_s']} s budget")
+                                    f"the sandbox used {self.reaper.cpu_s:.1f} CPU s of its "
+                                    f"{req['cpu_budget_s']} s budget")
         limits["cpu_s"] = left if limits["cpu_s"] is None else min(limits["cpu_s"], left)
         self.job = runner.Job(self.sel, self.reaper, req["cmd"], cwd, env, req["timeout_s"], limits,
                               self.image_root, user)

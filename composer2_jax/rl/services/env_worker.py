@@ -1,7 +1,9 @@
 """Environment worker: a pool of sandboxes that turns (task, policy) into a graded, rewarded EpisodeRecord.
 
     task → snapshot (imported once per task) → fork → episode through the harness → grade in a fresh fork with the
-    hidden check copied in only then → reward (success − effort penalty + aux) → close the sandbox.
+    hidden check copied in only then → the episode's outcome (verdict, effort, the workspace changes read from the
+    sandbox's own layers, the todo_write history, thinking and final message, malformed calls, the egress log) →
+    reward (every term of rl/rewards.py) → close the sandbox.
 
 A failure of the sandbox or of the policy raises out of `run`; the caller (the orchestrator) retries or drops the
 episode and counts it. The sandbox is closed whatever happens.
@@ -18,15 +20,28 @@ from typing import Any
 
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import SandboxLimits
-from composer2_jax.env.harness import HarnessConfig, run_episode
+from composer2_jax.env.harness import (
+    EpisodeResult,
+    HarnessConfig,
+    TurnCheckpoint,
+    fork_checkpoint,
+    resume_episode,
+    run_episode,
+)
 from composer2_jax.env.testing import make_repo
 from composer2_jax.env.tool_schemas import TOOL_NAMES
 from composer2_jax.rl.config import EnvConfig, RLExperimentConfig
-from composer2_jax.rl.rewards import EpisodeOutcome, RewardConfig, compute_reward, effort_counts_from_episode
-from composer2_jax.rl.services.grader import grade_task
+from composer2_jax.rl.rewards import (
+    EpisodeOutcome,
+    RewardConfig,
+    TestResult,
+    compute_reward,
+    effort_counts_from_episode,
+)
+from composer2_jax.rl.services.grader import grade_episode
 from composer2_jax.rl.services.records import EpisodeRecord
 from composer2_jax.rl.services.tool_view import ToolView
-from composer2_jax.rl.tasks import CodingTask
+from composer2_jax.rl.sources import HarborTask, RLTask
 
 
 class LayerSafeEnv:
@@ -56,7 +71,8 @@ class LayerSafeEnv:
 
 
 class EnvWorker:
-    """Runs episodes of generated tasks on one Environment (thread-safe: one sandbox per episode)."""
+    """Runs episodes of RL tasks of any source (rl/sources.py) on one Environment (thread-safe: one sandbox per
+    episode)."""
 
     def __init__(self, env: Any, tokenizer: tk.Tokenizer, harness: HarnessConfig, reward: RewardConfig,
                  tools: Sequence[str] = TOOL_NAMES, schemas_in_prompt: bool = True,
@@ -69,43 +85,84 @@ class EnvWorker:
         self._snaps: dict[str, str] = {}
         self._lock = threading.Lock()
 
-    def snapshot(self, task: CodingTask) -> str:
-        """The task's starting repository as a snapshot id (written and imported on first use)."""
+    def snapshot(self, task: RLTask) -> str:
+        """The task's starting repository as a snapshot id (written or materialised, and imported, on first use)."""
         with self._lock:
             snap = self._snaps.get(task.task_id)
         if snap is not None:
             return snap
-        repo = make_repo(str(self._root / task.task_id), task.files())
+        if isinstance(task, HarborTask):
+            repo = str(task.repo_dir(self._root / "harbor-cache"))
+        else:
+            repo = make_repo(str(self._root / task.task_id), task.files())
         snap = self.env.import_repo(repo)
         with self._lock:
-            return self._snaps.setdefault(task.task_id, snap)
+            kept = self._snaps.setdefault(task.task_id, snap)
+        if kept != snap:  # another episode of the task imported it first
+            self.env.delete_snapshot(snap)
+        return kept
 
-    def run(self, task: CodingTask, policy: Any, admitted_version: int, routing_fn=None,
-            transcript: list | None = None) -> EpisodeRecord:
+    def run(self, task: RLTask, policy: Any, admitted_version: int, routing_fn=None,
+            transcript: list | None = None, checkpoint: TurnCheckpoint | None = None,
+            checkpoints: bool = False) -> EpisodeRecord:
         """One episode of `task` with `policy`, graded and rewarded.
 
         `routing_fn(episode)` gives the per-segment routing records; `transcript`, if given, receives the chat
-        messages of the episode.
+        messages of the episode. Branching rollouts: `checkpoint` resumes the episode from a turn boundary of an
+        earlier one (the record is the whole episode, its inherited prefix included; its workspace changes count
+        from the task's start); `checkpoints` keeps one per turn boundary in `record.harness.checkpoints` (their
+        snapshots are the caller's: `release`).
         """
-        sid = self.env.fork(self.snapshot(task))
+        if checkpoint is None:
+            sid = self.env.fork(self.snapshot(task))
+        else:
+            sid = fork_checkpoint(self.env, checkpoint)
         try:
-            result = run_episode(self.view, sid, task.instruction, policy, self.tok, self.harness,
-                                 task_id=task.task_id, group_id=task.task_id)
-            grade = grade_task(self.env, sid, task, self.grade_timeout_s)
+            if checkpoint is None:
+                result = run_episode(self.view, sid, task.instruction, policy, self.tok, self.harness,
+                                     task_id=task.task_id, group_id=task.task_id, checkpoints=checkpoints)
+            else:
+                result = resume_episode(self.view, sid, checkpoint, policy, self.tok, self.harness,
+                                        task_id=task.task_id, group_id=task.task_id, checkpoints=checkpoints)
+            try:
+                grade = grade_episode(self.env, sid, task, self.grade_timeout_s)
+                outcome = self.outcome(sid, result, grade.tests)
+            except BaseException:
+                self.release(result.checkpoints)  # the record is lost: nobody else will delete them
+                raise
             if transcript is not None:
                 transcript.extend(result.messages)
         finally:
             _close_quietly(self.env, sid)
-        counts = effort_counts_from_episode(result.episode)
-        breakdown = compute_reward(EpisodeOutcome(tests=grade.tests, effort=counts,
-                                                  tool_call_errors=result.tool_call_errors), self.reward_cfg)
+        breakdown = compute_reward(outcome, self.reward_cfg)
         routing = routing_fn(result.episode) if routing_fn is not None else [None] * len(result.episode.segments)
         return EpisodeRecord(
             episode=result.episode.with_reward(breakdown.total), routing=routing, task_id=task.task_id,
             difficulty=task.difficulty, reward=breakdown.total, success=breakdown.success, effort=breakdown.effort,
             breakdown=breakdown.as_dict(), stop_reason=result.stop_reason, turns=result.turns,
-            tool_calls=len(result.tool_calls), malformed=result.malformed, generated_tokens=result.generated_tokens,
-            wall_s=result.wall_s, grade_s=grade.wall_s, admitted_version=admitted_version)
+            tool_calls=len(result.tool_calls), malformed=result.malformed,
+            generated_tokens=result.generated_tokens - (0 if checkpoint is None else checkpoint.generated_tokens),
+            wall_s=result.wall_s, grade_s=grade.wall_s, admitted_version=admitted_version,
+            source=task.source, harness=result if checkpoints or checkpoint is not None else None)
+
+    def release(self, checkpoints: Sequence[TurnCheckpoint]) -> None:
+        """Delete the snapshots of checkpoints (a tree group is done with them)."""
+        for ckpt in checkpoints:
+            with contextlib.suppress(KeyError):  # already deleted
+                self.env.delete_snapshot(ckpt.snapshot)
+
+    def outcome(self, sid: str, result: EpisodeResult, tests: TestResult) -> EpisodeOutcome:
+        """Everything the reward reads about a finished episode on sandbox `sid` (after grading: its processes are
+        gone and its writes frozen into its chain). Lint (one ruff process, ~50 ms) runs only when its term has weight."""
+        changes = self.env.changes(sid)
+        state = self.env.episode(sid)
+        lint = self.reward_cfg.lint_coef > 0
+        return EpisodeOutcome(
+            tests=tests, effort=effort_counts_from_episode(result.episode), todos=state["todos"],
+            todo_history=state["todo_history"], diff=changes.unified_diff(),
+            files_before=changes.before if lint else None, files_after=changes.after if lint else None,
+            tool_call_errors=result.tool_call_errors, thinking=result.thinking, final_message=result.final_message,
+            egress=self.env.egress_log(sid))
 
     def close(self) -> None:
         """Forget the snapshots (the environment itself belongs to the caller)."""

@@ -22,10 +22,10 @@ from typing import Any, Callable
 import numpy as np
 
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.services.records import EpisodeRecord
+from composer2_jax.rl.services.records import EpisodeRecord, term_stats
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutWorker, episode_policy
 from composer2_jax.rl.services.weights import Weights, WeightStore
-from composer2_jax.rl.tasks import CodingTask
+from composer2_jax.rl.sources import RLTask
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 class Evaluator:
     """`evaluate(weights)` → metrics of the held-out tasks (each run `samples` times)."""
 
-    def __init__(self, env_worker: EnvWorker, tasks: Sequence[CodingTask], model_cfg: Any, rc: RolloutConfig,
+    def __init__(self, env_worker: EnvWorker, tasks: Sequence[RLTask], model_cfg: Any, rc: RolloutConfig,
                  stop_id: int, samples: int = 1, threads: int = 16, vocab_limit: int = 0):
         if not tasks or samples < 1:
             raise ValueError(f"the evaluator needs tasks and samples ≥ 1; got {len(tasks)} tasks, samples={samples}")
@@ -48,7 +48,7 @@ class Evaluator:
         stop = threading.Event()
         rollout.start(stop)
 
-        def one(task: CodingTask) -> EpisodeRecord | None:
+        def one(task: RLTask) -> EpisodeRecord | None:
             try:
                 return self.env_worker.run(task, episode_policy(rollout, self.env_worker.tok.vocab_size),
                                            weights.version)
@@ -71,13 +71,16 @@ class Evaluator:
         return eval_metrics(jobs, records, prefix) | {f"{prefix}version": float(weights.version)}
 
 
-def eval_metrics(tasks: Sequence[CodingTask], records: Sequence[EpisodeRecord | None], prefix: str = "eval/"
+def eval_metrics(tasks: Sequence[RLTask], records: Sequence[EpisodeRecord | None], prefix: str = "eval/"
                  ) -> dict[str, float]:
     """Aggregate evaluation records (None = a failed episode: success 0, no effort)."""
     out = {f"{prefix}episodes": float(len(records)), f"{prefix}errors": float(sum(r is None for r in records))}
     groups = {"": list(zip(tasks, records))}
     for diff in sorted({t.difficulty for t in tasks}):
         groups[f"/{diff}"] = [(t, r) for t, r in zip(tasks, records) if t.difficulty == diff]
+    if len({t.source for t in tasks}) > 1:
+        for source in sorted({t.source for t in tasks}):
+            groups[f"/source/{source}"] = [(t, r) for t, r in zip(tasks, records) if t.source == source]
     for suffix, pairs in groups.items():
         done = [r for _, r in pairs if r is not None]
         out[f"{prefix}pass_rate{suffix}"] = float(np.mean([r.success if r else 0.0 for _, r in pairs]))
@@ -86,6 +89,9 @@ def eval_metrics(tasks: Sequence[CodingTask], records: Sequence[EpisodeRecord | 
             out[f"{prefix}effort{suffix}"] = float(np.mean([r.effort for r in done]))
             out[f"{prefix}turns{suffix}"] = float(np.mean([r.turns for r in done]))
             out[f"{prefix}tool_calls{suffix}"] = float(np.mean([r.tool_calls for r in done]))
+    done = [r for r in records if r is not None]
+    if done:
+        out.update({prefix + k: v for k, v in term_stats(done).items()})
     return out
 
 

@@ -17,7 +17,9 @@ import time
 
 from composer2_jax.bench import verdict
 from composer2_jax.bench.grade import WORKSPACE, fresh_dirs, read_file
+from composer2_jax.bench.grade import grade as harbor_grade
 from composer2_jax.rl.rewards import TestResult
+from composer2_jax.rl.sources import HarborTask
 from composer2_jax.rl.tasks import CodingTask, check_spec, expected_values
 
 
@@ -53,3 +55,27 @@ def grade_task(env, source: str, task: CodingTask, timeout_s: float = 30.0) -> G
     judged = verdict.judge_direct(raw, run, expected)
     tests = TestResult(judged.passed, judged.failed, judged.errors)
     return GradeResult(tests, judged.reward, time.monotonic() - start, None)
+
+
+def grade_harbor(env, source: str, task: HarborTask) -> GradeResult:
+    """A Harbor task's verdict (bench/grade.py: its tests installed at fresh paths after the agent's turn, judged
+    on the host for the project's own tasks) in a fresh fork of `source`, closed after. Pass/fail is one case."""
+    start = time.monotonic()
+    gid = env.fork(source)
+    try:
+        g = harbor_grade(env, gid, task.task)
+    finally:
+        env.close(gid)
+    if g.error is not None:
+        return GradeResult(TestResult(0, 0, 1), 0.0, time.monotonic() - start, g.error)
+    tests = TestResult(1, 0) if g.passed else TestResult(0, 1)
+    return GradeResult(tests, 1.0 if g.passed else 0.0, time.monotonic() - start, None)
+
+
+def grade_episode(env, source: str, task, timeout_s: float = 30.0) -> GradeResult:
+    """The verdict of any RL task (rl/sources.py) on a fresh fork of `source`: the toy check or the task's own."""
+    if isinstance(task, HarborTask):
+        return grade_harbor(env, source, task)
+    if isinstance(task, CodingTask):
+        return grade_task(env, source, task, timeout_s)
+    raise TypeError(f"cannot grade {type(task).__name__} {task!r}; expected a CodingTask or a HarborTask")

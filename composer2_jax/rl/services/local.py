@@ -6,6 +6,11 @@
     trainer (caller's thread) ── takes G fresh groups ← GroupBuffer ←──────────────────────────────┘
                                  → update → publish version t+1 → checkpoint / evaluate / log
 
+Tree groups (`rl.group_mode="tree"`, rl/branching.py): a group is one job that grows a tree, its episodes and branches
+running on a second pool through the same rollout worker and the same retries; the group is admitted, gated and
+buffered like a plain one, its episodes are its leaves, and each branch's routing record starts with the calls it
+inherited from the episode it branched from.
+
 Faults: an episode whose sandbox or rollout call fails is retried (`max_retries`) in a fresh fork, then dropped
 and counted; a group left with fewer than `min_group` episodes is dropped and its admission slot released, so
 the trainer never waits for it. A dead rollout thread is restarted by a watchdog (its in-flight requests fail
@@ -17,16 +22,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
+import numpy as np
+
+from composer2_jax.env.harness import TurnCheckpoint
+from composer2_jax.rl.branching import Branch, grow_tree
 from composer2_jax.rl.config import RLConfig
 from composer2_jax.rl.services.buffer import GroupBuffer
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.services.records import Counters, EpisodeRecord, GroupRecord
 from composer2_jax.rl.services.rollout import RolloutPolicy, RolloutWorker, episode_policy
-from composer2_jax.rl.services.routing import episode_routing
-from composer2_jax.rl.services.sampler import TaskSampler
+from composer2_jax.rl.services.routing import CallRecord, episode_routing
+from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.staleness import StalenessGate
 from composer2_jax.rl.services.trainer import Trainer
 from composer2_jax.rl.services.weights import WeightStore
@@ -54,10 +64,35 @@ class _PendingGroup:
             self.on_done(self)
 
 
+class _Dropped(RuntimeError):
+    """An episode of a tree group was dropped after its retries (the group is dropped)."""
+
+
+class _CallsAt:
+    """Thread-safe map: checkpoint snapshot id -> the generate calls up to that boundary (router replay of branches)."""
+
+    def __init__(self):
+        self._calls: dict[str, list[CallRecord]] = {}
+        self._lock = threading.Lock()
+
+    def put(self, snapshot: str, calls: list[CallRecord]) -> None:
+        with self._lock:
+            self._calls[snapshot] = calls
+
+    def calls_of(self, snapshot: str) -> list[CallRecord]:
+        """The calls of a snapshot (kept: a boundary may be branched from again)."""
+        with self._lock:
+            return list(self._calls.get(snapshot, ()))
+
+    def discard(self, snapshot: str) -> None:
+        with self._lock:
+            self._calls.pop(snapshot, None)
+
+
 class LocalOrchestrator:
     """Runs the RL loop in this process; `run(on_version)` trains until version `rl.steps`."""
 
-    def __init__(self, trainer: Trainer, rollout: RolloutWorker, env_worker: EnvWorker, sampler: TaskSampler,
+    def __init__(self, trainer: Trainer, rollout: RolloutWorker, env_worker: EnvWorker, sampler: CurriculumSampler,
                  rl: RLConfig, store: WeightStore, counters: Counters):
         self.trainer, self.rollout, self.env_worker, self.sampler = trainer, rollout, env_worker, sampler
         self.rl, self.lc, self.store, self.counters = rl, rl.loop, store, counters
@@ -66,29 +101,41 @@ class LocalOrchestrator:
         self.buffer = GroupBuffer(self.gate, counters)
         self.stop = threading.Event()
         self._pool: ThreadPoolExecutor | None = None
+        self._branch_pool: ThreadPoolExecutor | None = None  # tree groups: their episodes (the groups run on _pool)
+        self._calls_at = _CallsAt()  # tree groups: checkpoint snapshot -> the calls its branches inherit
 
     # ------------------------------------------------------------------------------------------------ episodes
 
-    def _routing_fn(self, policy: RolloutPolicy):
-        """Episode → per-segment routing records from the policy's calls."""
+    def _routing_fn(self, policy: RolloutPolicy, inherited: Sequence[CallRecord] = ()):
+        """Episode → per-segment routing records from the calls it inherited (branches) and the policy's own."""
         cfg = self.trainer.model_cfg
-        return lambda ep: episode_routing(ep, policy.calls, self.trainer.num_moe, cfg.num_experts_per_tok)
+        return lambda ep: episode_routing(ep, list(inherited) + policy.calls, self.trainer.num_moe,
+                                          cfg.num_experts_per_tok)
 
-    def execute(self, task, version: int) -> EpisodeRecord:
-        """One attempt at an episode (raises when a worker fails); here: the env worker in this process."""
+    def execute(self, task, version: int, checkpoint: TurnCheckpoint | None = None) -> EpisodeRecord:
+        """One attempt at an episode (raises when a worker fails); here: the env worker in this process.
+
+        Tree groups: checkpoints on, and `checkpoint` (if given) is the boundary the episode resumes from."""
         policy = episode_policy(self.rollout, self.env_worker.tok.vocab_size)
-        record = self.env_worker.run(task, policy, version, self._routing_fn(policy))
+        tree = self.rl.group_mode == "tree"
+        inherited = () if checkpoint is None else self._calls_at.calls_of(checkpoint.snapshot)
+        record = self.env_worker.run(task, policy, version, self._routing_fn(policy, inherited),
+                                     checkpoint=checkpoint, checkpoints=tree)
+        if tree:
+            calls = list(inherited) + policy.calls
+            for ckpt in record.harness.checkpoints:  # one call per reply: a boundary after turn k inherits k calls
+                self._calls_at.put(ckpt.snapshot, calls[:ckpt.turn])
         self.counters.add("replies_cut_at_unknown_id", policy.truncated)
         self.counters.add("context_overflows", policy.overflows)
         return record
 
-    def run_episode(self, task, version: int) -> EpisodeRecord | None:
+    def run_episode(self, task, version: int, checkpoint: TurnCheckpoint | None = None) -> EpisodeRecord | None:
         """One episode with retries; None (counted) when every attempt failed."""
         for attempt in range(1 + self.lc.max_retries):
             if self.stop.is_set():
                 return None
             try:
-                record = self.execute(task, version)
+                record = self.execute(task, version, checkpoint)
                 self.counters.add("episodes_done")
                 return record
             except Exception as e:  # noqa: BLE001 - any failure of a worker is retried or dropped, never fatal
@@ -109,16 +156,51 @@ class LocalOrchestrator:
         self.buffer.put(GroupRecord(group.index, group.task.task_id, group.version, group.records))
 
     def _dispatch(self) -> None:
-        """Admit groups while the staleness gate allows; each becomes `samples` episode jobs."""
+        """Admit groups while the staleness gate allows; each becomes `samples` episode jobs (or one tree job)."""
         while not self.stop.is_set():
             index = self.gate.admit(lambda: self.store.version, self.stop)
             if index is None:
                 return
             task, version = self.sampler.next(), self.store.version
             self.counters.add("groups_admitted")
+            if self.rl.group_mode == "tree":
+                self._pool.submit(self._tree_job, index, task, version)
+                continue
             group = _PendingGroup(index, task, version, self.rl.samples, self._group_done)
             for _ in range(self.rl.samples):
                 self._pool.submit(self._episode_job, group)
+
+    def _tree_job(self, index: int, task, version: int) -> None:
+        """Grow one tree group (rl/branching.py) and hand it to the buffer, or drop it when an episode was dropped."""
+        records: list[EpisodeRecord] = []
+        lock = threading.Lock()
+
+        def run(ckpt: TurnCheckpoint | None) -> Branch:
+            record = self.run_episode(task, version, ckpt)
+            if record is None:
+                raise _Dropped(f"an episode of tree group {index} was dropped")
+            with lock:
+                records.append(record)
+            return Branch(record.harness, record.reward, payload=record)
+
+        try:
+            rng = np.random.default_rng([self.rl.task_seed, index])
+            group = grow_tree(run, self.rl.tree, rng, self._branch_pool)
+        except Exception as e:  # noqa: BLE001 - a failed tree is dropped and its admission slot returned
+            self.counters.add("groups_dropped")
+            self.gate.release()
+            if not isinstance(e, _Dropped):
+                log.warning("tree group %d failed: %s: %s", index, type(e).__name__, e)
+            return
+        finally:
+            ckpts = [c for r in records for c in r.harness.checkpoints]
+            self.env_worker.release(ckpts)
+            for c in ckpts:
+                self._calls_at.discard(c.snapshot)
+        self.counters.add("tree_branches", len(group.branches) - self.rl.tree.initial)
+        self.counters.add("tree_generated_tokens", group.generated_tokens)
+        self.buffer.put(GroupRecord(index, task.task_id, version, [b.payload for b in group.branches],
+                                    tree=group.tree, group_relative=self.rl.tree.group_relative))
 
     def _episode_job(self, group: _PendingGroup) -> None:
         """One episode of a group (a thread-pool job)."""
@@ -155,6 +237,7 @@ class LocalOrchestrator:
         """Train until version rl.steps; `on_version(metrics)` after each publication (log, checkpoint, eval)."""
         self.publish()
         self._pool = ThreadPoolExecutor(self.lc.episode_threads, thread_name_prefix="episode")
+        self._branch_pool = ThreadPoolExecutor(self.lc.episode_threads, thread_name_prefix="branch")
         threads = self.start_services() + [threading.Thread(target=self._dispatch, name="dispatch", daemon=True)]
         threads[-1].start()
         history = []
@@ -166,6 +249,7 @@ class LocalOrchestrator:
             self.gate.notify()
             self.stop_services()
             self._pool.shutdown(wait=True, cancel_futures=True)
+            self._branch_pool.shutdown(wait=True, cancel_futures=True)
             for t in threads:
                 t.join(timeout=10)
         return history

@@ -27,7 +27,7 @@ from composer2_jax.rl.services.records import EpisodeRecord
 from composer2_jax.rl.services.rollout import Generation, RolloutConfig, RolloutPolicy, RolloutWorker
 from composer2_jax.rl.services.routing import episode_routing
 from composer2_jax.rl.services.weights import Weights
-from composer2_jax.rl.tasks import CodingTask
+from composer2_jax.rl.sources import RLTask
 
 
 def host_weights(weights: Weights) -> Weights:
@@ -112,7 +112,7 @@ class EnvActor:
         self.worker = env_worker_for(run, self.env, run.tokenizer.build())
         self.num_moe, self.k, self.vocab_limit, self.max_prompt = num_moe, k, vocab_limit, max_prompt
 
-    def run(self, task: CodingTask, version: int, rollout) -> EpisodeRecord:
+    def run(self, task: RLTask, version: int, rollout) -> EpisodeRecord:
         """One graded episode; every reply is a `rollout.generate` call."""
         policy = RolloutPolicy(lambda p, n: ray.get(rollout.generate.remote(p, n)), self.vocab_limit, self.max_prompt)
         record = self.worker.run(task, policy, version,
@@ -133,16 +133,14 @@ class EnvActor:
 class EvalActor:
     """The held-out evaluation as its own actor: an EvalService over its own Environment, pulling from `registry`."""
 
-    def __init__(self, run: RLExperimentConfig, registry, vocab_limit: int, start: int):
+    def __init__(self, run: RLExperimentConfig, registry, tasks: list, vocab_limit: int, start: int):
         from composer2_jax.data import tokenizer as tk  # noqa: PLC0415
         from composer2_jax.env import Environment  # noqa: PLC0415 - sandboxes only where the actor runs
         from composer2_jax.rl.services.env_worker import env_worker_for, sandbox_limits  # noqa: PLC0415
         from composer2_jax.rl.services.evaluator import EvalService, Evaluator  # noqa: PLC0415
-        from composer2_jax.rl.tasks import task_set  # noqa: PLC0415
 
         tok = run.tokenizer.build()
         self.env = Environment(pool_size=min(run.env.pool_size, 4), limits=sandbox_limits(run.env))
-        tasks = task_set(run.rl.eval_tasks, run.rl.heldout_seed, tuple(run.rl.levels), "heldout")
         evaluator = Evaluator(env_worker_for(run, self.env, tok), tasks, run.model, run.rollout,
                               tok.special_id(tk.IM_END), run.rl.eval_samples, run.rl.episode_threads,
                               vocab_limit=vocab_limit)
@@ -165,11 +163,11 @@ class RayEvalService:
     copies each due version from the trainer's store to the actor's registry (host arrays) and writes the actor's
     results through `write` as they arrive. The trainer never waits for either."""
 
-    def __init__(self, run: RLExperimentConfig, store, write: Callable[[int, dict], None], start: int = 0,
-                 vocab_limit: int = 0):
+    def __init__(self, run: RLExperimentConfig, store, write: Callable[[int, dict], None], tasks: list,
+                 start: int = 0, vocab_limit: int = 0):
         self.store, self.write, self.every = store, write, run.rl.eval_every
         self.registry = WeightRegistry.remote()
-        self.actor = EvalActor.remote(run, self.registry, vocab_limit, start)
+        self.actor = EvalActor.remote(run, self.registry, tasks, vocab_limit, start)
         self.errors: list[str] = []
         self._next, self._written = -(-start // self.every) * self.every, 0
         self._stop = threading.Event()

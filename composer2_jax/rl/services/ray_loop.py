@@ -19,7 +19,7 @@ from composer2_jax.rl.config import RLExperimentConfig
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.ray_actors import EnvActor, RolloutActor, WeightRegistry, host_weights
 from composer2_jax.rl.services.records import Counters, EpisodeRecord
-from composer2_jax.rl.services.sampler import TaskSampler
+from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import Trainer
 from composer2_jax.rl.services.weights import WeightStore
 
@@ -27,7 +27,7 @@ from composer2_jax.rl.services.weights import WeightStore
 class RayOrchestrator(LocalOrchestrator):
     """The embedded orchestrator with episodes executed on Ray actors."""
 
-    def __init__(self, run: RLExperimentConfig, trainer: Trainer, sampler: TaskSampler, counters: Counters,
+    def __init__(self, run: RLExperimentConfig, trainer: Trainer, sampler: CurriculumSampler, counters: Counters,
                  stop_id: int, store: WeightStore | None = None):
         r, limit = run.rl.ray, trainer.law.vocab_limit
         self.registry = WeightRegistry.options(**_placement(r.registry_resources)).remote()

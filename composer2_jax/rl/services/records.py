@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from composer2_jax.episode import Episode
+from composer2_jax.rl.rewards import TERMS
+from composer2_jax.rl.tree import GroupTree
 
 
 @dataclasses.dataclass
@@ -28,10 +30,12 @@ class EpisodeRecord:
     turns: int
     tool_calls: int
     malformed: int
-    generated_tokens: int
+    generated_tokens: int  # tokens this episode sampled itself (a branch: not the prefix it inherited)
     wall_s: float
     grade_s: float
     admitted_version: int  # weight version when the group was admitted (the staleness bound starts here)
+    source: str = "toy"  # the task's curriculum entry (rl/sources.py)
+    harness: Any = None  # the harness's EpisodeResult when kept (branching rollouts: checkpoints, tool-call records)
 
     @property
     def min_version(self) -> int:
@@ -62,7 +66,9 @@ class GroupRecord:
     group_id: int  # admission index: groups are admitted 0, 1, 2, … (the staleness gate counts them)
     task_id: str
     admitted_version: int
-    episodes: list[EpisodeRecord]
+    episodes: list[EpisodeRecord]  # tree groups: one per leaf, in tree.leaves order
+    tree: GroupTree | None = None  # branching rollouts: the group's tree (rl/tree.py); None: a plain group
+    group_relative: bool = False  # tree groups: add Tree-GRPO's group-relative term to the edge advantages
 
     @property
     def min_version(self) -> int:
@@ -98,9 +104,21 @@ class Counters:
             return dict(self._c)
 
 
+def term_stats(episodes: list[EpisodeRecord]) -> dict[str, float]:
+    """Per reward term (rl/rewards.py TERMS): its mean signed value `term/NAME` and the fraction of episodes where
+    it is non-zero `term_nonzero/NAME` (a term absent from a breakdown counts as 0)."""
+    out = {}
+    for name in TERMS:
+        values = np.asarray([e.breakdown.get(f"reward/{name}", 0.0) for e in episodes], np.float64)
+        out[f"term/{name}"] = float(values.mean())
+        out[f"term_nonzero/{name}"] = float(np.mean(values != 0))
+    return out
+
+
 def summarize_groups(groups: list[GroupRecord]) -> dict[str, Any]:
-    """Mean reward (and each reward term), pass rate and effort overall and per difficulty, self-summaries (the
-    fraction of episodes with one, summary tokens per episode) and the version spread, of a batch."""
+    """Mean reward, pass rate and effort overall and per difficulty, every reward term (mean and fraction
+    non-zero), self-summaries (the fraction of episodes with one, summary tokens per episode) and the version
+    spread, of a batch."""
     eps = [e for g in groups for e in g.episodes]
     out: dict[str, Any] = {"episodes": len(eps)}
     if not eps:
@@ -110,12 +128,15 @@ def summarize_groups(groups: list[GroupRecord]) -> dict[str, Any]:
                generated_tokens=float(np.mean([e.generated_tokens for e in eps])),
                crossed_update=float(np.mean([e.max_version > e.min_version for e in eps])),
                summary_fraction=float(np.mean([e.summaries > 0 for e in eps])),
-               summary_tokens=float(np.mean([e.summary_tokens for e in eps])))
-    for term in sorted({k for e in eps for k in e.breakdown}):
-        out[f"terms/{term.split('/', 1)[-1]}"] = float(np.mean([e.breakdown.get(term, 0.0) for e in eps]))
+               summary_tokens=float(np.mean([e.summary_tokens for e in eps])), **term_stats(eps))
     for diff in sorted({e.difficulty for e in eps}):
         sub = [e for e in eps if e.difficulty == diff]
         out[f"pass_rate/{diff}"] = float(np.mean([e.success for e in sub]))
         out[f"effort/{diff}"] = float(np.mean([e.effort for e in sub]))
         out[f"reward/{diff}"] = float(np.mean([e.reward for e in sub]))
+    for source in sorted({e.source for e in eps}):
+        sub = [e for e in eps if e.source == source]
+        out[f"episodes/source/{source}"] = float(len(sub))
+        out[f"pass_rate/source/{source}"] = float(np.mean([e.success for e in sub]))
+        out[f"reward/source/{source}"] = float(np.mean([e.reward for e in sub]))
     return out

@@ -27,7 +27,7 @@ from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.model import Transformer
 from composer2_jax.model import context_parallel as cp
 from composer2_jax.model.mtp import layout_context
-from composer2_jax.model.transformer import moe_layer_ids
+from composer2_jax.model.layer_plan import moe_layer_ids
 from composer2_jax.rl.advantages import dr_grpo_advantages
 from composer2_jax.rl.services.records import GroupRecord, summarize_groups
 from composer2_jax.rl.services.rl_step import make_logprob_fn, make_update_fn
@@ -88,6 +88,39 @@ def group_advantages(groups: list[GroupRecord]) -> list[float]:
     rewards = np.asarray([r for g in groups for r in g.rewards], np.float32)
     ids = np.asarray([i for i, g in enumerate(groups) for _ in g.episodes], np.int32)
     return [float(a) for a in np.asarray(dr_grpo_advantages(rewards, ids, num_groups=len(groups)))]
+
+
+def training_items(groups: list[GroupRecord], seq_len: int
+                   ) -> tuple[list[tuple[Segment, float | np.ndarray]], list[np.ndarray | None]]:
+    """(segment, advantage) items for `pack_segments` and their routing records, every segment trimmed to seq_len.
+
+    Plain groups: every segment of every episode with its episode's Dr. GRPO advantage. Tree groups (branching
+    rollouts): `GroupTree.training_items`, one path segment per leaf with per-token edge advantages, shared prefixes
+    trained once; a leaf's path is its episode's single segment, so its routing record is that segment's.
+    """
+    plain = [g for g in groups if g.tree is None]
+    advantages = iter(group_advantages(plain))
+    items, records = [], []
+    for g in groups:
+        if g.tree is None:
+            pairs = []
+            for ep in g.episodes:
+                adv = next(advantages)
+                pairs += [(seg, rec, adv) for seg, rec in zip(ep.episode.segments, ep.routing)]
+        else:
+            leaf_items = g.tree.training_items(g.group_relative)
+            if len(leaf_items) != len(g.episodes):
+                raise ValueError(f"group {g.group_id}: {len(leaf_items)} tree leaves but {len(g.episodes)} episodes; "
+                                 "expected one episode per leaf")
+            pairs = [(seg, ep.routing[0] if ep.routing else None, adv)
+                     for (seg, adv), ep in zip(leaf_items, g.episodes)]
+        for seg, rec, adv in pairs:
+            if rec is not None and rec.shape[1] != len(seg):
+                raise ValueError(f"routing record of {rec.shape[1]} positions for a segment of {len(seg)} tokens")
+            seg, rec = trim_segment(seg, rec, seq_len)
+            items.append((seg, adv if np.isscalar(adv) else np.asarray(adv)[:len(seg)]))
+            records.append(rec)
+    return items, records
 
 
 _COMPILED: dict[tuple, tuple[Any, Any, Any]] = {}
@@ -214,13 +247,7 @@ class Trainer:
 
     def pack(self, groups: list[GroupRecord]) -> tuple[PackedBatch, np.ndarray | None]:
         """All segments of the batch packed into rows (a multiple of tc.rows), and their routing records."""
-        advantages = group_advantages(groups)
-        items, records = [], []
-        for ep, adv in zip((e for g in groups for e in g.episodes), advantages):
-            for seg, rec in zip(ep.episode.segments, ep.routing):
-                seg, rec = trim_segment(seg, rec, self.tc.seq_len)
-                items.append((seg, adv))
-                records.append(rec)
+        items, records = training_items(groups, self.tc.seq_len)
         needed = 1 + max((r for r, _ in first_fit([len(s) for s, _ in items], self.tc.seq_len)), default=0)
         rows = -(-needed // self.tc.rows) * self.tc.rows
         packed = pack_segments(items, self.tc.seq_len, batch_size=rows)

@@ -15,7 +15,7 @@ import numpy as np
 
 def bf16_bits(x) -> np.ndarray:
     """The bf16 bit patterns of an array (any float dtype), flattened uint16."""
-    import ml_dtypes  # noqa: PLC0415 - a jax dependency
+    import ml_dtypes  # a jax dependency
 
     return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16).view(np.uint16).ravel()
 

@@ -177,7 +177,8 @@ def match(answer, spec: dict) -> bool:
         positives, predicted = sum(labels), sum(answer)
         wrong = sum(a != y for a, y in zip(answer, labels))
         return (wrong <= spec.get("wrong_at_most", len(labels))
-                and tp >= spec.get("recall", 0.0) * positives and tp >= spec.get("precision", 0.0) * max(1, predicted))
+                and tp >= spec.get("recall", 0.0) * positives and tp >= spec.get("precision", 0.0) * max(1, predicted)
+                and 2 * tp >= spec.get("f1", 0.0) * max(1, positives + predicted))
     if "value" in spec:  # exact, except that an int and a float are equal when their values are (as in Python)
         return _floats(answer, spec["value"], 0.0, 0.0)
     if "approx" in spec:

@@ -1,0 +1,1 @@
+"""Readers for the metering pipeline's exports and the weekly reconciliation summary."""

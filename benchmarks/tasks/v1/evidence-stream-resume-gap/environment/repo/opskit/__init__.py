@@ -1,0 +1,1 @@
+"""Readers for the streaming service's logs and the daily traffic report."""

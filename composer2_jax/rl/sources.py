@@ -1,0 +1,160 @@
+"""Task sources the RL loop draws from, and the mixed curriculum over them (one string: `--config.tasks`).
+
+    toy                 the generated calc family (rl/tasks.py): fast, the CI family
+    suite:VERSION|DIR   Harbor-format task folders (benchmarks/tasks/VERSION or any folder of task folders)
+    generated:DIR       feature-deletion tasks (bench/generate.py) in DIR, generated there on first use
+
+A curriculum is comma-separated sources with weights, `toy@2,suite:v0@1,generated:runs/gen@1` (weight 1 when
+omitted): each group's source is drawn with probability ∝ its weight, then a task of that source (each source's
+tasks cycle in their own seeded order). Every source has a train and a held-out split:
+- suites and generated folders split by task: a fixed share (`SourcesConfig.heldout_frac`) of task names, chosen
+  by a hash of the name, is held out; a whole suite version named in `heldout_versions` is held out entirely
+  (evaluation only, never trained on);
+- the toy family splits by content (rl/tasks.py `split_of`).
+Groups, staleness, grading and evaluation are the same for every source: a task of any source is an `RLTask`
+(id, instruction, difficulty, source, starting repository) that the env worker grades through its source's
+verdict (rl/services/grader.py `grade_episode`). Suite tasks that need an image, several steps or are not
+runnable here are skipped and counted (`SourceTasks.skipped`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from composer2_jax.bench.task import Task, load_suite
+from composer2_jax.rl import tasks as toy
+
+KINDS = ("toy", "suite", "generated")
+SPLITS = ("train", "heldout")
+
+
+@runtime_checkable
+class RLTask(Protocol):
+    """What the RL loop needs of a task, whatever its source."""
+
+    task_id: str  # unique across sources
+    instruction: str  # what the agent is told
+    difficulty: str  # easy | medium | hard (logged per difficulty)
+    source: str  # the curriculum entry it came from (logged per source)
+
+
+@dataclasses.dataclass(frozen=True)
+class HarborTask:
+    """A single-step workspace task of a Harbor folder, as an RL task; graded by its own verifier."""
+
+    task: Task
+    source: str  # e.g. "suite:v0"
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.source}/{self.task.name}"
+
+    @property
+    def instruction(self) -> str:
+        return self.task.instruction
+
+    @property
+    def difficulty(self) -> str:
+        return self.task.difficulty
+
+    def repo_dir(self, cache_dir: str | Path | None = None) -> Path:
+        """The starting repository (materialised once in cache_dir when archived or generated)."""
+        return self.task.repo_dir(cache_dir)
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceSpec:
+    """One entry of a curriculum string."""
+
+    kind: str  # one of KINDS
+    arg: str  # suite: version or folder; generated: folder; toy: ""
+    weight: float
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}:{self.arg}" if self.arg else self.kind
+
+
+def parse_mix(mix: str) -> tuple[SourceSpec, ...]:
+    """`SOURCE[@WEIGHT],…` → specs; a clear error naming the entry for an unknown kind, a missing argument or a
+    weight that is not a positive number."""
+    specs = []
+    for entry in (e.strip() for e in mix.split(",")):
+        if not entry:
+            continue
+        source, _, weight = entry.partition("@")
+        kind, _, arg = source.partition(":")
+        if kind not in KINDS:
+            raise ValueError(f"task source {entry!r}: unknown kind {kind!r}; expected one of {KINDS} "
+                             f"(e.g. toy@2,suite:v0@1,generated:runs/gen@1)")
+        if (kind == "toy") == bool(arg):
+            raise ValueError(f"task source {entry!r}: {'toy takes no argument' if arg else kind + ' needs :FOLDER'}")
+        try:
+            w = float(weight) if weight else 1.0
+        except ValueError:
+            w = -1.0
+        if not w > 0:
+            raise ValueError(f"task source {entry!r}: weight {weight!r}; expected a positive number")
+        specs.append(SourceSpec(kind, arg, w))
+    if not specs:
+        raise ValueError(f"tasks={mix!r} names no source; expected e.g. 'toy' or 'toy@2,suite:v0@1'")
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"tasks={mix!r} names a source twice: {names}")
+    return tuple(specs)
+
+
+def split_of_name(name: str, heldout_frac: float) -> str:
+    """'heldout' for a fixed share of task names (a hash, stable across runs and machines), else 'train'."""
+    return "heldout" if zlib.crc32(name.encode()) % 1000 < heldout_frac * 1000 else "train"
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceTasks:
+    """The tasks of one source in one split, and what was skipped (name → why)."""
+
+    spec: SourceSpec
+    tasks: tuple
+    skipped: dict[str, str]
+
+
+def harbor_tasks(spec: SourceSpec, folder: str | Path, split: str, heldout_frac: float,
+                 heldout_versions: Sequence[str] = ()) -> SourceTasks:
+    """The runnable single-step workspace tasks of a Harbor folder in one split."""
+    suite = load_suite(folder)
+    skipped = {u.name: u.reason for u in suite.unsupported}
+    whole_heldout = suite.name in heldout_versions or spec.arg in heldout_versions
+    out = []
+    for t in suite.tasks:
+        if t.is_image or t.steps:
+            skipped[t.name] = "an image task" if t.is_image else "a multi-step task"
+            continue
+        in_split = "heldout" if whole_heldout else split_of_name(t.name, heldout_frac)
+        if in_split == split:
+            out.append(HarborTask(t, spec.name))
+    return SourceTasks(spec, tuple(out), skipped)
+
+
+def generated_tasks(spec: SourceSpec, split: str, heldout_frac: float, count: int, seed: int,
+                    modules: Sequence[str] = (), dirs: Sequence[str] = (), per_module: int = 2) -> SourceTasks:
+    """The feature-deletion tasks in the spec's folder (generated there first when it holds none)."""
+    folder = Path(spec.arg)
+    if not folder.is_dir() or not any((p / "instruction.md").is_file() for p in folder.iterdir()):
+        from composer2_jax.bench import generate  # noqa: PLC0415 - only when a folder has to be filled
+
+        folder.mkdir(parents=True, exist_ok=True)
+        written = generate.generate(folder, count, seed, tuple(modules) or generate.MODULES, list(dirs) or None,
+                                    per_module=per_module)
+        if not written:
+            raise ValueError(f"task source {spec.name!r}: the generator wrote no task into {folder} (modules "
+                             f"{tuple(modules) or generate.MODULES}, folders {list(dirs) or 'the stdlib'})")
+    return harbor_tasks(spec, folder, split, heldout_frac)
+
+
+def toy_tasks(spec: SourceSpec, split: str, n: int, seed: int, levels: Sequence[int]) -> SourceTasks:
+    """n toy tasks of one content split (level 0 has 2 held-out contents, so held-out tasks repeat)."""
+    return SourceTasks(spec, tuple(toy.task_set(n, seed, tuple(levels), split)), {})
