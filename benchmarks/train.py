@@ -67,9 +67,10 @@ def checkpoint_cost(step, state, batch, step_s: float, k: int = 10) -> tuple[flo
     return blocking_s, max(extra_s, 0.0)
 
 
-def train_config(preset: str, dtype: str = "", attention_kernel: str = "auto"):
-    """The benchmarked model: `preset`; attention 'auto' = 'ring' on GPU (one fused block), else the preset's."""
-    over = {"dtype": dtype} if dtype else {}
+def train_config(preset: str, dtype: str = "", attention_kernel: str = "auto", mtp: int = 0):
+    """The benchmarked model: `preset` with MTP depth `mtp`; attention 'auto' = 'ring' on GPU (one fused block), else
+    the preset's."""
+    over = dict({"dtype": dtype} if dtype else {}, num_mtp_layers=mtp)
     if attention_kernel == "auto":
         attention_kernel = "ring" if jax.default_backend() == "gpu" else ""
     if attention_kernel:
@@ -91,10 +92,11 @@ def main(argv=None):
                     help="also time the grain data pipeline (needs grain; the device image has none)")
     ap.add_argument("--checkpoint", action=argparse.BooleanOptionalAction, default=True,
                     help="also time an async checkpoint (writes the whole state to a temporary folder)")
+    ap.add_argument("--mtp", type=int, default=0, help="MTP depth (0: the trunk alone, as RESULTS.md measured it)")
     add_strict_flag(ap)
     a = ap.parse_args(argv)
     apply_strict(a)
-    cfg = train_config(a.preset, a.dtype, a.attention_kernel)
+    cfg = train_config(a.preset, a.dtype, a.attention_kernel, mtp=a.mtp)
     mesh = shd.make_mesh({"fsdp": -1})
     oc = optim.OptimConfig(name=a.optimizer, lr=1e-4, warmup_steps=1, total_steps=a.steps)
     model = Transformer(cfg, mesh)

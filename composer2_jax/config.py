@@ -44,7 +44,8 @@ KIMI_K2_5_YARN = RopeScaling(factor=64.0, original_max_position_embeddings=4096,
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-    """Architecture of a DeepSeek-V3 / Kimi-K2 family decoder; the defaults are Kimi K2.5's."""
+    """Architecture of a DeepSeek-V3 / Kimi-K2 family decoder; the defaults are Kimi K2.5's, plus the one MTP depth
+    continued pre-training adds (the released K2.5 weights carry none: imported, they have num_mtp_layers = 0)."""
 
     vocab_size: int = 163840  # tokenizer vocabulary (rows of the embedding and the LM head)
     hidden_size: int = 7168  # model width D
@@ -71,7 +72,9 @@ class ModelConfig:
     rope_scaling: Optional[RopeScaling] = KIMI_K2_5_YARN  # YaRN (DeepSeek form); None = plain RoPE
     rope_interleave: bool = True  # rotary pairs interleaved (x0,x1),(x2,x3)... as in released DeepSeek/Kimi weights
     max_position_embeddings: int = 262144  # longest supported context
-    num_mtp_layers: int = 0  # multi-token-prediction depth D (MTP modules after the trunk)
+    # multi-token-prediction depth D (MTP modules after the trunk): DeepSeek-V3's 1 on the real presets, trained by
+    # every CPT stage (train/step.py) and carried through init_from; 0 = no MTP modules
+    num_mtp_layers: int = 1
     dtype: str = "bfloat16"  # activation/compute dtype (softmax, logits and losses are always fp32)
     param_dtype: str = "float32"  # parameter (master weight) dtype
     scan_layers: bool = True  # run the homogeneous MoE layers under nn.scan (one compiled layer)
@@ -143,8 +146,8 @@ def _preset_overrides(name: str) -> dict[str, Any]:
     """Differences of each named architecture from `kimi_k2_5`."""
     if name == "kimi_k2_5":
         return {}
-    if name == "kimi_k2":  # Kimi-K2-Instruct-0711
-        return dict(rms_norm_eps=1e-6, max_position_embeddings=131072,
+    if name == "kimi_k2":  # Kimi-K2-Instruct-0711 as released (no MTP module)
+        return dict(rms_norm_eps=1e-6, num_mtp_layers=0, max_position_embeddings=131072,
                     rope_scaling=RopeScaling(factor=32.0, original_max_position_embeddings=4096, beta_fast=1.0,
                                              beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))
     if name == "deepseek_v3":
@@ -158,7 +161,7 @@ def _preset_overrides(name: str) -> dict[str, Any]:
                     qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, intermediate_size=128,
                     moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1,
                     routed_scaling_factor=2.5, max_position_embeddings=16384, dtype="float32",
-                    remat_policy="none",
+                    remat_policy="none", num_mtp_layers=2,
                     rope_scaling=RopeScaling(factor=4.0, original_max_position_embeddings=256, beta_fast=32.0,
                                              beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))
     if name == "gpu_small":  # Kimi-shaped, sized to fit and fill one 141 GB H200 for MFU work (~6.7B total)
@@ -212,6 +215,29 @@ def long_context_rope(m: ModelConfig, target_len: int = CPT_LONG_TARGET_LEN,
                                original_max_position_embeddings=int(original_len))
     return dataclasses.replace(m, rope_scaling=yarn,
                                max_position_embeddings=max(int(target_len), int(m.max_position_embeddings)))
+
+
+# How a stage computes rather than what its parameters are: a stage that starts from a checkpoint keeps its own
+# values of these (ring attention in cpt_long need not follow into SFT); every other field is the architecture the
+# checkpoint's parameters belong to and is inherited (`inherit_model`).
+EXECUTION_FIELDS = ("attention_kernel", "remat_policy", "moe_impl", "moe_capacity_factor", "moe_expert_parallel",
+                    "moe_gmm_impl", "moe_dropless_slack")
+
+
+def inherit_model(recorded: ModelConfig, stage: ModelConfig, base: ModelConfig
+                  ) -> tuple[ModelConfig, dict[str, tuple[Any, Any]]]:
+    """The model of a stage that starts from a checkpoint: one model config per run, changed only explicitly.
+
+    `recorded` is the architecture the checkpoint trained with, `stage` the stage's own model section and `base`
+    the preset that section was derived from. The result is `recorded` with (a) every architecture field in which
+    the stage's section explicitly departs from its preset (cpt_long's YaRN, a stage that sets num_mtp_layers=0
+    to drop the MTP modules) and (b) the stage's own EXECUTION_FIELDS. Returns (model, {field: (from, to)}) of
+    every change from `recorded`, for the log.
+    """
+    explicit = {f.name: getattr(stage, f.name) for f in dataclasses.fields(ModelConfig)
+                if f.name in EXECUTION_FIELDS or getattr(stage, f.name) != getattr(base, f.name)}
+    changes = {k: (getattr(recorded, k), v) for k, v in explicit.items() if getattr(recorded, k) != v}
+    return dataclasses.replace(recorded, **explicit), changes
 
 
 def model_config(m: Any, **overrides) -> ModelConfig:

@@ -1,4 +1,4 @@
-"""Stage 1 — continued pre-training on bulk code at 32k context, next-token loss (+ MTP when enabled).
+"""Stage 1 — continued pre-training on bulk code at 32k context, next-token loss + the MTP loss (depth from the preset).
 
 Run:      python -m experiments.cpt_bulk                                   (toy preset, CPU, stdlib corpus)
           python -m experiments.cpt_bulk --config=experiments/cpt_bulk.py:gpu_small --config.steps=200
@@ -19,6 +19,15 @@ def get_config(preset: str = "toy"):
     c.optim.name = "muon" if preset != "toy" else "adamw"
     c.optim.lr = 3e-3 if preset == "toy" else 2e-4
     c.optim.warmup_steps = 10 if preset == "toy" else 2000
+    # MTP (model.num_mtp_layers from the preset; set it to 0 to train without): λ/D Σ_k (CE_k + w_sd·KL_k).
+    # λ follows DeepSeek-V3: 0.3 for the first ~2/3 of the tokens (10T of 14.8T), then 0.1 — the heads learn
+    # most while the trunk is still moving, and later weigh less on the trunk's gradient. Self-distillation from
+    # the main head (w_sd) warms up over the first third: at the start the main head is near-uniform and would only
+    # teach the heads its own ignorance; once it is informative, matching it (not the one-hot data label) is what
+    # raises the drafts' acceptance α = 1 − TV(p_main, q_k) at decode time. cpt_long and sft keep λ at 0.1 and
+    # distil at full weight from their first step (their main head is already a good teacher).
+    c.step.mtp.update(weight=0.3, final_weight=0.1, switch_step=c.steps * 2 // 3, ramp_steps=c.steps // 10,
+                      ce_weight=1.0, distill_weight=0.5, distill_warmup_steps=c.steps // 3)
     return c
 
 

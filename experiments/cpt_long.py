@@ -34,6 +34,7 @@ def get_config(preset: str = "toy"):
     c.optim.total_steps = c.steps
     c.optim.lr = 1e-3 if preset == "toy" else 5e-5
     c.optim.warmup_steps = 2 if preset == "toy" else 200
+    c.step.mtp.update(weight=0.1, ce_weight=1.0, distill_weight=1.0)  # the MTP schedule: experiments/cpt_bulk.py
     if preset != "toy":
         c.mesh.context = 8  # ring attention over 8 devices; shorter per-device rows
     return c

@@ -54,6 +54,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     """Run the suite, write the record, print the overall line; exit 1 if any trial crashed."""
+    return run(argv)[0]
+
+
+def run(argv: list[str]) -> tuple[int, dict | None, dict]:
+    """(exit status, the run's record or None, its file paths) of `main(argv)`."""
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     ks = sorted({int(k) for k in args.k.split(",") if k})
@@ -64,12 +69,12 @@ def main(argv: list[str]) -> int:
         suite = load_suite(args.suite).select(names)
     except KeyError as e:
         print(f"evaluate: {e.args[0]}", file=sys.stderr)
-        return 2
+        return 2, None, {}
     for u in suite.unsupported if names else ():
         print(f"evaluate: task {u.name} is unsupported: {u.reason}", file=sys.stderr)
     if not suite.tasks:
         print(f"evaluate: no task of suite {suite.name} can run ({len(suite.unsupported)} unsupported)", file=sys.stderr)
-        return 1
+        return 1, None, {}
     tokenizer = tk.make_tokenizer(args.tokenizer, args.tokenizer_path or None) if args.tokenizer else None
     config = HarnessConfig(max_turns=args.max_turns, max_new_tokens=args.max_new_tokens,
                            max_total_tokens=args.max_total_tokens, context_budget=args.context_budget)
@@ -91,13 +96,32 @@ def main(argv: list[str]) -> int:
                                        "harness": dataclasses.asdict(agent.config)})
     paths = report.write_run(args.out, run_dir, record, with_plot=not args.no_plot)
     overall = record["overall"]
-    print(f"{args.agent} on {suite.name}: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in overall.items()
+    print(f"{args.agent} on {suite.name}: " + ", ".join(f"{k} {report.pct(v)}%" for k, v in overall.items()
                                                         if k.startswith("pass@"))
-          + f" over {overall['tasks']} tasks ({len(suite.unsupported)} unsupported); report: {paths['markdown']}")
+          + f" over {overall['tasks']} tasks ({len(suite.unsupported)} unsupported, {overall['errors']} trials "
+            f"errored); report: {paths['markdown']}")
     for name, row in record["categories"].items():
-        print(f"  {name}: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in row.items() if k.startswith("pass@"))
+        print(f"  {name}: " + ", ".join(f"{k} {report.pct(v)}%" for k, v in row.items() if k.startswith("pass@"))
               + f" over {row['tasks']} tasks")
-    return int(not trials or any(t.error for t in trials))
+    return int(not trials or any(t.error for t in trials)), record, paths
+
+
+# The suite as the last stage of experiments/pipeline.py: one short reply per task from the pipeline's final weights
+# (a toy model fails them; the run must complete, and report any crash as an error). 8 workers: the episodes' ~4.8k-
+# token prompts batch into a few engine calls (each new padded shape compiles; on 2 busy cores two tasks at 2 turns
+# took 8.5 min, 2026-12-01).
+PIPELINE_ARGS = ("--suite", "v0", "--samples", "1", "--workers", "8", "--max-turns", "1", "--max-new-tokens", "16",
+                 "--no-plot")
+
+
+def pipeline_stage(preset: str, root: str, prev: str) -> tuple[dict, str]:
+    """experiments/pipeline.py stage 'suite': suite v0 against the final checkpoint; (summary line, prev)."""
+    code, record, paths = run([*PIPELINE_ARGS, "--agent", f"model:{prev}", "--out", f"{root}/suite"])
+    if record is None:
+        raise RuntimeError(f"the suite did not run (exit {code}); see the messages above")
+    overall = record["overall"]
+    return dict(stage="suite", tasks=overall["tasks"], pass_at_1=overall.get("pass@1"),
+                errors=overall["errors"], report=str(paths["markdown"])), prev
 
 
 if __name__ == "__main__":

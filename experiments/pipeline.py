@@ -1,14 +1,17 @@
-"""The whole pipeline in one command: CPT bulk → CPT long → SFT → RL → evaluation.
+"""The whole pipeline in one command: CPT bulk → CPT long → SFT → RL → evaluation → the suite v0 benchmark.
 
-Run:      python -m experiments.pipeline                 (toy preset, CPU, the stdlib as corpus)
+Run:      bash launch/pipeline.sh                        (a fresh machine: installs bubblewrap and the requirements)
+          python -m experiments.pipeline                 (toy preset, CPU, the stdlib as corpus)
           python -m experiments.pipeline --preset gpu_small --workdir runs/gpu_small_pipeline
-Hardware: toy — a 2-core CPU, 274 s in all (2026-11-30); RL and evaluation run the model's tool calls in bubblewrap
-          sandboxes (root, `apt-get install bubblewrap`); on a host without them those two stages print why and are
-          skipped.
-Expected: each stage starts from the previous stage's checkpoint; printed JSON lines show the CPT loss falling
-from ln(512) ≈ 6.24 to below 3.5, long-context CPT continuing from there, SFT loss on assistant tokens < 1.5, the
-RL stage (experiments/rl.py: oracle-transcript warm start from the SFT weights, then a few async versions) and the
-held-out evaluation of its final weights (pass rate and effort per difficulty).
+Hardware: toy — a 2-core CPU (README gives the measured wall time); RL, evaluation and the suite run the model's tool
+          calls in bubblewrap sandboxes (root, `apt-get install bubblewrap`); on a host without them those stages
+          print why and are skipped.
+Expected: each stage starts from the previous stage's checkpoint and its recorded model config (YaRN, MTP depth,
+vocabulary; train/loop.inherited_model); JSON lines per stage, then a table (also ROOT/summary.md): CPT loss falling
+from ln(512) ≈ 6.24, the MTP heads' acceptance α (CE + self-distillation), long-context CPT continuing, SFT loss on
+assistant tokens, RL (experiments/rl.py: oracle warm start, a few async versions) pass rate and reward start → end
+with the reward terms and the fraction of episodes that self-summarised, the held-out evaluation pass rate, and
+suite v0 against the final weights (pass@1 — near 0 for a toy — and its errored trials, counted apart).
 """
 
 from __future__ import annotations
@@ -20,17 +23,17 @@ from pathlib import Path
 
 from composer2_jax.env.runtime import host_problem
 from composer2_jax.train.loop import train
-from experiments import cpt_bulk, cpt_long, rl, sft
+from experiments import cpt_bulk, cpt_long, evaluate, rl, sft
 from experiments.main import quiet_logs
 
 # A stage is a config module trained by train/loop.py, or a function (preset, root, prev) -> (summary line, the
 # checkpoint folder the next stage starts from) for stages that are not supervised training (RL, evaluation).
 STAGES = (("cpt_bulk", cpt_bulk), ("cpt_long", cpt_long), ("sft", sft), ("rl", rl.run_stage),
-          ("evaluate", rl.evaluate_stage))
+          ("evaluate", rl.evaluate_stage), ("suite", evaluate.pipeline_stage))
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="CPT bulk → long → SFT → RL → evaluation on one machine")
+    ap = argparse.ArgumentParser(description="CPT bulk → long → SFT → RL → evaluation → suite on one machine")
     ap.add_argument("--preset", default="toy")
     ap.add_argument("--workdir", default="", help="default: runs/pipeline-<preset>-<time>")
     ap.add_argument("--stages", default=",".join(n for n, _ in STAGES), help="comma-separated subset, in order")
@@ -64,13 +67,52 @@ def main(argv=None):
         t = time.time()
         r = train(c)
         prev = str(root / name / "checkpoints")
+        accept = [v for k, v in sorted(r.metrics.items()) if k.startswith("mtp/accept_")]
         line = dict(stage=name, steps=r.final_step, first_loss=round(r.losses[0], 4) if r.losses else None,
-                    last_loss=round(r.losses[-1], 4) if r.losses else None, tokens_per_s=round(r.tokens_per_s),
+                    last_loss=round(r.losses[-1], 4) if r.losses else None,
+                    mtp_accept=[round(a, 3) for a in accept], yarn_factor=r.model.rope_scaling.factor
+                    if r.model.rope_scaling else None, tokens_per_s=round(r.tokens_per_s),
                     seconds=round(time.time() - t, 1))
         summary.append(line)
         print(json.dumps(line), flush=True)
-    print(json.dumps(dict(pipeline=str(root), stages=len(summary), seconds=round(time.time() - t0, 1))))
+    total = round(time.time() - t0, 1)
+    table = markdown_table(summary, total)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "summary.md").write_text(table)
+    (root / "summary.json").write_text(json.dumps(dict(stages=summary, seconds=total), indent=1))
+    print(table)
+    print(json.dumps(dict(pipeline=str(root), stages=len(summary), seconds=total)))
     return summary
+
+
+def _arrow(a, b, fmt="{:.3f}") -> str:
+    """'a → b' (or '–' when either is missing)."""
+    return "–" if a is None or b is None else f"{fmt.format(a)} → {fmt.format(b)}"
+
+
+def markdown_table(summary: list[dict], seconds: float) -> str:
+    """One row per stage: loss, MTP acceptance per depth, RL pass and reward (start → end) with the reward terms,
+    summary fraction, evaluation / suite pass rate, wall time."""
+    head = ["stage", "loss: CE + λ·MTP (first → last)", "MTP acceptance α", "RL pass (start → end)",
+            "reward (start → end)", "reward terms (last batch)", "summary fraction", "eval pass", "seconds"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in summary:
+        if "skipped" in s:
+            rows.append(f"| {s['stage']} | skipped: {s['skipped']} |" + " |" * (len(head) - 2))
+            continue
+        terms = ", ".join(f"{k} {v:+.3g}" for k, v in s.get("reward_terms", {}).items())
+        evaluation = s.get("pass_rate", s.get("pass_at_1"))
+        if s["stage"] == "suite":
+            evaluation = f"{'–' if evaluation is None else f'{evaluation:.3f}'} over {s['tasks']} tasks, " \
+                         f"{s['errors']} errored"
+        cells = [s["stage"], _arrow(s.get("first_loss"), s.get("last_loss")),
+                 " / ".join(f"{a:.3f}" for a in s.get("mtp_accept", [])) or "–",
+                 _arrow(s.get("pass_start"), s.get("pass_end")), _arrow(s.get("reward_start"), s.get("reward_end")),
+                 terms or "–", "–" if "summary_fraction" not in s else f"{s['summary_fraction']:.2f}",
+                 "–" if evaluation is None else (evaluation if isinstance(evaluation, str) else f"{evaluation:.3f}"),
+                 f"{s.get('seconds', 0):.0f}"]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows + ["", f"Whole pipeline: {seconds:.0f} s.", ""])
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ Hardware: toy — a 2-core CPU with bubblewrap (run as root): transcripts ~40 s,
 Expected: the issue's targets (benchmarks/rl_learning.py) — measured 2026-11-30: held-out pass@1 at T = 1
           0.148 → 0.453 (+30 points) over the SFT start (an imperfect teacher: sft.teacher_error = 0.5), easy effort
           366.6 → 305.3 (0.83×), hard pass 0.047 → 0.156, 756 s end to end (docs/rl.md, "The toy experiment").
-          Curves: runs/toy/rl/curves.png; per-version metrics: runs/toy/rl/logs/metrics.jsonl.
+          Curves: runs/toy/rl/curves.png; per-version metrics: runs/toy/rl/logs/metrics.jsonl (batch/summary_fraction
+          and batch/summary_tokens: the self-summaries). Those figures predate the toy's summarising context budget.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl import orchestrator, tasks
 from composer2_jax.rl.config import EnvConfig, RLConfig, RLExperimentConfig, WarmStartConfig
-from composer2_jax.rl.rewards import RewardConfig
+from composer2_jax.rl.rewards import TERMS, RewardConfig
 from composer2_jax.rl.services.env_worker import env_worker_for
 from composer2_jax.rl.services.oracle import write_oracle_transcripts
 from composer2_jax.rl.services.rollout import RolloutConfig
@@ -58,8 +59,11 @@ def get_config(preset: str = "toy"):
                               negative_scale=0.3 if toy else 1.0),
         reward=RewardConfig(penalty_coef=1e-3, penalty_k=1e-3, penalty_q=1.0, penalty_on="success"),
         # toy: the oracle needs ≤ 2 turns (read, fix); a 2-turn cap ends failed episodes early (cheaper versions).
+        # Context budget 260: the context before the fix reaches 217–247 tokens on easy tasks read first and 264–294
+        # on hard ones (measured 2026-12-01), so about half the episodes — every hard one — summarise (the oracle's
+        # summary names the line to fix, rl/tasks.oracle_summary) and train on two segments.
         harness=HarnessConfig(max_turns=2 if toy else 4, max_new_tokens=192, max_total_tokens=1024,
-                              context_budget=352, summary_tokens=64, max_observation_chars=512,
+                              context_budget=260 if toy else 352, summary_tokens=64, max_observation_chars=512,
                               system_prompt="Fix the bug.", summary_prompt="Summarize your progress."),
         env=EnvConfig(tools=("read_file", "edit_file", "submit"), pool_size=16),
         # experiments/sft.py on the oracle's transcripts; the toy warm start is short and its teacher imperfect
@@ -136,13 +140,19 @@ def pipeline_config(preset: str, root: str, prev: str):
 
 
 def run_stage(preset: str, root: str, prev: str) -> tuple[dict, str]:
-    """experiments/pipeline.py stage 'rl': (summary line, checkpoint folder)."""
+    """experiments/pipeline.py stage 'rl': (summary line, checkpoint folder) — pass rate and reward of the first and
+    last version's batch, the last batch's reward terms, and the fraction of episodes that summarised."""
     c = pipeline_config(preset, root, prev)
     warm = prepare(c)
     r = orchestrator.run_rl(c)
-    rewards = [m["batch/reward"] for m in r.history]
+    first, last = r.history[0], r.history[-1]
+    terms = {k: round(last[f"batch/term/{k}"], 4) for k in TERMS if f"batch/term/{k}" in last}
     line = dict(stage="rl", versions=r.final_version, sft_last_loss=round(warm.get("sft_last_loss", float("nan")), 4),
-                first_reward=round(rewards[0], 4), last_reward=round(rewards[-1], 4),
+                pass_start=round(first["batch/pass_rate"], 4), pass_end=round(last["batch/pass_rate"], 4),
+                reward_start=round(first["batch/reward"], 4), reward_end=round(last["batch/reward"], 4),
+                reward_terms=terms,
+                summary_fraction=round(sum(m["batch/summary_fraction"] for m in r.history) / len(r.history), 4),
+                summary_tokens=round(sum(m["batch/summary_tokens"] for m in r.history) / len(r.history), 1),
                 episodes=r.counters.get("episodes_done", 0), seconds=round(r.seconds, 1))
     return line, f"{root}/rl/checkpoints"
 

@@ -28,6 +28,9 @@ def get_config(preset: str = "toy"):
     c.optim.total_steps = c.steps
     c.optim.lr = 1e-3 if preset == "toy" else 2e-5
     c.optim.warmup_steps = 3 if preset == "toy" else 100
+    # MTP (schedule: experiments/cpt_bulk.py): the heads follow the trunk onto chat transcripts, distilled at full
+    # weight — the drafts are judged against the policy's own distribution, which SFT is moving.
+    c.step.mtp.update(weight=0.1, ce_weight=1.0, distill_weight=1.0)
     return c
 
 

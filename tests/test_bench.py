@@ -187,13 +187,29 @@ def test_aggregate_per_task_category_and_difficulty():
     assert agg["overall"]["pass@1"] == pytest.approx(0.5) and agg["tasks"]["a"]["mean_generated_tokens"] == 250
 
 
+def test_crashed_trials_are_errors_not_failures():
+    trials = synthetic_trials()
+    for t in trials:
+        if t["task"] == "c" or (t["task"] == "a" and t["sample"] == 3):  # every trial of c and one of a crashed
+            t.update(passed=False, reward=None, error=f"ValueError: token ids [374] are outside vocab #{t['sample']}")
+    record = report.build_record(Suite("v9", Path("."), (), ()), "model:x", trials, ks=[1])
+    a, c = record["tasks"]["a"], record["tasks"]["c"]
+    assert (a["n"], a["c"], a["errors"], a["pass@1"]) == (3, 2, 1, pytest.approx(2 / 3))
+    assert (c["n"], c["errors"], c["pass@1"]) == (0, 4, None) and c["first_error"].endswith("#0")
+    assert record["overall"]["errors"] == 5 and record["overall"]["pass@1"] == pytest.approx((2 / 3 + 0) / 2)
+    md = report.markdown(record)
+    assert "**5 trial(s) of 2 task(s) ended in an error**" in md
+    assert "- `c` (4 errored): ValueError: token ids [374] are outside vocab #0" in md
+    assert "| logs | 1 | 4 | – |" in md  # an all-errored category shows no pass rate, not 0 %
+
+
 def test_report_files_and_index_keyed_by_suite_version(tmp_path):
     suite = Suite("v9", tmp_path, (), (Unsupported("dock", tmp_path, "needs Docker"),))
     record = report.build_record(suite, "null", synthetic_trials(), ks=[1, 4])
     paths = report.write_run(tmp_path / "out", tmp_path / "out" / "v9" / "null" / "run1", record)
     assert json.loads(paths["json"].read_text())["suite_version"] == "v9"
     md = paths["markdown"].read_text()
-    assert "| bug | 2 | 25.0 | 50.0 |" in md and "`dock`: needs Docker" in md
+    assert "| bug | 2 | 0 | 25.0 | 50.0 |" in md and "`dock`: needs Docker" in md
     assert paths["plot"].stat().st_size > 1000
     index = json.loads((tmp_path / "out" / "index.json").read_text())
     assert index["v9"]["null"]["overall"]["pass@4"] == pytest.approx(2 / 3)
@@ -212,12 +228,12 @@ def test_agent_specs(tmp_path):
         agents.fit_context(HarnessConfig(max_new_tokens=5000), 4096)
 
 
-def _toy_engine(max_len: int = 64, chunk: int = 16, page_size: int = 8):
+def _toy_engine(max_len: int = 64, chunk: int = 16, page_size: int = 8, vocab_size: int = 272):
     from composer2_jax.config import get_model_config
     from composer2_jax.infer.rollout_engine import EngineConfig, RolloutEngine
     from composer2_jax.infer.testing import random_variables
 
-    cfg = get_model_config("toy", num_layers=1, num_mtp_layers=0, vocab_size=272, max_position_embeddings=6144)
+    cfg = get_model_config("toy", num_layers=1, num_mtp_layers=0, vocab_size=vocab_size, max_position_embeddings=6144)
     variables = random_variables(cfg, seed=0)
     ecfg = EngineConfig(slots=2, chunk=chunk, prefill_rows=1, page_size=page_size,
                         num_pages=max(64, 2 * max_len // page_size), max_len=max_len)
@@ -252,14 +268,16 @@ def test_engine_policy_with_a_real_model_through_the_harness():
     from composer2_jax.env.harness import run_episode
     from tests.test_harness import FakeEnv
 
-    engine = _toy_engine(max_len=6144, chunk=512, page_size=64)  # ~5k tokens of byte-tokenized tool schemas
+    # a vocabulary padded well beyond the tokenizer's: a random policy over all 512 ids would emit undecodable ids
+    engine = _toy_engine(max_len=6144, chunk=512, page_size=64, vocab_size=512)  # ~5k tokens of tool schemas
     tok = tk.ByteTokenizer()
-    policy = EnginePolicy(engine, tok.special_id(tk.IM_END), policy_version=5)
-    config = agents.fit_context(HarnessConfig(max_turns=1, max_new_tokens=6, summary_tokens=8), policy.max_context)
+    policy = EnginePolicy(engine, tok.special_id(tk.IM_END), policy_version=5, vocab_limit=tok.vocab_size)
+    config = agents.fit_context(HarnessConfig(max_turns=1, max_new_tokens=12, summary_tokens=8), policy.max_context)
     r = run_episode(FakeEnv(), "sbx", "Say hi.", policy, tok, config)
-    assert r.turns == 1 and 1 <= r.generated_tokens <= 6
+    assert r.turns == 1 and 1 <= r.generated_tokens <= 12
     trained = [t for t in r.episode.turns if t.trainable]
     assert sum(len(t.tokens) for t in trained) == r.generated_tokens
+    assert all(i < tok.vocab_size for t in trained for i in t.tokens)  # only the tokenizer's ids are sampled
     assert all(t.policy_version == 5 and all(p < 0 for p in t.logprobs) for t in trained)
 
 
@@ -343,7 +361,7 @@ def test_evaluate_cli_writes_record_report_and_plot(tmp_path):
     (run_dir,) = (out / "v0" / "oracle").iterdir()
     record = json.loads((run_dir / "results.json").read_text())
     assert record["overall"]["pass@1"] == 1.0 and set(record["tasks"]) == {"bug-config-equals", "feature-kv-ttl"}
-    assert (run_dir / "pass_at_k.png").exists() and "| bug | 1 | 100.0 |" in (run_dir / "report.md").read_text()
+    assert (run_dir / "pass_at_k.png").exists() and "| bug | 1 | 0 | 100.0 |" in (run_dir / "report.md").read_text()
     assert json.loads((out / "index.json").read_text())["v0"]["oracle"]["overall"]["pass@1"] == 1.0
     assert len(list((run_dir / "logs").glob("*.jsonl"))) == 2
 

@@ -22,7 +22,9 @@ def _load(name: str) -> dict:
 @pytest.mark.parametrize("name", RELEASED)
 def test_released_config_gives_preset(name):
     got = arch_dict(hf_model_config(os.path.join(DATA, f"{name}.json")))
-    assert got == arch_dict(get_model_config(name))
+    # the kimi_k2_5 preset adds the MTP depth CPT trains (config.py); the released weights carry none
+    released_mtp = {"kimi_k2_5": 0}.get(name, get_model_config(name).num_mtp_layers)
+    assert got == arch_dict(get_model_config(name, num_mtp_layers=released_mtp))
 
 
 def test_kimi_k2_5_reads_text_config_and_quantization():

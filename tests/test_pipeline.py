@@ -10,5 +10,22 @@ def test_sandbox_stages_are_skipped_with_the_reason(monkeypatch, tmp_path, capsy
     summary = pipeline.main(["--workdir", str(tmp_path), "--stages", "rl,evaluate"])
     assert [s["stage"] for s in summary] == ["rl", "evaluate"]
     assert all("bwrap' not found" in s["skipped"] and "apt-get install bubblewrap" in s["skipped"] for s in summary)
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     assert lines[-1]["stages"] == 2 and "skipped" in lines[0]
+
+
+def test_the_pipeline_ends_with_a_table_per_stage():
+    summary = [dict(stage="cpt_bulk", first_loss=8.13, last_loss=4.09, mtp_accept=[0.913, 0.901], seconds=639.4),
+               dict(stage="rl", versions=4, pass_start=0.125, pass_end=0.25, reward_start=0.12, reward_end=0.24,
+                    reward_terms=dict(success=0.25, length_penalty=-0.01), summary_fraction=0.5, seconds=300),
+               dict(stage="evaluate", pass_rate=0.1875, seconds=40),
+               dict(stage="suite", tasks=43, pass_at_1=0.0, errors=0, seconds=120),
+               dict(stage="x", skipped="no sandboxes")]
+    rows = pipeline.markdown_table(summary, 1100.0).splitlines()
+    assert rows[0].startswith("| stage | loss: CE + λ·MTP (first → last) | MTP acceptance α | RL pass (start → end)")
+    assert rows[2] == "| cpt_bulk | 8.130 → 4.090 | 0.913 / 0.901 | – | – | – | – | – | 639 |"
+    assert rows[3] == ("| rl | – | – | 0.125 → 0.250 | 0.120 → 0.240 | success +0.25, length_penalty -0.01 | 0.50 | – "
+                       "| 300 |")
+    assert "| 0.188 | 40 |" in rows[4] and "0.000 over 43 tasks, 0 errored" in rows[5]
+    assert rows[6].count("|") == rows[0].count("|") and "skipped: no sandboxes" in rows[6]
+    assert rows[-1] == "Whole pipeline: 1100 s."

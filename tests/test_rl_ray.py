@@ -64,3 +64,18 @@ def test_ray_backend_trains_publishes_by_version_and_survives_a_killed_env_actor
     assert r.counters.get("episode_failures", 0) >= 1 and r.counters.get("episodes_retried", 0) >= 1
     assert (tmp_path / "rl" / "checkpoints" / "3").is_dir()
     assert killed[0] not in [p for p, state in _env_actors() if state == "ALIVE"]  # that process never came back
+
+
+@pytest.mark.slow
+def test_ray_backend_evaluates_in_its_own_actor(cluster, tmp_path):
+    """The evaluator under Ray: an EvalActor with its own environment evaluates versions 0 and 2 (the last) from its
+    own registry while the driver trains; results come back through the driver's writer."""
+    c = micro_config(tmp_path)
+    c.rl.update(steps=2, eval_every=2, eval_tasks=4, eval_samples=1)
+    r = orchestrator.run_rl(c)
+    assert r.final_version == 2 and [e["eval/version"] for e in r.evals] == [0.0, 2.0]
+    assert all(e["eval/episodes"] == 4 for e in r.evals)
+    assert not [a for a in ray._private.state.actors().values()
+                if a["ActorClassName"] == "EvalActor" and a["State"] == "ALIVE"]  # released at the end
+    lines = (tmp_path / "rl" / "logs" / "metrics.jsonl").read_text().splitlines()
+    assert sum('"eval/pass_rate"' in line for line in lines) == 2

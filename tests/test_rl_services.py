@@ -370,3 +370,35 @@ def test_a_killed_rollout_worker_is_restarted_and_its_episodes_retried(env, tmp_
     assert trainer.version == 5 and killed
     c = counters.snapshot()
     assert c.get("rollout_restarts", 0) >= 1 and c["episode_failures"] >= 1 and c["episodes_retried"] >= 1
+
+
+@needs_sandbox
+def test_training_continues_while_an_evaluation_is_in_progress(env, tmp_path):
+    """The evaluator is its own service pulling published versions: the trainer publishes versions 1..4 while
+    the evaluation of version 0 is still running, and the evaluator then picks up the newest due version."""
+    from composer2_jax.rl.services.evaluator import EvalService
+
+    store, counters = WeightStore(), Counters()
+    release, seen_during_eval = threading.Event(), []
+
+    def slow_evaluate(weights):
+        if weights.version == 0:  # hold the first evaluation until the trainer has moved on
+            release.wait(120)
+            seen_during_eval.append(store.version)
+        return {"eval/pass_rate": 0.0}
+
+    service = EvalService(store, slow_evaluate, every=2)
+    service.start()
+    trainer = CountingTrainer(eta=1)
+    worker = EnvWorker(env, TOK, HARNESS, RewardConfig(), TOOLS, schemas_in_prompt=False, repo_root=tmp_path)
+    rl = RLConfig(eta=1, samples=2, steps=4, groups_per_batch=2,
+                  loop=LoopConfig(episode_threads=8, max_retries=1, take_timeout_s=120))
+    orch = LocalOrchestrator(trainer, ScriptedRollout(store, p_correct=0.6), worker,
+                             TaskSampler(tasks.task_set(40, 0)), rl, store, counters)
+    busy_at_version = []
+    history = orch.run(on_version=lambda m: busy_at_version.append(service.busy.is_set()))
+    release.set()
+    results = service.finish(final_version=trainer.version, timeout_s=60)
+    assert len(history) == 4 and all(busy_at_version)  # every version was trained during evaluation 0
+    assert seen_during_eval == [4]
+    assert [r["eval/version"] for r in results] == [0.0, 4.0]  # then the newest due version (4; 2 was passed by)

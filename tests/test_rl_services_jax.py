@@ -202,6 +202,58 @@ def test_run_rl_trains_checkpoints_and_resumes(tmp_path):
     assert r2.counters["episodes_done"] >= start + c.rl.groups_per_batch * c.rl.samples
 
 
+@needs_sandbox
+def test_a_summarizing_episode_trains_both_segments_with_the_episodes_advantage(tmp_path):
+    """rollout → env worker (harness summarises past its context budget) → trainer: both segments of the episode
+    carry its advantage on every trained token, the summary included, and the update moves both."""
+    from composer2_jax.env import Environment, SandboxLimits
+    from composer2_jax.env.harness import HarnessConfig
+    from composer2_jax.rl import tasks
+    from composer2_jax.rl.rewards import RewardConfig
+    from composer2_jax.rl.services.env_worker import EnvWorker
+    from composer2_jax.rl.services.records import summarize_groups
+    from composer2_jax.rl.services.testing import ScriptedRollout
+    from composer2_jax.rl.services.trainer import group_advantages
+
+    oc = OptimConfig(lr=3e-2, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
+    tr = Trainer(CFG, oc, TrainerConfig(rows=2, seq_len=512, router_replay=False), seed=3)
+    store = WeightStore(tr.weights())
+    rollout = ScriptedRollout(store, p_correct=1.0)
+    harness = HarnessConfig(max_turns=2, max_new_tokens=192, max_total_tokens=1024, context_budget=200,
+                            summary_tokens=64, system_prompt="Fix the bug.", summary_prompt="Summarize your progress.")
+    with Environment(pool_size=2, limits=SandboxLimits(timeout_s=30)) as env:
+        worker = EnvWorker(env, TOK, harness, RewardConfig(penalty_coef=1e-3), ("read_file", "edit_file", "submit"),
+                           schemas_in_prompt=False, repo_root=tmp_path)
+        # hard: read (the file overflows the budget) → summary → a fresh context; easy: fixed in one reply
+        summarizing = worker.run(tasks.make_task(5, 2), RolloutPolicy(rollout.generate), admitted_version=0)
+        solved = worker.run(tasks.make_task(11, 0), RolloutPolicy(rollout.generate), admitted_version=0)
+    assert summarizing.summaries >= 1 and summarizing.summary_tokens > 0 and solved.summaries == 0
+    assert len(summarizing.episode.segments) == summarizing.summaries + 1 and solved.success == 1.0
+    group = GroupRecord(0, "t", 0, [summarizing, solved])
+    stats = summarize_groups([group])
+    assert stats["summary_fraction"] == 0.5 and stats["summary_tokens"] == summarizing.summary_tokens / 2
+    adv = group_advantages([group])[0]
+    assert adv < 0
+    packed, _ = tr.pack([group])
+    n_seg = len(summarizing.episode.segments)  # items 0..n_seg-1 are its segments, in order
+    seg_rows = [(p.row, p.start, p.length) for p in sorted(packed.placements, key=lambda p: p.item) if p.item < n_seg]
+    for (row, start, length), seg in zip(seg_rows, summarizing.episode.segments):
+        mask = packed.loss_mask[row, start:start + length] > 0
+        assert mask.sum() == seg.num_trainable > 0
+        np.testing.assert_array_equal(packed.advantages[row, start:start + length][mask], np.float32(adv))
+    assert "summary" in summarizing.episode.segments[0].roles()
+
+    def seg_logp():
+        lp = tr.token_logprobs(packed, slice(0, packed.tokens.shape[0]))
+        return [float(lp[r, s:s + n][packed.loss_mask[r, s:s + n] > 0].sum()) for r, s, n in seg_rows]
+
+    before = seg_logp()
+    for _ in range(3):
+        tr.train([group])
+    after = seg_logp()
+    assert all(a < b - 0.5 for a, b in zip(after, before)), (before, after)  # a negative advantage, both segments
+
+
 def test_tree_groups_replay_each_leafs_inherited_routing(trainer, rollout):
     """A branch resumed after turn 1 inherits its parent's first call: packing the tree's leaf paths with those
     routing records, the trainer's π_θ equals the sampler's μ on every trained token (shared prefix trained once)."""

@@ -136,7 +136,8 @@ def test_qk_clip_scales_each_offending_head_to_tau():
 
 
 def test_router_bias_update_moves_toward_uniform_in_model_order():
-    cfg = get_model_config("toy", num_layers=5, first_k_dense_replace=1, moe_layer_freq=2)
+    cfg = get_model_config("toy", num_layers=5, first_k_dense_replace=1, moe_layer_freq=2,
+                           num_mtp_layers=0)  # the trunk's routers only
     v = nn.unbox(Transformer(cfg).init(jax.random.key(0), jnp.zeros((1, 4), jnp.int32)))
     rs = v["router_state"]
     from composer2_jax.model.layer_plan import moe_layer_ids

@@ -175,7 +175,8 @@ def make_agent(spec: str, config: HarnessConfig = HarnessConfig(), tokenizer: tk
     tok = tokenizer or checkpoint_tokenizer(saved)
     if tok.vocab_size > engine.cfg.vocab_size:
         raise ValueError(f"tokenizer has {tok.vocab_size} ids but the model's vocab_size is {engine.cfg.vocab_size}")
-    policy = EnginePolicy(engine, tok.special_id(tk.IM_END))
+    limit = tok.vocab_size if tok.vocab_size < engine.cfg.vocab_size else 0  # only ids the tokenizer can decode
+    policy = EnginePolicy(engine, tok.special_id(tk.IM_END), vocab_limit=limit)
     return Agent(spec, lambda task: policy, tok, fit_context(config, policy.max_context))
 
 

@@ -8,7 +8,8 @@ whatever prefix it shares). Replies join the engine's continuous batch; whicheve
 steps the engine until its own reply is done, serving the others' meanwhile. Each reply stops at `<|im_end|>` (kept:
 the sampled ids are what the trainer learns from) and carries the engine's `policy_logprobs` as the behaviour
 log-probs μ. Every call draws with a new seed, so repeated samples of one task differ (pass@k needs independent
-samples).
+samples). Like the RL rollout worker, it samples only the tokenizer's ids (`vocab_limit`): a padded model
+vocabulary's extra ids cannot be decoded.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ from composer2_jax.env.harness import Completion
 class EnginePolicy:
     """Harness Policy over a RolloutEngine: one session per episode thread; replies stop at <|im_end|>."""
 
-    def __init__(self, engine: Any, stop_id: int, sampling: Any = None, policy_version: int = 0, seed: int = 0):
+    def __init__(self, engine: Any, stop_id: int, sampling: Any = None, policy_version: int = 0, seed: int = 0,
+                 vocab_limit: int = 0):
         from composer2_jax.infer import SamplingParams  # deferred: the bench imports without jax
 
         self.engine, self.stop_id, self.policy_version = engine, stop_id, policy_version
-        self.sampling = sampling or SamplingParams(temperature=1.0)
+        # ids ≥ vocab_limit (a model vocabulary padded beyond the tokenizer's) are never sampled; 0 = all
+        self.sampling = dataclasses.replace(sampling or SamplingParams(temperature=1.0), vocab_limit=vocab_limit)
         self._seeds = itertools.count(seed)
         self._sessions: dict[int, int] = {}  # thread id → engine session
         self._lock, self._step_lock = threading.Lock(), threading.Lock()

@@ -6,6 +6,10 @@ which c pass, the unbiased estimate of the chance that at least one of k samples
     pass@k = 1 − C(n − c, k) / C(n, k)  =  1 − Π_{i = n−c+1}^{n} (1 − k / i)
 
 (the product form avoids huge binomials). A group's pass@k is the mean over its tasks.
+
+A trial that crashed (its `error` is set: the agent or its engine raised, so no verdict exists) is an error, not a
+failure: it is counted under `errors` (with the first message per task) and left out of n and c; a task whose
+trials all crashed has no pass@k (None) and is left out of its groups' means.
 """
 
 from __future__ import annotations
@@ -31,23 +35,32 @@ _MEANS = ("reward", "turns", "tool_calls", "malformed", "generated_tokens", "wal
 
 
 def task_stats(trials: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
-    """n, c, pass@k for each k <= n, and the mean of the per-trial counts, for the trials of one task."""
-    n, c = len(trials), sum(bool(t["passed"]) for t in trials)
-    errors = sum(bool(t.get("error") or t.get("grade_error")) for t in trials)
-    out: dict[str, Any] = {"n": n, "c": c, "errors": errors}  # errors: no trustworthy reward (counted as not passed)
-    out.update({f"pass@{k}": pass_at_k(n, c, k) for k in ks if k <= n})
-    out.update({f"mean_{m}": sum(float(t.get(m) or 0) for t in trials) / n for m in _MEANS if m != "reward"})
+    """n, c (over the trials that ran), errors (trials that crashed) and the first error message, pass@k for each
+    k <= n (None when too few ran), grade errors, and the mean of the per-trial counts, for one task's trials."""
+    crashed = [t for t in trials if t.get("error")]
+    ran = [t for t in trials if not t.get("error")]
+    n, c = len(ran), sum(bool(t["passed"]) for t in ran)
+    out: dict[str, Any] = {"n": n, "c": c, "errors": len(crashed),
+                           "first_error": str(crashed[0]["error"])[:300] if crashed else None,
+                           "grade_errors": sum(bool(t.get("grade_error")) for t in ran)}  # verifier gave no reward
+    out.update({f"pass@{k}": pass_at_k(n, c, k) if k <= n else None for k in ks
+                if k <= len(trials)})
+    out.update({f"mean_{m}": sum(float(t.get(m) or 0) for t in trials) / len(trials) for m in _MEANS
+                if m != "reward"})
     rewards = [float(t["reward"]) for t in trials if t.get("reward") is not None]
     out["mean_reward"] = sum(rewards) / len(rewards) if rewards else 0.0  # over the trials that have a reward
     return out
 
 
 def group_stats(per_task: Mapping[str, Mapping[str, Any]], members: Iterable[str]) -> dict[str, Any]:
-    """Mean over the member tasks of every pass@k and mean_* they all have; the task count."""
+    """Mean over the member tasks of every pass@k (over the tasks that have one) and mean_* they all have; the task
+    count and the errored trials."""
     rows = [per_task[m] for m in members]
     keys = [k for k in rows[0] if k.startswith(("pass@", "mean_")) and all(k in r for r in rows)] if rows else []
-    out: dict[str, Any] = {"tasks": len(rows)}
-    out.update({k: sum(r[k] for r in rows) / len(rows) for k in keys})
+    out: dict[str, Any] = {"tasks": len(rows), "errors": sum(r.get("errors", 0) for r in rows)}
+    for k in keys:
+        vals = [r[k] for r in rows if r[k] is not None]
+        out[k] = sum(vals) / len(vals) if vals else None
     return out
 
 

@@ -33,17 +33,18 @@ def build_record(suite: Suite, agent: str, trials: Sequence[dict[str, Any]], ks:
             "trials": list(trials)}
 
 
-def _pct(x: float | None) -> str:
+def pct(x: float | None) -> str:
     """A fraction as a percentage cell."""
     return "–" if x is None else f"{100 * x:.1f}"
 
 
 def _table(title: str, rows: dict[str, dict[str, Any]], ks: Sequence[int], first: str) -> list[str]:
     """A Markdown table of group rows: tasks, pass@k, mean reward/turns/tool calls/tokens/wall."""
-    head = [first, "tasks"] + [f"pass@{k} %" for k in ks] + ["reward", "turns", "tool calls", "tokens", "wall s"]
+    head = [first, "tasks", "errors"] + [f"pass@{k} %" for k in ks] + ["reward", "turns", "tool calls", "tokens",
+                                                                       "wall s"]
     lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in rows.items():
-        cells = [name, str(r.get("tasks", ""))] + [_pct(r.get(f"pass@{k}")) for k in ks]
+        cells = [name, str(r.get("tasks", "")), str(r.get("errors", 0))] + [pct(r.get(f"pass@{k}")) for k in ks]
         cells += [f"{r.get('mean_reward', 0):.2f}", f"{r.get('mean_turns', 0):.1f}",
                   f"{r.get('mean_tool_calls', 0):.1f}", f"{r.get('mean_generated_tokens', 0):.0f}",
                   f"{r.get('mean_wall_s', 0):.1f}"]
@@ -56,6 +57,12 @@ def markdown(record: dict[str, Any]) -> str:
     ks = [k for k in record["ks"] if k <= record["samples_per_task"]]
     out = [f"# {record['agent']} on suite {record['suite_version']}", "",
            f"{len(record['tasks'])} tasks × {record['samples_per_task']} samples, {record['created']}.", ""]
+    errored = {name: r for name, r in record["tasks"].items() if r.get("errors")}
+    if errored:
+        total = sum(r["errors"] for r in errored.values())
+        out += [f"**{total} trial(s) of {len(errored)} task(s) ended in an error** (a crash, not a verdict): they "
+                f"are left out of pass@k, which is '–' where no trial ran. First error per task:", ""]
+        out += [f"- `{name}` ({r['errors']} errored): {r['first_error']}" for name, r in errored.items()] + [""]
     out += _table("Overall", {"all": record["overall"]}, ks, "suite")
     out += _table("By category", record["categories"], ks, "category")
     out += _table("By difficulty", record["difficulties"], ks, "difficulty")
@@ -64,7 +71,7 @@ def markdown(record: dict[str, Any]) -> str:
     out += ["### By task", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in record["tasks"].items():
         cells = [name, r["category"], r["difficulty"], f"{r['c']}/{r['n']}", str(r.get("errors", 0))]
-        cells += [_pct(r.get(f"pass@{k}")) for k in ks]
+        cells += [pct(r.get(f"pass@{k}")) for k in ks]
         cells += [f"{r['mean_turns']:.1f}", f"{r['mean_tool_calls']:.1f}", f"{r['mean_generated_tokens']:.0f}",
                   f"{r['mean_wall_s']:.1f}"]
         out.append("| " + " | ".join(cells) + " |")

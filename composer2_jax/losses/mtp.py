@@ -36,6 +36,7 @@ class MTPLossConfig:
     ramp_steps: int = 0  # steps of the linear move from weight to final_weight (0 = a step change)
     ce_weight: float = 1.0  # weight of each depth's cross-entropy on t_{i+k+1}
     distill_weight: float = 0.0  # weight of the self-distillation KL(sg[p_main(·|x≤i+k)] ‖ q_k(·|i))
+    distill_warmup_steps: int = 0  # the distillation weight rises linearly from 0 to distill_weight over these steps
     distill_top_n: int = 0  # 0 = full-vocabulary KL; N = teacher renormalised over its top-N tokens
     detach_trunk: bool = False  # stop the MTP loss's gradient into the trunk and the shared embedding/head
 
@@ -45,9 +46,9 @@ class MTPLossConfig:
         if self.ce_weight < 0 or self.distill_weight < 0:
             raise ValueError(f"mtp.ce_weight={self.ce_weight} and mtp.distill_weight={self.distill_weight} "
                              f"must be >= 0")
-        if self.distill_top_n < 0 or self.ramp_steps < 0:
-            raise ValueError(f"mtp.distill_top_n={self.distill_top_n} and mtp.ramp_steps={self.ramp_steps} "
-                             f"must be >= 0")
+        if min(self.distill_top_n, self.ramp_steps, self.distill_warmup_steps) < 0:
+            raise ValueError(f"mtp.distill_top_n={self.distill_top_n}, mtp.ramp_steps={self.ramp_steps} and "
+                             f"mtp.distill_warmup_steps={self.distill_warmup_steps} must be >= 0")
 
     @property
     def enabled(self) -> bool:
@@ -62,6 +63,14 @@ def mtp_weight(step, c: MTPLossConfig):
     s = jnp.asarray(step, jnp.float32) - c.switch_step
     frac = jnp.clip(s / c.ramp_steps, 0.0, 1.0) if c.ramp_steps else (s >= 0).astype(jnp.float32)
     return jnp.asarray(c.weight + (c.final_weight - c.weight) * frac, jnp.float32)
+
+
+def distill_weight(step, c: MTPLossConfig):
+    """w_sd(step): 0 → `distill_weight` linearly over `distill_warmup_steps` (a step change when 0)."""
+    if not c.distill_warmup_steps:
+        return jnp.asarray(c.distill_weight, jnp.float32)
+    frac = jnp.clip(jnp.asarray(step, jnp.float32) / c.distill_warmup_steps, 0.0, 1.0)
+    return jnp.asarray(c.distill_weight, jnp.float32) * frac
 
 
 class MTPSums(NamedTuple):
@@ -139,9 +148,11 @@ def teacher_hidden(normed_BTD, depth: int, shift: Callable) -> jax.Array:
     return jnp.stack([shift(normed_BTD, k) for k in range(1, depth + 1)])
 
 
-def mtp_objective(sums: MTPSums, count_M, lam, c: MTPLossConfig):
-    """λ/D · Σ_k (w_ce·CE_k + w_sd·KL_k), each term normalised by its depth's token count `count_M` (global batch)."""
-    per_depth_M = (c.ce_weight * sums.ce + c.distill_weight * sums.kl) / jnp.maximum(count_M, 1.0)
+def mtp_objective(sums: MTPSums, count_M, lam, c: MTPLossConfig, w_sd=None):
+    """λ/D · Σ_k (w_ce·CE_k + w_sd·KL_k), each term normalised by its depth's token count `count_M` (global batch);
+    w_sd defaults to `c.distill_weight` (the train step passes `distill_weight(step, c)`)."""
+    w_sd = c.distill_weight if w_sd is None else w_sd
+    per_depth_M = (c.ce_weight * sums.ce + w_sd * sums.kl) / jnp.maximum(count_M, 1.0)
     return lam / sums.ce.shape[0] * jnp.sum(per_depth_M)
 
 

@@ -3,16 +3,20 @@
     run_rl(config)   config: the ConfigDict of experiments/rl.py, frozen here (`rl_config`) into the
                      RLExperimentConfig every service receives (rl/config.py)
 
-Start: the trainer takes the SFT weights (`init_from`) as version 0, or resumes workdir/checkpoints (train state,
-weight version, counters, task-sampler position; groups in flight at the checkpoint are regenerated). Each new
-version is logged to workdir/logs/metrics.jsonl; every `rl.eval_every` versions the evaluator runs the held-out
-tasks; every `checkpoint.every` versions (and at the end) the state is saved. The curves go to workdir/curves.png.
+Start: the trainer takes the SFT weights (`init_from`) as version 0, with the model config they recorded (YaRN,
+MTP depth, vocabulary; changed only by the RL config's explicit model edits: train/loop.inherited_model), or
+resumes workdir/checkpoints (train state, weight version, counters, task-sampler position; groups in flight at the
+checkpoint are regenerated). Each new version is logged to workdir/logs/metrics.jsonl; the evaluator, a service
+of its own (thread or Ray actor, its own environment), pulls every `rl.eval_every`-th published version and runs
+the held-out tasks while training goes on (and the final version once training ends); every `checkpoint.every`
+versions (and at the end) the state is saved. The curves go to workdir/curves.png.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -26,7 +30,7 @@ from composer2_jax.rl.config import RLExperimentConfig
 from composer2_jax.rl.plots import plot_curves
 from composer2_jax.rl.rewards import TERMS
 from composer2_jax.rl.services.env_worker import EnvWorker, env_worker_for, sandbox_limits
-from composer2_jax.rl.services.evaluator import Evaluator
+from composer2_jax.rl.services.evaluator import EvalService, Evaluator
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.records import Counters
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutWorker
@@ -34,7 +38,7 @@ from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import PolicyLaw, Trainer
 from composer2_jax.rl.services.weights import WeightStore
 from composer2_jax.train.checkpoint import Checkpointer
-from composer2_jax.train.loop import config_record, load_stage_params
+from composer2_jax.train.loop import config_record, inherited_model, load_stage_params
 from composer2_jax.train.metrics import MetricWriter
 
 log = logging.getLogger(__name__)
@@ -174,6 +178,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
     """Run (or resume) RL as configured; `hook(metrics)` after each version is logged (see the module docstring)."""
     t0 = time.time()
     run = rl_config(config)
+    run = dataclasses.replace(run, model=inherited_model(run.preset, run.model, run.init_from))  # the SFT's model
     tokenizer = run.tokenizer.build()
     workdir = Path(run.workdir)
     trainer = make_trainer(run, tokenizer)
@@ -184,55 +189,87 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
     writer = MetricWriter(workdir / "logs", enabled=run.log.write)
     stop_id = tokenizer.special_id(tk.IM_END)
     check_shapes(run.harness, run.rollout, run.trainer.seq_len, tokenizer)
-    evals: list[dict[str, float]] = []
+    lock = threading.Lock()  # the trainer's and the evaluator's threads share the writer
+
+    def write(step: int, m: dict[str, Any]) -> None:
+        with lock:
+            writer.write(step, m)
+
+    store = WeightStore()
+    evals = start_evaluator(run, tokenizer, store, trainer, write)
     with Environment(pool_size=run.env.pool_size, limits=sandbox_limits(run.env)) as env:
         worker = env_worker_for(run, env, tokenizer)
-        evaluator = Evaluator(worker, heldout_tasks(run), run.model, run.rollout, stop_id, run.rl.eval_samples,
-                              run.rl.episode_threads, vocab_limit=trainer.law.vocab_limit)
-
-        def evaluate() -> None:
-            m = evaluator.evaluate(trainer.weights())
-            evals.append(m)
-            writer.write(trainer.version, m)
-            log.info("eval at version %d: %s", trainer.version, progress_line(m))
 
         def on_version(m: dict[str, Any]) -> None:
-            writer.write(trainer.version, m)
+            write(trainer.version, m)
             log.info("version %d: %s", trainer.version, progress_line(m))
             if hook is not None:
                 hook(m)
             if trainer.version % run.checkpoint.every == 0 or trainer.version == run.rl.steps:
                 save(ckpt, trainer, counters, sampler, run)
-            if run.rl.eval_every and trainer.version % run.rl.eval_every == 0:
-                evaluate()
 
-        if run.rl.eval_every and trainer.version == 0:
-            evaluate()
-        history = run_loop(run, trainer, worker, sampler, stop_id, counters, on_version)
-        if run.rl.eval_every and (not evals or evals[-1]["eval/version"] != trainer.version):
-            evaluate()
+        try:
+            history = run_loop(run, trainer, worker, sampler, stop_id, counters, on_version, store)
+        finally:
+            results = evals.finish(trainer.version) if evals is not None else []
+    if evals is not None and evals.errors:
+        log.warning("evaluations failed: %s", "; ".join(evals.errors))
     ckpt.close()
     writer.close()
     if run.log.write and run.rl.plot:
         plot_curves(workdir / "logs" / "metrics.jsonl", workdir / "curves.png", f"RL {run.preset}")
-    return RLResult(history, evals, counters.snapshot(), trainer.version, str(workdir), time.time() - t0,
+    return RLResult(history, results, counters.snapshot(), trainer.version, str(workdir), time.time() - t0,
                     dict(saved.get("counters", {})))
 
 
-def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: CurriculumSampler, stop_id: int,
-             counters: Counters, on_version) -> list[dict[str, Any]]:
-    """The loop on the configured backend: 'local' (threads in this process) or 'ray' (actors)."""
+def start_evaluator(run: RLExperimentConfig, tokenizer: tk.Tokenizer, store: WeightStore, trainer: Trainer,
+                    write: Callable[[int, dict[str, Any]], None]) -> EvalService | None:
+    """The held-out evaluation as its own service (None when rl.eval_every = 0): a thread with its own environment
+    and engine that pulls the versions `store` publishes (rl/services/evaluator.py); it is given the final version
+    when training ends. Under Ray the same service runs in its own actor (ray_actors.EvalActor)."""
+    if not run.rl.eval_every:
+        return None
+    if run.rl.backend == "ray":
+        from composer2_jax.rl.services.ray_actors import RayEvalService  # noqa: PLC0415 - ray is optional
+
+        _ray_init(run)
+        return RayEvalService(run, store, write, heldout_tasks(run), trainer.version + (trainer.version > 0),
+                              trainer.law.vocab_limit)
+    env = Environment(pool_size=min(run.env.pool_size, 4), limits=sandbox_limits(run.env))  # the evaluator's own
+    evaluator = Evaluator(env_worker_for(run, env, tokenizer), heldout_tasks(run), run.model, run.rollout,
+                          tokenizer.special_id(tk.IM_END), run.rl.eval_samples, run.rl.episode_threads,
+                          vocab_limit=trainer.law.vocab_limit)
+
+    def on_result(m: dict[str, Any]) -> None:
+        write(int(m["eval/version"]), m)
+        log.info("eval at version %d: %s", int(m["eval/version"]), progress_line(m))
+
+    start = trainer.version + (trainer.version > 0)  # a resumed run evaluated its last version already
+    service = EvalService(store, evaluator.evaluate, run.rl.eval_every, on_result, start, on_close=env.shutdown)
+    service.start()
+    return service
+
+
+def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: CurriculumSampler,
+             stop_id: int, counters: Counters, on_version, store: WeightStore | None = None) -> list[dict[str, Any]]:
+    """The loop on the configured backend: 'local' (threads in this process) or 'ray' (actors); the trainer
+    publishes each version to `store` (the evaluator service pulls from it)."""
+    store = store if store is not None else WeightStore()
     if run.rl.backend == "local":
-        store = WeightStore()
         rollout = RolloutWorker(run.model, store, run.rollout, stop_id, counters, vocab_limit=trainer.law.vocab_limit)
         return LocalOrchestrator(trainer, rollout, worker, sampler, run.rl, store, counters).run(on_version)
-    import ray  # noqa: PLC0415 - ray is optional
+    from composer2_jax.rl.services.ray_loop import RayOrchestrator  # noqa: PLC0415 - ray is optional
 
-    from composer2_jax.rl.services.ray_loop import RayOrchestrator  # noqa: PLC0415
+    _ray_init(run)
+    return RayOrchestrator(run, trainer, sampler, counters, stop_id, store).run(on_version)
+
+
+def _ray_init(run: RLExperimentConfig) -> None:
+    """Join or start the Ray cluster of rl.ray.address (once per process)."""
+    import ray  # noqa: PLC0415 - ray is optional
 
     if not ray.is_initialized():
         ray.init(address=run.rl.ray.address or None, include_dashboard=False)
-    return RayOrchestrator(run, trainer, sampler, counters, stop_id).run(on_version)
 
 
 def progress_line(m: dict[str, Any]) -> str:

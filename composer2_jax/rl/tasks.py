@@ -207,6 +207,12 @@ def oracle_replies(task: CodingTask, read_first: bool, new_op: str | None = None
     return [fix_call(task, new_op)]
 
 
+def oracle_summary(task: CodingTask) -> str:
+    """What the oracle writes when its context is full (after reading the file): the line the fix must edit, so
+    the fix that follows in the fresh context is grounded in the summary alone."""
+    return f"I read {FILE}: {task.target} is written as return a {task.wrong_op} b. Next: fix it and submit."
+
+
 def teacher_op(task: CodingTask, error_rate: float, seed: int) -> str:
     """The operator an imperfect teacher writes: the right one, or with probability `error_rate` one of the
     others (never the buggy one, so the edit still applies and the mistake is caught only by the hidden check)."""

@@ -98,6 +98,14 @@ class Checkpointer:
         _check_tree(restored["state"], abstract_state)
         return restored["state"], restored["data"] or {}, restored["config"] or {}
 
+    def saved_config(self, step: Optional[int] = None) -> dict:
+        """The run config saved with `step` (default: the newest committed step); {} when it saved none."""
+        step = self.latest_step() if step is None else step
+        if step is None:
+            raise CheckpointError(f"no committed checkpoint in {self.directory}")
+        restored = self.manager.restore(step, args=ocp.args.Composite(config=ocp.args.JsonRestore()))
+        return restored["config"] or {}
+
     def close(self):
         """Finish pending saves and release resources."""
         self.manager.wait_until_finished()

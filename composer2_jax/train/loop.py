@@ -18,7 +18,8 @@ import numpy as np
 
 from composer2_jax import chips, schema
 from composer2_jax import sharding as shd
-from composer2_jax.config import ModelConfig
+from composer2_jax.config import ModelConfig, inherit_model, model_config
+from composer2_jax.config import PRESETS
 from composer2_jax.config import preset as model_preset
 from composer2_jax.data import pipeline as data_lib
 from composer2_jax.data.tokenizer import TokenizerConfig
@@ -49,6 +50,8 @@ class RunResult:
     seconds: float
     tokens_per_s: float
     mfu: float
+    model: ModelConfig | None = None  # the model config trained (inherited from init_from, see `inherited_model`)
+    metrics: dict = dataclasses.field(default_factory=dict)  # the last logged step's scalar metrics
 
 
 DATA_SHARD_BY = ("documents", "rows")
@@ -147,6 +150,36 @@ class _RowSlice:
         return self.it.get_state()
 
 
+def recorded_model(path: str) -> ModelConfig:
+    """The model config a previous stage's newest checkpoint recorded (its run config's `model` section)."""
+    ck = Checkpointer(path, async_save=False)
+    try:
+        if ck.latest_step() is None:
+            raise FileNotFoundError(f"init_from={path!r} holds no committed checkpoint")
+        saved = ck.saved_config()
+    finally:
+        ck.close()
+    if "model" not in saved:
+        raise ValueError(f"init_from={path!r}: its checkpoint recorded no run config with a 'model' section "
+                         f"(written before configs were saved?); expected the previous stage's model config")
+    return model_config(saved["model"])
+
+
+def inherited_model(preset: str, model: ModelConfig, init_from: str) -> ModelConfig:
+    """The model a stage trains: its own section when it starts fresh; with `init_from`, the previous stage's
+    recorded model changed only where the stage explicitly departs from its preset (config.inherit_model), each
+    change logged."""
+    if not init_from:
+        return model
+    if preset not in PRESETS:
+        raise ValueError(f"preset={preset!r} names no model preset (expected one of {PRESETS}); the stage's explicit "
+                         f"model overrides are the fields that differ from its preset")
+    cfg, changes = inherit_model(recorded_model(init_from), model, model_preset(preset))
+    said = "; ".join(f"{k}: {old!r} → {new!r}" for k, (old, new) in changes.items()) or "unchanged"
+    log.info("model of %s, with this stage's explicit changes: %s", init_from, said)
+    return cfg
+
+
 def load_stage_params(path: str, abstract: TrainState) -> tuple[Any, Any]:
     """Params and router biases from the newest checkpoint of a previous stage (optimizer state is not carried)."""
     ck = Checkpointer(path, async_save=False)
@@ -166,6 +199,7 @@ def load_stage_params(path: str, abstract: TrainState) -> tuple[Any, Any]:
 def train(config) -> RunResult:
     """Run (or resume) one training stage as configured (a ConfigDict or a StageConfig); returns the losses."""
     run = stage_config(config)
+    run = dataclasses.replace(run, model=inherited_model(run.preset, run.model, run.init_from))
     cfg, oc, sc, dc = run.model, run.optim, run.step, run.data
     workdir = Path(run.workdir)
     mesh = shd.make_mesh(run.mesh)
@@ -199,7 +233,7 @@ def train(config) -> RunResult:
     writer.write(int(state.step), dict(params_total=total, params_active=active, flops_per_token=f_tok))
     start = int(state.step)
     bar = Progress(run.steps, start, enabled=run.log.progress and jax.process_index() == 0)
-    losses, pending, t_start, tokens_seen = [], [], time.time(), 0.0
+    losses, pending, t_start, tokens_seen, last = [], [], time.time(), 0.0, {}
     last_good = ckpt.latest_step()
     with activate(mesh):
         for step in range(start, run.steps):
@@ -209,7 +243,8 @@ def train(config) -> RunResult:
             done = step + 1
             save = done % run.checkpoint.every == 0 or done == run.steps
             if save or done % run.log.every == 0:  # metrics are checked before any state is saved
-                tokens_seen = _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc, last_good)
+                tokens_seen = _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc, last_good,
+                                     last)
                 pending = []
             if save:
                 ckpt.save(done, state, it.get_state(), config_record(run))
@@ -219,8 +254,8 @@ def train(config) -> RunResult:
     bar.close()
     secs = time.time() - t_start
     tps = tokens_seen / max(secs, 1e-9)
-    return RunResult(losses, int(state.step), str(workdir), secs, tps, mfu(tps, f_tok, chip.peak_bf16_flops,
-                                                                          jax.device_count()))
+    return RunResult(losses, int(state.step), str(workdir), secs, tps,
+                     mfu(tps, f_tok, chip.peak_bf16_flops, jax.device_count()), cfg, last)
 
 
 def config_record(run) -> dict:
@@ -228,8 +263,9 @@ def config_record(run) -> dict:
     return json.loads(json.dumps(schema.to_dict(run), default=repr))
 
 
-def _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc: StepConfig, last_good):
-    """Fetch the pending steps' metrics, check them, write them; returns the updated token count."""
+def _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc: StepConfig, last_good, last: dict):
+    """Fetch the pending steps' metrics, check them, write them (the newest scalars also into `last`); returns the
+    updated token count."""
     fetched = jax.device_get([m for _, m in pending])
     for (step, _), m in zip(pending, fetched):
         if not bool(m["finite"]):
@@ -244,5 +280,7 @@ def _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc: 
         scal = {k: v for k, v in m.items() if np.ndim(v) == 0}
         scal.update(tokens_per_s=tps, mfu=mfu(tps, f_tok, chip.peak_bf16_flops, jax.device_count()))
         writer.write(step + 1, scal)
+        last.clear()
+        last.update({k: float(v) for k, v in scal.items()}, step=step + 1)
     bar.update(len(pending), losses[-1], tokens_seen / max(time.time() - t_start, 1e-9))
     return tokens_seen

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import optax
 
 from composer2_jax.losses.lm import chunked_cross_entropy
-from composer2_jax.losses.mtp import (MTPLossConfig, MTPSums, chunked_mtp_sums, mtp_metrics, mtp_objective,
-                                      mtp_weight, teacher_hidden)
+from composer2_jax.losses.mtp import (MTPLossConfig, MTPSums, chunked_mtp_sums, distill_weight, mtp_metrics,
+                                      mtp_objective, mtp_weight, teacher_hidden)
 from composer2_jax.model import Transformer
 from composer2_jax.model.mtp import layout_context, mtp_batch, mtp_head, shift_left, update_mtp_router_bias
 from composer2_jax.model.moe import update_router_bias
@@ -60,7 +60,7 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
     cfg = model.cfg
     mtp_on = cfg.num_mtp_layers > 0 and sc.mtp.enabled
 
-    def loss_fn(params, router_state, mb, n_tokens, n_mtp_M, lam):
+    def loss_fn(params, router_state, mb, n_tokens, n_mtp_M, lam, w_sd):
         kw = dict(mtp_tokens=mb["mtp_tokens"], mtp_detach=sc.mtp.detach_trunk) if mtp_on else {}
         variables = {"params": params, "router_state": router_state}
         args = (mb["tokens"], mb["positions"], mb["segment_ids"])
@@ -76,7 +76,7 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
         sums, mtp_load = _mtp_zeros(cfg, mtp_on), None
         if mtp_on:
             sums = mtp_loss_sums(params, out, mb, cfg, sc, layout_context(cfg, model.mesh))
-            loss = loss + mtp_objective(sums, n_mtp_M, lam, sc.mtp) \
+            loss = loss + mtp_objective(sums, n_mtp_M, lam, sc.mtp, w_sd) \
                 + sc.balance_loss_weight * out.mtp.balance_loss / sc.grad_accum
             mtp_load = out.mtp.moe_load
         return loss, (ce, out.moe_load, out.balance_loss, sums, mtp_load, max_logits)
@@ -88,12 +88,13 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
         if mtp_on and "mtp_tokens" not in batch:  # shifted in natural order (model/mtp.py), whatever the layout
             batch = {**batch, **mtp_batch(batch, cfg.num_mtp_layers, layout_context(cfg, model.mesh))}
         n_mtp_M = jnp.sum(batch["mtp_mask"].astype(jnp.float32), axis=(0, 1)) if mtp_on else None
-        lam = mtp_weight(state.step, sc.mtp)
+        lam, w_sd = mtp_weight(state.step, sc.mtp), distill_weight(state.step, sc.mtp)
         mbs = microbatches(batch, sc.grad_accum)
 
         def accumulate(carry, mb):
             grads, loss, ce_sum, correct, load, bal, mtp_s, mtp_ld, mx = carry
-            (l, (ce, ld, b, ms, mld, m)), g = grad_fn(state.params, state.router_state, mb, n_tokens, n_mtp_M, lam)
+            (l, (ce, ld, b, ms, mld, m)), g = grad_fn(state.params, state.router_state, mb, n_tokens, n_mtp_M,
+                                                      lam, w_sd)
             add = lambda a, c: a + c  # noqa: E731
             return (jax.tree.map(add, grads, g), loss + l, ce_sum + ce.loss_sum, correct + ce.correct,
                     None if load is None else load + ld, bal + b, jax.tree.map(add, mtp_s, ms),
@@ -129,7 +130,8 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
             metrics["moe_max_over_mean"] = jnp.max(load) / jnp.maximum(jnp.mean(load), 1e-9)
         if mtp_on:
             metrics.update(mtp_metrics(mtp_sums, lam))
-            metrics["mtp/loss"] = mtp_objective(mtp_sums, n_mtp_M, lam, sc.mtp)
+            metrics["mtp/loss"] = mtp_objective(mtp_sums, n_mtp_M, lam, sc.mtp, w_sd)
+            metrics["mtp/distill_weight"] = w_sd
         return new, metrics
 
     return step

@@ -3,6 +3,11 @@
 
 Pass rate, reward and effort are reported overall and per difficulty; sampling is at the rollout temperature, so
 a pass rate is the expected pass@1 of the policy the trainer optimises.
+
+`EvalService` makes evaluation its own service: a worker (a thread in the embedded backend, the same loop in its
+own Ray actor under Ray: ray_actors.EvalActor) that pulls published versions from a weight store and evaluates every
+`every`-th one with its own environment and engine. The trainer only publishes; it never waits for an evaluation
+(when evaluations are slower than versions, the worker skips to the newest due version).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -88,3 +93,75 @@ def eval_metrics(tasks: Sequence[RLTask], records: Sequence[EpisodeRecord | None
     if done:
         out.update({prefix + k: v for k, v in term_stats(done).items()})
     return out
+
+
+class EvalService:
+    """A worker that evaluates published versions as they appear, off the trainer's path.
+
+    `evaluate(weights) -> metrics` runs on the worker's thread (in the embedded backend: an Evaluator over its own
+    Environment); `on_result(metrics)` receives each result there. Versions due: every multiple of `every` from
+    `start` on (the newest published one when the worker falls behind), and whatever `finish` asks for last.
+    """
+
+    def __init__(self, store: Any, evaluate: Callable[[Weights], dict[str, float]], every: int,
+                 on_result: Callable[[dict[str, float]], None] | None = None, start: int = 0,
+                 on_close: Callable[[], None] | None = None):
+        if every < 1:
+            raise ValueError(f"EvalService every={every}; expected >= 1 (versions between evaluations)")
+        self.store, self._evaluate, self.every, self.on_result = store, evaluate, every, on_result
+        self.on_close = on_close  # releases what the service owns (its environment) once it has stopped
+        self.results: list[dict[str, float]] = []
+        self.errors: list[str] = []
+        self.busy = threading.Event()  # set while an evaluation runs
+        self._next = -(-start // every) * every  # the first due version
+        self._stop = threading.Event()
+        self._final: int | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> threading.Thread:
+        """Start the worker thread."""
+        self._thread = threading.Thread(target=self._loop, name="evaluator", daemon=True)
+        self._thread.start()
+        return self._thread
+
+    def _due(self) -> Weights | None:
+        """The newest published weights if a due version is out, else None."""
+        if self.store.version < 0:
+            return None
+        weights = self.store.latest()
+        due = weights.version >= self._next or (self._final is not None and weights.version >= self._final)
+        done = {int(r["eval/version"]) for r in self.results}
+        return weights if due and weights.version not in done else None
+
+    def _loop(self) -> None:
+        while True:
+            weights = self._due()
+            if weights is None:  # (a failed evaluation counts as done: its result is marked eval/failed)
+                final_done = self._final is not None and self._final in {int(r["eval/version"]) for r in self.results}
+                if self._stop.is_set() and (self._final is None or final_done):
+                    return
+                self._stop.wait(0.05)
+                continue
+            self.busy.set()
+            try:
+                m = self._evaluate(weights) | {"eval/version": float(weights.version)}
+                self.results.append(m)
+                if self.on_result is not None:
+                    self.on_result(m)
+            except Exception as e:  # noqa: BLE001 - a failed evaluation is reported, never fatal to training
+                self.errors.append(f"version {weights.version}: {type(e).__name__}: {e}")
+                log.warning("evaluation of version %d failed: %s: %s", weights.version, type(e).__name__, e)
+                self.results.append({"eval/version": float(weights.version), "eval/failed": 1.0})
+            finally:
+                self.busy.clear()
+            self._next = (weights.version // self.every + 1) * self.every
+
+    def finish(self, final_version: int | None = None, timeout_s: float | None = None) -> list[dict[str, float]]:
+        """After training: evaluate `final_version` too (if given and not yet done), stop, and return the results."""
+        self._final = final_version
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        if self.on_close is not None:
+            self.on_close()
+        return [r for r in self.results if "eval/failed" not in r]

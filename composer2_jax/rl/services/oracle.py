@@ -5,7 +5,8 @@ The oracle is a scripted harness Policy (bench/agents.py ScriptedPolicy) replayi
 tool calls run in forked sandboxes and the observations in the transcript are the sandbox's real answers. Each
 transcript is kept only if the hidden check passes on the final workspace — or, for an imperfect teacher
 (`error_rate` > 0, `rl.tasks.teacher_op`), if it failed by the teacher's deliberate wrong operator: demonstrations
-are then unverified, the errors part of the data. Rendered with `render_chat` (no BOS,
+are then unverified, the errors part of the data. When the harness asks for a summary (the context passed its
+budget) the oracle writes `rl.tasks.oracle_summary`: the line to fix, all the next context needs. Rendered with `render_chat` (no BOS,
 the RL tool view's schemas), a transcript is token for token the context the RL harness builds.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from composer2_jax.bench.agents import ScriptedPolicy
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.tasks import CodingTask, oracle_reads, oracle_replies, teacher_op
+from composer2_jax.rl.tasks import CodingTask, oracle_reads, oracle_replies, oracle_summary, teacher_op
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ def oracle_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: i
     "success"}."""
     read = oracle_reads(task, read_prob, seed)
     op = teacher_op(task, error_rate, seed)
-    policy = ScriptedPolicy(worker.tok, oracle_replies(task, read, op), worker.harness)
+    policy = ScriptedPolicy(worker.tok, oracle_replies(task, read, op), worker.harness, summary=oracle_summary(task))
     messages: list[dict] = []
     record = worker.run(task, policy, admitted_version=0, transcript=messages)
     while messages and messages[-1]["role"] != "assistant":  # trailing observations carry no loss

@@ -5,6 +5,8 @@
                                       pulls a newer version from the registry between batches
     EnvActor         (CPU nodes)      an Environment + EnvWorker: runs whole episodes (harness loop, grading,
                                       reward), asking a RolloutActor for each reply
+    EvalActor        (any node)       the evaluator service (evaluator.EvalService) with its own Environment and
+                                      engine, pulling due versions from its own registry (RayEvalService feeds it)
 
 The trainer stays in the driver process (ray_loop.py), on the head node's accelerators. Actors are created with
 `max_restarts`, so a killed actor comes back; a restarted RolloutActor pulls the newest weights at start-up.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import numpy as np
@@ -125,3 +127,79 @@ class EnvActor:
     def shutdown(self) -> None:
         """Close every sandbox."""
         self.env.shutdown()
+
+
+@ray.remote(num_cpus=0, max_concurrency=4)
+class EvalActor:
+    """The held-out evaluation as its own actor: an EvalService over its own Environment, pulling from `registry`."""
+
+    def __init__(self, run: RLExperimentConfig, registry, tasks: list, vocab_limit: int, start: int):
+        from composer2_jax.data import tokenizer as tk  # noqa: PLC0415
+        from composer2_jax.env import Environment  # noqa: PLC0415 - sandboxes only where the actor runs
+        from composer2_jax.rl.services.env_worker import env_worker_for, sandbox_limits  # noqa: PLC0415
+        from composer2_jax.rl.services.evaluator import EvalService, Evaluator  # noqa: PLC0415
+
+        tok = run.tokenizer.build()
+        self.env = Environment(pool_size=min(run.env.pool_size, 4), limits=sandbox_limits(run.env))
+        evaluator = Evaluator(env_worker_for(run, self.env, tok), tasks, run.model, run.rollout,
+                              tok.special_id(tk.IM_END), run.rl.eval_samples, run.rl.episode_threads,
+                              vocab_limit=vocab_limit)
+        self.service = EvalService(RegistryStore(registry), evaluator.evaluate, run.rl.eval_every, start=start,
+                                   on_close=self.env.shutdown)
+        self.service.start()
+
+    def results(self) -> list[dict[str, float]]:
+        """Every result so far (failed evaluations included, marked eval/failed)."""
+        return list(self.service.results)
+
+    def finish(self, final_version: int) -> tuple[list[dict[str, float]], list[str]]:
+        """Evaluate the final version too, stop; (every result, failed ones marked eval/failed; errors)."""
+        self.service.finish(final_version)
+        return list(self.service.results), list(self.service.errors)
+
+
+class RayEvalService:
+    """The driver's handle on an EvalActor, with EvalService's interface (`finish`, `errors`): a driver thread
+    copies each due version from the trainer's store to the actor's registry (host arrays) and writes the actor's
+    results through `write` as they arrive. The trainer never waits for either."""
+
+    def __init__(self, run: RLExperimentConfig, store, write: Callable[[int, dict], None], tasks: list,
+                 start: int = 0, vocab_limit: int = 0):
+        self.store, self.write, self.every = store, write, run.rl.eval_every
+        self.registry = WeightRegistry.remote()
+        self.actor = EvalActor.remote(run, self.registry, tasks, vocab_limit, start)
+        self.errors: list[str] = []
+        self._next, self._written = -(-start // self.every) * self.every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="eval-feeder", daemon=True)
+        self._thread.start()
+
+    def _feed(self, final: bool = False) -> None:
+        """Publish the newest version to the actor's registry if it is due (or final)."""
+        version = self.store.version
+        if version >= 0 and (version >= self._next or final):
+            ray.get(self.registry.publish.remote(host_weights(self.store.latest())))
+            self._next = (version // self.every + 1) * self.every
+
+    def _drain(self, results: list[dict]) -> None:
+        """Write the results not written yet."""
+        for m in results[self._written:]:
+            if "eval/failed" not in m:
+                self.write(int(m["eval/version"]), m)
+        self._written = len(results)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.2):
+            self._feed()
+            self._drain(ray.get(self.actor.results.remote()))
+
+    def finish(self, final_version: int, timeout_s: float | None = None) -> list[dict[str, float]]:
+        """Hand the actor the final version, wait for its evaluations, write them, release the actors."""
+        self._stop.set()
+        self._thread.join()
+        self._feed(final=True)
+        results, self.errors = ray.get(self.actor.finish.remote(final_version), timeout=timeout_s)
+        self._drain(results)
+        for actor in (self.actor, self.registry):
+            ray.kill(actor)
+        return [m for m in results if "eval/failed" not in m]

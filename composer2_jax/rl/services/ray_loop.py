@@ -28,7 +28,7 @@ class RayOrchestrator(LocalOrchestrator):
     """The embedded orchestrator with episodes executed on Ray actors."""
 
     def __init__(self, run: RLExperimentConfig, trainer: Trainer, sampler: CurriculumSampler, counters: Counters,
-                 stop_id: int):
+                 stop_id: int, store: WeightStore | None = None):
         r, limit = run.rl.ray, trainer.law.vocab_limit
         self.registry = WeightRegistry.options(**_placement(r.registry_resources)).remote()
         self.rollouts = [RolloutActor.options(**_placement(r.rollout_resources)).remote(
@@ -37,7 +37,7 @@ class RayOrchestrator(LocalOrchestrator):
         self.envs = [EnvActor.options(**_placement(r.env_resources)).remote(
             run, trainer.num_moe, trainer.model_cfg.num_experts_per_tok, tokens, run.rollout.prompt_len)
             for _ in range(r.env_actors)]
-        super().__init__(trainer, None, None, sampler, run.rl, WeightStore(), counters)
+        super().__init__(trainer, None, None, sampler, run.rl, store if store is not None else WeightStore(), counters)
         self._next = itertools.count()
         self._lock = threading.Lock()
 

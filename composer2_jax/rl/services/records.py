@@ -43,6 +43,16 @@ class EpisodeRecord:
         return self.episode.min_policy_version
 
     @property
+    def summaries(self) -> int:
+        """Self-summaries the model wrote in this episode (each restarts the context: a new segment)."""
+        return sum(t.role == "summary" for t in self.episode.turns)
+
+    @property
+    def summary_tokens(self) -> int:
+        """Tokens of those summaries."""
+        return sum(len(t.tokens) for t in self.episode.turns if t.role == "summary")
+
+    @property
     def max_version(self) -> int:
         """Newest policy version that sampled a trained token (> min_version: the episode crossed an update)."""
         versions = [t.policy_version for t in self.episode.turns if t.trainable]
@@ -107,7 +117,8 @@ def term_stats(episodes: list[EpisodeRecord]) -> dict[str, float]:
 
 def summarize_groups(groups: list[GroupRecord]) -> dict[str, Any]:
     """Mean reward, pass rate and effort overall and per difficulty, every reward term (mean and fraction
-    non-zero), and the version spread, of a batch."""
+    non-zero), self-summaries (the fraction of episodes with one, summary tokens per episode) and the version
+    spread, of a batch."""
     eps = [e for g in groups for e in g.episodes]
     out: dict[str, Any] = {"episodes": len(eps)}
     if not eps:
@@ -115,7 +126,9 @@ def summarize_groups(groups: list[GroupRecord]) -> dict[str, Any]:
     out.update(reward=float(np.mean([e.reward for e in eps])), pass_rate=float(np.mean([e.success for e in eps])),
                effort=float(np.mean([e.effort for e in eps])), turns=float(np.mean([e.turns for e in eps])),
                generated_tokens=float(np.mean([e.generated_tokens for e in eps])),
-               crossed_update=float(np.mean([e.max_version > e.min_version for e in eps])), **term_stats(eps))
+               crossed_update=float(np.mean([e.max_version > e.min_version for e in eps])),
+               summary_fraction=float(np.mean([e.summaries > 0 for e in eps])),
+               summary_tokens=float(np.mean([e.summary_tokens for e in eps])), **term_stats(eps))
     for diff in sorted({e.difficulty for e in eps}):
         sub = [e for e in eps if e.difficulty == diff]
         out[f"pass_rate/{diff}"] = float(np.mean([e.success for e in sub]))
