@@ -42,7 +42,6 @@ from composer2_jax.train import optim
 from composer2_jax.train.state import TrainState, logical_axes
 from composer2_jax.train.step import StepConfig, make_train_step, mtp_loss_sums
 
-
 # ------------------------------------------------------------------------------------------------- data
 
 
@@ -134,7 +133,8 @@ def ablation(*, depth: int = 2, seq_len: int = 128, batch: int = 8, steps_trunk:
     trained = {}
     for name, mtp in heads.items():
         state, tx = make_state(cfg, trunk_a, rs_a, "mtp", 3e-3, steps_mtp)
-        state, m = train(cfg, state, tx, StepConfig(mtp=MTPLossConfig(**mtp), router_bias_rate=0.0), batches("code", seq_len, batch, 0),
+        sc = StepConfig(mtp=MTPLossConfig(**mtp), router_bias_rate=0.0)
+        state, m = train(cfg, state, tx, sc, batches("code", seq_len, batch, 0),
                          steps_mtp)
         trained[name] = state.params["mtp"]
         log(f"[1] MTP heads by {name}: " + ", ".join(f"{k} {m[k]:.3f}" for k in sorted(m) if k.startswith("mtp/a")))

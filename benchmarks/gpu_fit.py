@@ -24,12 +24,12 @@ import time
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-from flax import linen as nn  # noqa: E402
+import jax
+import jax.numpy as jnp
+from flax import linen as nn
 
-from composer2_jax import chips  # noqa: E402
-from composer2_jax.model import kernel_paths, planning  # noqa: E402
+from composer2_jax import chips
+from composer2_jax.model import kernel_paths, planning
 
 MEM_FRACTION = 0.90  # XLA_PYTHON_CLIENT_MEM_FRACTION that benchmarks/gpu_suite.py sets for every stage
 H200_BYTES = chips.get_chip("h200").hbm_bytes

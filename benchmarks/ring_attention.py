@@ -31,15 +31,15 @@ if "--gpu" not in sys.argv:  # 8 fake CPU devices; must precede the jax import
     os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchmarks.common import add_strict_flag, apply_strict, emit  # noqa: E402
-from composer2_jax.model import context_parallel as cp  # noqa: E402
-from composer2_jax.model import kernels  # noqa: E402
-from composer2_jax.model.ring_attention import (  # noqa: E402
+from benchmarks.common import add_strict_flag, apply_strict, emit
+from composer2_jax.model import context_parallel as cp
+from composer2_jax.model import kernels
+from composer2_jax.model.ring_attention import (
     device_work,
     ring_attention,
     ring_mla_attention,

@@ -176,7 +176,8 @@ def bench_capacity(repo: str, limit: int) -> dict:
         elapsed = time.perf_counter() - t
         rss = _rss_mb([env.info(s)["pid"] for s in live])
     return {"bench": "sandbox", "metric": "concurrent_sandboxes", "value": len(live), "tried": limit,
-            "all_answer_at_the_end": ok, "first_failure": error, "agents_rss_mb": rss, "seconds_to_start": round(elapsed, 2),
+            "all_answer_at_the_end": ok, "first_failure": error, "agents_rss_mb": rss,
+            "seconds_to_start": round(elapsed, 2),
             "goal": 64, "meets_goal": len(live) >= 64 and ok}
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from composer2_jax.config import long_context_rope, preset as model_preset
+from composer2_jax.config import long_context_rope
+from composer2_jax.config import preset as model_preset
 from experiments import base
 from experiments.main import run
 

@@ -73,7 +73,8 @@ def run(argv: list[str]) -> tuple[int, dict | None, dict]:
     for u in suite.unsupported if names else ():
         print(f"evaluate: task {u.name} is unsupported: {u.reason}", file=sys.stderr)
     if not suite.tasks:
-        print(f"evaluate: no task of suite {suite.name} can run ({len(suite.unsupported)} unsupported)", file=sys.stderr)
+        print(f"evaluate: no task of suite {suite.name} can run ({len(suite.unsupported)} unsupported)",
+              file=sys.stderr)
         return 1, None, {}
     tokenizer = tk.make_tokenizer(args.tokenizer, args.tokenizer_path or None) if args.tokenizer else None
     config = HarnessConfig(max_turns=args.max_turns, max_new_tokens=args.max_new_tokens,

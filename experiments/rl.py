@@ -100,7 +100,7 @@ def prepare(config) -> dict:
     run = orchestrator.rl_config(config)
     if Checkpointer(run.init_from, async_save=False).latest_step() is not None:
         return {"sft": "found", "init_from": run.init_from}
-    from composer2_jax.train.loop import train  # noqa: PLC0415
+    from composer2_jax.train.loop import train
 
     w = run.sft
     with Environment(pool_size=run.env.pool_size) as env:
@@ -114,9 +114,9 @@ def prepare(config) -> dict:
 
 def evaluate_checkpoint(config, checkpoint_dir: str) -> dict[str, float]:
     """The held-out evaluation of the newest weights in a checkpoint folder (RL or SFT)."""
-    from composer2_jax.bench.engine_policy import load_checkpoint  # noqa: PLC0415
-    from composer2_jax.rl.services.evaluator import Evaluator  # noqa: PLC0415
-    from composer2_jax.rl.services.weights import Weights  # noqa: PLC0415
+    from composer2_jax.bench.engine_policy import load_checkpoint
+    from composer2_jax.rl.services.evaluator import Evaluator
+    from composer2_jax.rl.services.weights import Weights
 
     run = orchestrator.rl_config(config)
     engine, _ = load_checkpoint(checkpoint_dir)
@@ -166,7 +166,7 @@ def evaluate_stage(preset: str, root: str, prev: str) -> tuple[dict, str]:
 
 def main(argv) -> dict:
     """Warm start (if needed), then RL; prints and returns a JSON summary."""
-    from experiments.main import parse, quiet_logs  # noqa: PLC0415
+    from experiments.main import parse, quiet_logs
 
     saved_argv, sys.argv = sys.argv, list(argv)  # config_flags registers --config.KEY overrides from sys.argv
     try:

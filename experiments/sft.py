@@ -37,7 +37,8 @@ def get_config(preset: str = "toy"):
 def prepare(config):
     """Generate the embedded stdlib tool-use transcripts if a configured chat file is missing."""
     for src in config.data.sources:
-        if src["kind"] == "chat_jsonl" and src["path"].endswith("stdlib_chats.jsonl") and not Path(src["path"]).exists():
+        if (src["kind"] == "chat_jsonl" and src["path"].endswith("stdlib_chats.jsonl")
+                and not Path(src["path"]).exists()):
             write_stdlib_chats(src["path"], n=2000)
 
 

@@ -86,7 +86,8 @@ def test_tasks_this_runner_cannot_run_are_reported_unsupported(tmp_path):
                                            "tests/test.sh": "exit 0\n", **files})
 
     task("alpine", {"environment/Dockerfile": "FROM alpine:3.20\nRUN apk add python3\n"})
-    task("compose", {"environment/Dockerfile": "FROM ubuntu:24.04\n", "environment/docker-compose.yaml": "services: {}\n"})
+    task("compose", {"environment/Dockerfile": "FROM ubuntu:24.04\n",
+                     "environment/docker-compose.yaml": "services: {}\n"})
     task("gpu", {"environment/Dockerfile": "FROM ubuntu:24.04\n", "task.toml": "[environment]\ngpus = 1\n"})
     task("stage", {"environment/Dockerfile": "FROM golang:1.22 AS build\nFROM ubuntu:24.04\nCOPY --from=build /x /x\n"})
     task("image", {"task.toml": '[environment]\ndocker_image = "ghcr.io/x/y:1"\n'})

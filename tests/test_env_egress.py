@@ -150,7 +150,8 @@ def test_connect_to_disallowed_port_is_denied(env, upstream):
 def test_non_proxy_requests_are_rejected_and_logged(env, upstream):
     sid = sandbox(env, allow(upstream))
     raw = ("import socket; s = socket.create_connection(('127.0.0.1', 3128)); "
-           "s.sendall(b'GET /direct HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n'); print(s.recv(100).split()[1].decode())")
+           "s.sendall(b'GET /direct HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n'); "
+           "print(s.recv(100).split()[1].decode())")
     assert env.call(sid, "run_terminal_cmd", {"command": f'python3 -c "{raw}"'}).fields["stdout"] == "400\n"
     assert "not a proxy request" in env.egress_log(sid)[-1]["reason"]
     env.close(sid)

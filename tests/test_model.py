@@ -169,7 +169,8 @@ def _analytic_counts(c):
     d, h = c.hidden_size, c.num_heads
     q = (d * c.q_lora_rank + c.q_lora_rank + c.q_lora_rank * h * c.qk_head_dim) if c.q_lora_rank \
         else d * h * c.qk_head_dim
-    kv = d * (c.kv_lora_rank + c.qk_rope_head_dim) + c.kv_lora_rank + c.kv_lora_rank * h * (c.qk_nope_head_dim + c.v_head_dim)
+    kv = (d * (c.kv_lora_rank + c.qk_rope_head_dim) + c.kv_lora_rank
+          + c.kv_lora_rank * h * (c.qk_nope_head_dim + c.v_head_dim))
     attn = q + kv + h * c.v_head_dim * d + 2 * d  # + the two block norms
     expert = 3 * d * c.moe_intermediate_size
     n_moe = sum(c.is_moe_layer(i) for i in range(c.num_layers))

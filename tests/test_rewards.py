@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from composer2_jax.rl import rewards as rw
 from composer2_jax.episode import SegmentBuilder
+from composer2_jax.rl import rewards as rw
 from tests.tolerances import FP32_FN
 
 

@@ -1,10 +1,8 @@
 """The RL services as Ray actors on a local cluster: weights published by version through the registry, episodes on
 EnvActors with replies from a RolloutActor, the staleness bound, and an EnvActor killed mid-run."""
 
-import dataclasses
 import os
 import signal
-
 
 import pytest
 

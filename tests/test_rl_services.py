@@ -18,12 +18,13 @@ from composer2_jax.data.chat import render_chat
 from composer2_jax.env import Environment, SandboxLimits
 from composer2_jax.env import testing as envtest
 from composer2_jax.env.harness import HarnessConfig
+from composer2_jax.episode import Episode, Segment, Turn
 from composer2_jax.rl import tasks
+from composer2_jax.rl.config import LoopConfig, RLConfig
 from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.services.buffer import GroupBuffer
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.services.grader import grade_task
-from composer2_jax.rl.config import LoopConfig, RLConfig
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.oracle import write_oracle_transcripts
 from composer2_jax.rl.services.records import Counters, GroupRecord
@@ -33,7 +34,6 @@ from composer2_jax.rl.services.staleness import StalenessGate, is_fresh
 from composer2_jax.rl.services.testing import CountingTrainer, FaultyEnv, ScriptedRollout
 from composer2_jax.rl.services.weight_delta import delta_stats
 from composer2_jax.rl.services.weights import Weights, WeightStore
-from composer2_jax.episode import Episode, Segment, Turn
 from composer2_jax.rl.trajectory import pack_segments
 
 TOK = tk.ByteTokenizer()

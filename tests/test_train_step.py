@@ -13,9 +13,9 @@ from composer2_jax import sharding as shd
 from composer2_jax.config import get_model_config
 from composer2_jax.losses.lm import chunked_cross_entropy
 from composer2_jax.model import Transformer
+from composer2_jax.model.moe import update_router_bias
 from composer2_jax.train import optim
 from composer2_jax.train.state import init_train_state
-from composer2_jax.model.moe import update_router_bias
 from composer2_jax.train.step import StepConfig, make_train_step
 from tests.tolerances import FP32_BLOCK, FP32_FN, SHARDED_FP32
 
@@ -112,7 +112,8 @@ def _max_logits(cfg, p, x, pos):
     q = jnp.einsum("BTQ,QHK->BTHK", norm(x @ p["q_a_proj"], p["q_a_norm"]["scale"]), p["q_b_proj"])
     q = jnp.concatenate([q[..., :n], apply_rope(q[..., n:], pos, cfg)], -1)
     kv = x @ p["kv_a_proj"]
-    ckv, kr = norm(kv[..., : cfg.kv_lora_rank], p["kv_a_norm"]["scale"]), apply_rope(kv[..., cfg.kv_lora_rank:], pos, cfg)
+    ckv = norm(kv[..., : cfg.kv_lora_rank], p["kv_a_norm"]["scale"])
+    kr = apply_rope(kv[..., cfg.kv_lora_rank:], pos, cfg)
     kn = jnp.einsum("BSL,LHX->BSHX", ckv, p["kv_b_proj"])[..., :n]
     logits = jnp.einsum("BTHN,BSHN->BHTS", q[..., :n], kn) + jnp.einsum("BTHR,BSR->BHTS", q[..., n:], kr)
     return jnp.max(logits * softmax_scale(cfg), axis=(0, 2, 3))

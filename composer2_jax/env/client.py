@@ -67,7 +67,8 @@ class EnvironmentClient:
 
     def create(self, task_or_repo_dir: Any = None, policy: EgressPolicy | None = None) -> str:
         """See Environment.create (the path is on the server's host)."""
-        repo = task_or_repo_dir if task_or_repo_dir is None or isinstance(task_or_repo_dir, str) else str(task_or_repo_dir)
+        repo = (task_or_repo_dir if task_or_repo_dir is None or isinstance(task_or_repo_dir, str)
+                else str(task_or_repo_dir))
         return self._rpc("create", task_or_repo_dir=repo, policy=self._policy(policy))
 
     def import_repo(self, repo_dir: str) -> str:

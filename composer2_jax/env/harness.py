@@ -160,7 +160,8 @@ class EpisodeResult:
             return ""
         if not last["tool_calls"]:
             return last["content"]
-        submit = [c["arguments"] for c in last["tool_calls"] if c["name"] == "submit" and isinstance(c["arguments"], dict)]
+        submit = [c["arguments"] for c in last["tool_calls"]
+                  if c["name"] == "submit" and isinstance(c["arguments"], dict)]
         summary = submit[-1].get("summary") if submit else None
         return summary if isinstance(summary, str) else ""
 

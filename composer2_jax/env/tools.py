@@ -66,7 +66,8 @@ def call_tool(ctx: ToolContext, tool: Any, args: Any) -> Observation:
     try:
         parsed = parse_arguments(tool, args)
         if ctx.episode.submitted:
-            obs = Observation.failure("already_submitted", f"the episode was submitted; {tool} is not possible any more")
+            obs = Observation.failure("already_submitted",
+                                      f"the episode was submitted; {tool} is not possible any more")
         else:
             if ctx.confined:
                 _check_paths(parsed)
@@ -109,7 +110,8 @@ def _read_file(ctx: ToolContext, a: dict) -> Observation:
     content = r.pop("content")
     if r["start_line"] == 1 and r["end_line"] >= r["total_lines"] and not r["truncated"]:
         return Observation(True, content, r)
-    note = f"[lines {r['start_line']}-{r['end_line']} of {r['total_lines']}" + (", truncated]" if r["truncated"] else "]")
+    note = (f"[lines {r['start_line']}-{r['end_line']} of {r['total_lines']}"
+            + (", truncated]" if r["truncated"] else "]"))
     return Observation(True, content + ("" if content.endswith("\n") or not content else "\n") + note, r)
 
 
@@ -160,7 +162,8 @@ def _stream(r: dict, name: str) -> tuple[str, dict]:
     total = r[name + "_bytes"]
     dropped = total - len(r[name].encode("latin-1")) - len(r[name + "_tail"].encode("latin-1"))
     text = head + (f"\n[... {dropped} bytes truncated ...]\n" + tail if dropped > 0 else "")
-    return text, {name: text, name + "_bytes": total, name + "_truncated": dropped > 0, name + "_binary": binary or binary_tail}
+    return text, {name: text, name + "_bytes": total, name + "_truncated": dropped > 0,
+                  name + "_binary": binary or binary_tail}
 
 
 def _run_terminal_cmd(ctx: ToolContext, a: dict) -> Observation:

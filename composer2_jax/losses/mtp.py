@@ -30,7 +30,8 @@ import jax.numpy as jnp
 class MTPLossConfig:
     """How the MTP loss is weighted and what it distils; active only when model.num_mtp_layers > 0."""
 
-    weight: float = 0.3  # λ in L_MTP = λ/D Σ_k (ce_weight·CE_k + distill_weight·KL_k) before switch_step (DeepSeek: 0.3)
+    # λ in L_MTP = λ/D Σ_k (ce_weight·CE_k + distill_weight·KL_k) before switch_step (DeepSeek: 0.3)
+    weight: float = 0.3
     final_weight: float = 0.1  # λ after the switch (DeepSeek-V3: 0.1 for the last 4.8T of 14.8T tokens)
     switch_step: int = -1  # step where λ starts moving to final_weight; -1 = keep `weight` throughout
     ramp_steps: int = 0  # steps of the linear move from weight to final_weight (0 = a step change)

@@ -14,7 +14,7 @@ Context-parallel kernels ('ring', 'ring_latent', 'allgather_cp', 'allgather_cp_l
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Optional
+from typing import Callable
 
 import jax
 import jax.numpy as jnp

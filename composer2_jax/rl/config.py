@@ -36,7 +36,8 @@ class RayConfig:
     address: str = ""  # "" = start a local cluster; "auto" = join the cluster this node belongs to
     rollout_actors: int = 1  # inference engines
     env_actors: int = 2  # environment hosts
-    registry_resources: dict[str, Any] = dataclasses.field(default_factory=lambda: dict(num_cpus=0))  # the weight registry (head node)
+    # the weight registry (head node)
+    registry_resources: dict[str, Any] = dataclasses.field(default_factory=lambda: dict(num_cpus=0))
     # per RolloutActor: Ray actor options (num_cpus, num_gpus, custom resources; zero custom resources are dropped)
     rollout_resources: dict[str, Any] = dataclasses.field(
         default_factory=lambda: dict(num_cpus=0, num_gpus=0, resources=dict(rollout=0)))

@@ -230,7 +230,7 @@ def start_evaluator(run: RLExperimentConfig, tokenizer: tk.Tokenizer, store: Wei
     if not run.rl.eval_every:
         return None
     if run.rl.backend == "ray":
-        from composer2_jax.rl.services.ray_actors import RayEvalService  # noqa: PLC0415 - ray is optional
+        from composer2_jax.rl.services.ray_actors import RayEvalService
 
         _ray_init(run)
         return RayEvalService(run, store, write, heldout_tasks(run), trainer.version + (trainer.version > 0),
@@ -258,7 +258,7 @@ def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampl
     if run.rl.backend == "local":
         rollout = RolloutWorker(run.model, store, run.rollout, stop_id, counters, vocab_limit=trainer.law.vocab_limit)
         return LocalOrchestrator(trainer, rollout, worker, sampler, run.rl, store, counters).run(on_version)
-    from composer2_jax.rl.services.ray_loop import RayOrchestrator  # noqa: PLC0415 - ray is optional
+    from composer2_jax.rl.services.ray_loop import RayOrchestrator
 
     _ray_init(run)
     return RayOrchestrator(run, trainer, sampler, counters, stop_id, store).run(on_version)
@@ -266,7 +266,7 @@ def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampl
 
 def _ray_init(run: RLExperimentConfig) -> None:
     """Join or start the Ray cluster of rl.ray.address (once per process)."""
-    import ray  # noqa: PLC0415 - ray is optional
+    import ray
 
     if not ray.is_initialized():
         ray.init(address=run.rl.ray.address or None, include_dashboard=False)

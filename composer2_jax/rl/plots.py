@@ -32,10 +32,10 @@ def series(rows: list[dict], key: str) -> tuple[list[float], list[float]]:
 
 def plot_curves(metrics_path: str | Path, out_path: str | Path, title: str = "RL") -> Path:
     """The PANELS (reward, pass rate, effort, reward terms) against the weight version; returns the PNG path."""
-    import matplotlib  # noqa: PLC0415
+    import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     rows = read_metrics(metrics_path)
     fig, axes = plt.subplots(1, len(PANELS), figsize=(5 * len(PANELS), 3.6))

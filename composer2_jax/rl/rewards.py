@@ -190,7 +190,7 @@ def _ruff_command() -> tuple[str, ...]:
     """The installed package's ruff binary (a tenth of `python -m ruff`'s start-up: 53 vs 590 ms per call on the
     loaded 2-core machine, 2026-12-01), or `python -m ruff` when the package does not expose it."""
     try:
-        from ruff.__main__ import find_ruff_bin  # noqa: PLC0415 - ruff is optional
+        from ruff.__main__ import find_ruff_bin
 
         return (os.fspath(find_ruff_bin()),)
     except (ImportError, FileNotFoundError):

@@ -144,7 +144,7 @@ def generated_tasks(spec: SourceSpec, split: str, heldout_frac: float, count: in
     """The feature-deletion tasks in the spec's folder (generated there first when it holds none)."""
     folder = Path(spec.arg)
     if not folder.is_dir() or not any((p / "instruction.md").is_file() for p in folder.iterdir()):
-        from composer2_jax.bench import generate  # noqa: PLC0415 - only when a folder has to be filled
+        from composer2_jax.bench import generate
 
         folder.mkdir(parents=True, exist_ok=True)
         written = generate.generate(folder, count, seed, tuple(modules) or generate.MODULES, list(dirs) or None,

@@ -80,7 +80,7 @@ class Checkpointer:
         for s in candidates:
             try:
                 return (s,) + self._restore_step(s, abstract_state)
-            except Exception as e:  # noqa: BLE001 — any failure of a step is reported with its cause
+            except Exception as e:
                 msg = (f"checkpoint step {s} in {self.directory / str(s)} is corrupt or incomplete "
                        f"({type(e).__name__}: {str(e)[:300]})")
                 errors.append(msg)

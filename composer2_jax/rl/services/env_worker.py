@@ -153,7 +153,8 @@ class EnvWorker:
 
     def outcome(self, sid: str, result: EpisodeResult, tests: TestResult) -> EpisodeOutcome:
         """Everything the reward reads about a finished episode on sandbox `sid` (after grading: its processes are
-        gone and its writes frozen into its chain). Lint (one ruff process, ~50 ms) runs only when its term has weight."""
+        gone and its writes frozen into its chain). Lint (one ruff process, ~50 ms) runs only when its term has
+        weight."""
         changes = self.env.changes(sid)
         state = self.env.episode(sid)
         lint = self.reward_cfg.lint_coef > 0

@@ -6,8 +6,9 @@ tool calls run in forked sandboxes and the observations in the transcript are th
 transcript is kept only if the hidden check passes on the final workspace — or, for an imperfect teacher
 (`error_rate` > 0, `rl.tasks.teacher_op`), if it failed by the teacher's deliberate wrong operator: demonstrations
 are then unverified, the errors part of the data. When the harness asks for a summary (the context passed its
-budget) the oracle writes `rl.tasks.oracle_summary`: the line to fix, all the next context needs. Rendered with `render_chat` (no BOS,
-the RL tool view's schemas), a transcript is token for token the context the RL harness builds.
+budget) the oracle writes `rl.tasks.oracle_summary`: the line to fix, all the next context needs. Rendered with
+`render_chat` (no BOS, the RL tool view's schemas), a transcript is token for token the context the RL harness
+builds.
 """
 
 from __future__ import annotations

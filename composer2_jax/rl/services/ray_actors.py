@@ -105,8 +105,8 @@ class EnvActor:
     """An Environment and an EnvWorker on this node; `run` plays one episode against a RolloutActor."""
 
     def __init__(self, run: RLExperimentConfig, num_moe: int, k: int, vocab_limit: int, max_prompt: int):
-        from composer2_jax.env import Environment  # noqa: PLC0415 - sandboxes only where an EnvActor runs
-        from composer2_jax.rl.services.env_worker import env_worker_for, sandbox_limits  # noqa: PLC0415
+        from composer2_jax.env import Environment
+        from composer2_jax.rl.services.env_worker import env_worker_for, sandbox_limits
 
         self.env = Environment(pool_size=run.env.pool_size, limits=sandbox_limits(run.env))
         self.worker = env_worker_for(run, self.env, run.tokenizer.build())
@@ -134,10 +134,10 @@ class EvalActor:
     """The held-out evaluation as its own actor: an EvalService over its own Environment, pulling from `registry`."""
 
     def __init__(self, run: RLExperimentConfig, registry, tasks: list, vocab_limit: int, start: int):
-        from composer2_jax.data import tokenizer as tk  # noqa: PLC0415
-        from composer2_jax.env import Environment  # noqa: PLC0415 - sandboxes only where the actor runs
-        from composer2_jax.rl.services.env_worker import env_worker_for, sandbox_limits  # noqa: PLC0415
-        from composer2_jax.rl.services.evaluator import EvalService, Evaluator  # noqa: PLC0415
+        from composer2_jax.data import tokenizer as tk
+        from composer2_jax.env import Environment
+        from composer2_jax.rl.services.env_worker import env_worker_for, sandbox_limits
+        from composer2_jax.rl.services.evaluator import EvalService, Evaluator
 
         tok = run.tokenizer.build()
         self.env = Environment(pool_size=min(run.env.pool_size, 4), limits=sandbox_limits(run.env))
