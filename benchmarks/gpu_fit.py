@@ -173,13 +173,14 @@ def decode_static(batch=DECODE_GPU["batch"], prompt_len=DECODE_GPU["prompt_len"]
     return generate_tokens.lower(*args, cfg=cfg, w=sp.warp(), max_tokens=new_tokens, num_draft=num_draft).compile()
 
 
-def rollout_static():
+def rollout_static(slots: int | None = None):
     """benchmarks/rollout_engine.py --gpu's static baseline: the static Engine at [slots, the longest context] with
-    its largest reply bucket, no drafts."""
+    its largest reply bucket, no drafts. It does not fit one H200 at the benchmark's 16 slots (benchmarks/RESULTS.md);
+    `slots` compiles a smaller batch."""
     from benchmarks.rollout_engine import gpu_setup
 
     _, wl, ecfg = gpu_setup()
-    return decode_static(batch=ecfg.slots, prompt_len=ecfg.max_len, new_tokens=wl.reply_max, num_draft=0,
+    return decode_static(batch=slots or ecfg.slots, prompt_len=ecfg.max_len, new_tokens=wl.reply_max, num_draft=0,
                          mtp_layers=0)
 
 
