@@ -229,10 +229,13 @@ def run_cpu_cost(args):
         print(json.dumps(dict(line, bench="decode_round_cost")), flush=True)
 
 
+GPU_PROMPT_LEN = 512  # --gpu: tokens per prompt
+
+
 def run_gpu(args):
     """gpu_small, bf16, random weights: measured throughput and the projection at 85 % acceptance (--smoke: the toy
     preset, 2 prompts of 16 tokens, 8 new tokens — the same code path on any backend)."""
-    preset, prompt_len, new = ("toy", 16, 8) if args.smoke else ("gpu_small", 512, args.new_tokens)
+    preset, prompt_len, new = ("toy", 16, 8) if args.smoke else ("gpu_small", GPU_PROMPT_LEN, args.new_tokens)
     batch = 2 if args.smoke else args.batch
     for d in (1, 2):
         cfg = get_model_config(preset, num_mtp_layers=d, dtype="bfloat16", param_dtype="bfloat16",
@@ -245,7 +248,7 @@ def run_gpu(args):
         emit(**line)
 
 
-def main():
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpu", action="store_true", help="gpu_small preset on the accelerator (random weights)")
     ap.add_argument("--steps", type=int, default=150, help="CPU: trunk pre-training steps (others scale with it)")
@@ -255,7 +258,11 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="with --gpu: toy preset and lengths (runs on CPU)")
     add_strict_flag(ap)
-    args = ap.parse_args()
+    return ap
+
+
+def main():
+    args = parser().parse_args()
     apply_strict(args)
     if args.gpu:
         run_gpu(args)

@@ -149,8 +149,77 @@ def moe_layer():
     return jax.jit(jax.value_and_grad(loss, argnums=(0, 2))).lower(params, rest, x).compile()
 
 
+DECODE_GPU = dict(batch=16, prompt_len=512, new_tokens=64, num_draft=2)  # the suite's decode stage, largest draft
+# (tests/test_gpu_fit.py checks these against benchmarks/gpu_suite.py and benchmarks/decode.py)
+
+
+def decode_static(batch=DECODE_GPU["batch"], prompt_len=DECODE_GPU["prompt_len"],
+                  new_tokens=DECODE_GPU["new_tokens"], num_draft=DECODE_GPU["num_draft"], mtp_layers=None):
+    """benchmarks/decode.py --gpu (the suite's decode stage): the static Engine's one program — prefill, drafts and
+    the device loop of rounds — for gpu_small bf16 with `num_draft` MTP depths, greedy, no stop sequences."""
+    from composer2_jax.config import get_model_config
+    from composer2_jax.infer import SamplingParams
+    from composer2_jax.infer.engine import generate_tokens
+    from composer2_jax.model import Transformer
+
+    cfg = get_model_config("gpu_small", num_mtp_layers=num_draft if mtp_layers is None else mtp_layers,
+                           dtype="bfloat16", param_dtype="bfloat16", remat_policy="none", moe_gmm_impl="padded")
+    params, rest = _abstract_variables(Transformer(cfg), jnp.zeros((1, 4), jnp.int32))
+    b, i32, f32 = batch, jnp.int32, jnp.float32
+    args = (params, rest.get("router_state", {}), _sds((b, prompt_len), i32), _sds((b,), i32), _sds((b,), jnp.bool_),
+            jax.eval_shape(lambda: jax.random.key(0)), _sds((), f32), _sds((), f32), _sds((4, 4), i32),
+            _sds((4,), i32))  # stops: Engine._run's smallest bucket
+    sp = SamplingParams(temperature=0.0, max_tokens=new_tokens)
+    return generate_tokens.lower(*args, cfg=cfg, w=sp.warp(), max_tokens=new_tokens, num_draft=num_draft).compile()
+
+
+def rollout_static(slots: int | None = None):
+    """benchmarks/rollout_engine.py --gpu's static baseline: the static Engine at [slots, the longest context] with
+    its largest reply bucket, no drafts. It does not fit one H200 at the benchmark's 16 slots (benchmarks/RESULTS.md);
+    `slots` compiles a smaller batch."""
+    from benchmarks.rollout_engine import gpu_setup
+
+    _, wl, ecfg = gpu_setup()
+    return decode_static(batch=slots or ecfg.slots, prompt_len=ecfg.max_len, new_tokens=wl.reply_max, num_draft=0,
+                         mtp_layers=0)
+
+
+def _rollout_step(rows_of, tokens_of):
+    """benchmarks/rollout_engine.py --gpu: RolloutEngine's fixed-shape step [rows, tokens] over its whole page pool
+    (donated), greedy as the benchmark samples."""
+    from benchmarks.rollout_engine import gpu_setup
+    from composer2_jax.infer import SamplingParams
+    from composer2_jax.infer.paged_cache import init_pools
+    from composer2_jax.infer.step import engine_step
+    from composer2_jax.model import Transformer
+    from composer2_jax.model.layers import dtype_of
+
+    cfg, _, ecfg = gpu_setup()
+    b, t = rows_of(ecfg), tokens_of(ecfg)
+    params, rest = _abstract_variables(Transformer(cfg), jnp.zeros((1, 4), jnp.int32))
+    pools = jax.eval_shape(lambda: init_pools(cfg, cfg.num_layers, ecfg.num_pages, ecfg.page_size,
+                                              dtype_of(cfg.dtype)))
+    i32, f32 = jnp.int32, jnp.float32
+    args = (params, rest.get("router_state", {}), pools, _sds((b, t), i32), _sds((b, t), i32), _sds((b, t), jnp.bool_),
+            _sds((b, ecfg.table_pages), i32), _sds((b,), jnp.uint32), _sds((b,), i32), _sds((b,), f32),
+            _sds((b,), f32))
+    w = SamplingParams(temperature=0.0).warp()
+    return engine_step.lower(*args, cfg=cfg, w=w).compile()
+
+
+def rollout_decode():
+    """The rollout engine's decode program: [slots, 1] over the page pool."""
+    return _rollout_step(lambda e: e.slots, lambda e: 1)
+
+
+def rollout_prefill():
+    """The rollout engine's prefill program: [prefill_rows, chunk] over the page pool."""
+    return _rollout_step(lambda e: e.prefill_rows, lambda e: e.chunk)
+
+
 PROGRAMS = {"block_tflops": block_tflops, "device_program": device_program, "moe_layer": moe_layer,
-            "model_step": model_step, "train": train}
+            "model_step": model_step, "train": train, "decode_static": decode_static,
+            "rollout_decode": rollout_decode, "rollout_prefill": rollout_prefill, "rollout_static": rollout_static}
 
 
 def fit(name: str, **kw) -> dict:

@@ -165,6 +165,22 @@ PRESETS = {
 }
 
 
+def engine_config(wl: Workload, slots: int, chunk: int, page: int = 16) -> EngineConfig:
+    """The rollout engine for `wl`: a page pool that holds every episode at its longest context at once."""
+    max_len = -(-wl.max_context // page) * page
+    return EngineConfig(slots=slots, chunk=chunk, prefill_rows=2, page_size=page,
+                        num_pages=wl.episodes * max_len // page + 1, max_len=max_len)
+
+
+def gpu_setup():
+    """--gpu: (model config, workload, engine config) — gpu_small bf16, 64 episodes × 8 turns, 16 slots, chunk 256
+    (benchmarks/gpu_fit.py compiles these programs on CPU against one H200)."""
+    cfg = get_model_config("gpu_small", num_mtp_layers=0, dtype="bfloat16", param_dtype="bfloat16")
+    wl = Workload(episodes=64, turns=8, system=512, task=128, obs_min=50, obs_max=2000, reply_median=64,
+                  reply_max=512)
+    return cfg, wl, engine_config(wl, slots=16, chunk=256)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="toy", choices=sorted(PRESETS))
@@ -177,18 +193,13 @@ def main():
     ap.add_argument("--only", choices=("static", "rollout"), help="run one engine (no output comparison)")
     args = ap.parse_args()
     if args.gpu:
-        cfg = get_model_config("gpu_small", num_mtp_layers=0, dtype="bfloat16", param_dtype="bfloat16")
-        wl = Workload(episodes=64, turns=8, system=512, task=128, obs_min=50, obs_max=2000, reply_median=64,
-                      reply_max=512)
+        cfg, wl, ecfg = gpu_setup()
+        slots = ecfg.slots
     else:
         cfg = get_model_config("toy", **PRESETS[args.preset])
         wl = Workload(episodes=args.episodes, turns=args.turns, obs_max=args.obs_max)
+        slots, ecfg = args.slots, engine_config(wl, args.slots, args.chunk)
     v = random_variables(cfg, seed=0, head_scale=20.0, on_device=args.gpu)
-    page = 16
-    max_len = -(-wl.max_context // page) * page
-    slots = 16 if args.gpu else args.slots
-    ecfg = EngineConfig(slots=slots, chunk=256 if args.gpu else args.chunk, prefill_rows=2, page_size=page,
-                        num_pages=wl.episodes * max_len // page + 1, max_len=max_len)
     head = dict(bench="rollout_engine", preset="gpu_small" if args.gpu else args.preset,
                 params=count_params(v["params"], cfg)[0], **dataclasses.asdict(wl), slots=slots, chunk=ecfg.chunk)
     if args.only != "rollout":

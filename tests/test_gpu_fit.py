@@ -42,3 +42,40 @@ def test_train_step_at_the_suite_sizes_fits():
     """gpu_small train step (adamw state, donated) at the suite's batch and length, fused attention."""
     rec = _check("train")
     assert rec["peak_gb"] > 6.5e9 * 4 * 3 / 1e9  # params + two Adam moments, at least
+
+
+def test_decode_sizes_are_the_suite_decode_stage():
+    """gpu_fit compiles the decode program at the sizes the suite's decode stage runs (no compile: fast)."""
+    from benchmarks import decode, gpu_suite
+
+    (stage,) = [s for s in gpu_suite.STAGES if s.name == "decode"]
+    assert stage.argv[0] == "benchmarks.decode"
+    args = decode.parser().parse_args(list(stage.argv[1:]))
+    assert args.gpu and not args.smoke
+    assert (args.batch, decode.GPU_PROMPT_LEN, args.new_tokens) == tuple(
+        gpu_fit.DECODE_GPU[k] for k in ("batch", "prompt_len", "new_tokens"))
+    assert gpu_fit.DECODE_GPU["num_draft"] == 2  # run_gpu's largest draft depth (d in (1, 2))
+
+
+@pytest.mark.slow
+def test_static_decode_program_of_the_suite_fits():
+    """benchmarks/decode.py --gpu: the static Engine's program (prefill + rounds) at batch 16, prompt 512, 64 new
+    tokens, 2 MTP drafts."""
+    rec = _check("decode_static")
+    assert rec["peak_gb"] > 6.5e9 * 2 / 1e9  # bf16 params, at least
+
+
+def _pool_bytes() -> int:
+    from benchmarks.rollout_engine import gpu_setup
+
+    cfg, _, e = gpu_setup()
+    return cfg.num_layers * e.num_pages * e.page_size * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) * 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", ["rollout_decode", "rollout_prefill"])
+def test_rollout_engine_programs_fit_with_their_page_pool(program):
+    """benchmarks/rollout_engine.py --gpu: the [16, 1] decode and [2, 256] prefill steps over the whole page pool
+    (64 episodes at their longest context, ~16.6 GB of bf16 latents, donated)."""
+    rec = _check(program)
+    assert rec["peak_gb"] * 1e9 > 6.5e9 * 2 + _pool_bytes()  # bf16 params and the pool, at least
