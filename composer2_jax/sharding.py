@@ -30,7 +30,8 @@ import jax
 import numpy as np
 from flax import linen as nn
 from jax.experimental import mesh_utils
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from composer2_jax import schema
 

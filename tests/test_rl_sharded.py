@@ -55,7 +55,7 @@ def reference(cfg):
     return metrics, jax.device_get(t.state.params), before
 
 
-SLOW_MESHES = ("data2_expert4", "data1_fsdp2_expert4", "fsdp2_context4_xla")  # CI's slow step runs them
+SLOW_MESHES = ("data2_expert4", "data1_fsdp2_expert4", "fsdp2_context4_ring", "fsdp2_context4_xla")  # CI's slow step
 
 
 @pytest.mark.parametrize("mesh", [pytest.param(m, marks=pytest.mark.slow) if m in SLOW_MESHES else m for m in MESHES])

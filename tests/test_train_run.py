@@ -129,6 +129,7 @@ def test_corrupt_checkpoint_is_a_clear_error_and_the_previous_one_restores(tmp_p
     ck.close()
 
 
+@pytest.mark.slow
 def test_nonfinite_loss_stops_naming_the_step_and_last_checkpoint(tmp_path):
     train(_config(tmp_path, steps=4))
     c = _config(tmp_path, steps=10, **{"optim.lr": float("nan")})

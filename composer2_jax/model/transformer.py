@@ -16,8 +16,14 @@ from flax import linen as nn
 
 from composer2_jax.config import ModelConfig
 from composer2_jax.model.block import RESIDUAL, DecoderLayer, remat
-from composer2_jax.model.layer_plan import (SCANNED_STACK, layer_name, layer_plan, moe_layer_ids, unit_layer_name,
-                                            unit_name)
+from composer2_jax.model.layer_plan import (
+    SCANNED_STACK,
+    layer_name,
+    layer_plan,
+    moe_layer_ids,
+    unit_layer_name,
+    unit_name,
+)
 from composer2_jax.model.layers import RMSNorm, constrain, dtype_of, param
 from composer2_jax.model.mtp import MTP, MTPOutput
 

@@ -18,8 +18,7 @@ import numpy as np
 
 from composer2_jax import chips, schema
 from composer2_jax import sharding as shd
-from composer2_jax.config import ModelConfig, inherit_model, model_config
-from composer2_jax.config import PRESETS
+from composer2_jax.config import PRESETS, ModelConfig, inherit_model, model_config
 from composer2_jax.config import preset as model_preset
 from composer2_jax.data import pipeline as data_lib
 from composer2_jax.data.tokenizer import TokenizerConfig

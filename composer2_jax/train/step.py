@@ -11,11 +11,19 @@ import jax.numpy as jnp
 import optax
 
 from composer2_jax.losses.lm import chunked_cross_entropy
-from composer2_jax.losses.mtp import (MTPLossConfig, MTPSums, chunked_mtp_sums, distill_weight, mtp_metrics,
-                                      mtp_objective, mtp_weight, teacher_hidden)
+from composer2_jax.losses.mtp import (
+    MTPLossConfig,
+    MTPSums,
+    chunked_mtp_sums,
+    distill_weight,
+    mtp_metrics,
+    mtp_objective,
+    mtp_weight,
+    teacher_hidden,
+)
 from composer2_jax.model import Transformer
-from composer2_jax.model.mtp import layout_context, mtp_batch, mtp_head, shift_left, update_mtp_router_bias
 from composer2_jax.model.moe import update_router_bias
+from composer2_jax.model.mtp import layout_context, mtp_batch, mtp_head, shift_left, update_mtp_router_bias
 from composer2_jax.train.optim import qk_clip
 from composer2_jax.train.state import TrainState
 
