@@ -64,9 +64,9 @@ def grad_step(cfg, mesh, batch: int, seq: int):
     model = Transformer(cfg, mesh)
     tokens = jnp.asarray(np.random.default_rng(0).integers(0, cfg.vocab_size, (batch, seq)), jnp.int32)
     with activate(mesh):
-        boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), tokens[:1]))
+        boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), tokens))
         shardings = shd.logical_shardings(boxed, mesh)
-        variables = jax.jit(lambda: nn.unbox(model.init(jax.random.key(0), tokens[:1])), out_shardings=shardings)()
+        variables = jax.jit(lambda: nn.unbox(model.init(jax.random.key(0), tokens)), out_shardings=shardings)()
 
     def loss(params):
         out = model.apply({"params": params, "router_state": variables["router_state"]}, tokens,
