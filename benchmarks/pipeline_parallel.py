@@ -63,9 +63,9 @@ def grad_step(cfg, mesh, batch: int, seq: int):
     """(jitted grad of the LM loss, params, tokens) on `mesh`; params laid out by the rules table."""
     model = Transformer(cfg, mesh)
     tokens = jnp.asarray(np.random.default_rng(0).integers(0, cfg.vocab_size, (batch, seq)), jnp.int32)
+    boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), tokens))
+    shardings = shd.logical_shardings(boxed, mesh)
     with activate(mesh):
-        boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), tokens))
-        shardings = shd.logical_shardings(boxed, mesh)
         variables = jax.jit(lambda: nn.unbox(model.init(jax.random.key(0), tokens)), out_shardings=shardings)()
 
     def loss(params):

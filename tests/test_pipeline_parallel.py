@@ -111,3 +111,13 @@ def test_pipeline_config_fields_are_validated():
         _cfg(pipeline_repeats=0)
     with pytest.raises(ValueError, match=r"model.pipeline_microbatches must be an int >= 0"):
         dataclasses.replace(_cfg(), pipeline_microbatches=-1)
+
+
+def test_startup_check_names_the_microbatch_split():
+    from composer2_jax.train.loop import validate_layout
+
+    mesh = shd.make_mesh(dict(stage=2, fsdp=4))
+    validate_layout(_cfg(pipeline_microbatches=2), mesh, 8, T, 1)
+    with pytest.raises(ValueError, match=r"global batch 12 is not divisible by model.pipeline_microbatches=2 × "
+                                         r"data×fsdp×expert = 8"):
+        validate_layout(_cfg(pipeline_microbatches=2), mesh, 12, T, 1)
