@@ -18,6 +18,7 @@ bubble is idle time instead; the same formula bounds it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -60,7 +61,7 @@ def timed(fn, *args, reps: int = 3) -> float:
 
 
 def grad_step(cfg, mesh, batch: int, seq: int):
-    """(jitted grad of the LM loss, params, tokens) on `mesh`; params laid out by the rules table."""
+    """(grad of the LM loss, params, collective-permute ops in its compiled HLO) on `mesh`."""
     model = Transformer(cfg, mesh)
     tokens = jnp.asarray(np.random.default_rng(0).integers(0, cfg.vocab_size, (batch, seq)), jnp.int32)
     boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), tokens))
@@ -74,16 +75,15 @@ def grad_step(cfg, mesh, batch: int, seq: int):
         ce = chunked_cross_entropy(out.normed, params["lm_head"], tokens, jnp.ones_like(tokens), 256)
         return ce.loss_sum / tokens.size
 
+    grad = jax.jit(jax.grad(loss))
+    with activate(mesh):
+        hlo = grad.lower(variables["params"]).compile().as_text()
+
     def run(params):
         with activate(mesh):
-            return jax.grad(loss)(params)
+            return grad(params)
 
-    return jax.jit(run), variables["params"]
-
-
-def permutes(fn, *args) -> int:
-    """collective-permute ops in the compiled HLO of `fn(*args)`."""
-    return len(re.findall(r"collective-permute(-start)?\(", fn.lower(*args).compile().as_text()))
+    return run, variables["params"], len(re.findall(r"collective-permute(-start)?\(", hlo))
 
 
 def main(argv=None):
@@ -103,20 +103,18 @@ def main(argv=None):
                    dict(stage=4, fsdp=2, mb=4, r=1), dict(stage=4, fsdp=2, mb=4, r=2),
                    dict(stage=4, fsdp=2, mb=8, r=2)]
         batch, seq, base = 32, args.seq, dict(fsdp=n)
-    ref_fn, ref_params = grad_step(cfg, shd.make_mesh(base), batch, seq)
+    ref_fn, ref_params, _ = grad_step(cfg, shd.make_mesh(base), batch, seq)
     t_ref = timed(ref_fn, ref_params)
     emit(what="unpipelined", mesh=base, batch=batch, seq=seq, layers=cfg.num_layers, seconds=round(t_ref, 4),
          devices=n, platform=jax.devices()[0].platform)
     for lay in layouts:
-        import dataclasses
-
         pcfg = dataclasses.replace(cfg, pipeline_microbatches=lay["mb"], pipeline_repeats=lay["r"])
         mesh_shape = dict(stage=lay["stage"], fsdp=lay["fsdp"])
-        fn, params = grad_step(pcfg, shd.make_mesh(mesh_shape), batch, seq)
+        fn, params, n_permutes = grad_step(pcfg, shd.make_mesh(mesh_shape), batch, seq)
         t = timed(fn, params)
         emit(what="pipelined", mesh=mesh_shape, microbatches=lay["mb"], repeats=lay["r"], seconds=round(t, 4),
              step_ratio=round(t / t_ref, 3), bubble_formula=round(bubble_fraction(lay["stage"], lay["mb"], lay["r"]), 3),
-             bubble_measured=round(1 - t_ref / t, 3), permutes=permutes(fn, params))
+             bubble_measured=round(1 - t_ref / t, 3), permutes=n_permutes)
 
 
 if __name__ == "__main__":
