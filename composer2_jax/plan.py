@@ -5,6 +5,8 @@ devices, report per-device memory, the collectives, and a roofline step-time / M
         --mesh data=1,fsdp=32,expert=8,tensor=1,context=1 --chip h200
     python -m composer2_jax.plan --preset kimi_k2_5 --stage cpt_long --search 256 --chip h200
     python -m composer2_jax.plan --validate        (the roofline against published MaxText step times)
+    python -m composer2_jax.plan --stage rl --mesh ... --pod 256   (trainer compiled, rollout side and pod split:
+                                                                    composer2_jax/plan_rollout.py)
 
 Method:
   1. Memory: the full model (scanned layers) is lowered and compiled for the mesh; `memory_analysis()` gives
@@ -204,7 +206,7 @@ def _cost(compiled) -> dict:
 
 def _unit_costs(cfg, mesh, batch, seq, optimizer, node_size):
     """(cost with one unit, per-unit increment) from two unrolled compiles, collectives included."""
-    from composer2_jax.model.transformer import layer_plan
+    from composer2_jax.model.layer_plan import layer_plan
 
     prefix, pattern, n_units, suffix = layer_plan(cfg)
     p = len(pattern) or 1
@@ -287,7 +289,7 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
                   compile_s=round(time.time() - t0, 1))
     if stages > 1:
         from composer2_jax.model.pipeline import pipeline_spec
-        from composer2_jax.model.transformer import layer_plan
+        from composer2_jax.model.layer_plan import layer_plan
 
         spec = pipeline_spec(cfg, mesh, layer_plan(cfg)[2])
         report["pipeline"] = dict(stages=spec.stages, microbatches=spec.microbatches, repeats=spec.repeats,
@@ -432,6 +434,8 @@ def _human(report: dict) -> str:
                      f"{report['tokens_per_s_calibrated']:,.0f} tok/s")
         for k, v in sorted(report["collectives_per_unit"].items()):
             lines.append(f"  per layer unit: {v['count']:3d} × {k:<18} {v['wire_bytes'] / 1e6:10.1f} MB on the wire")
+    if "rollout" in report:
+        lines.append(_rollout_human(report["rollout"]))
     return "\n".join(lines)
 
 
@@ -460,7 +464,22 @@ def main(argv=None):
     ap.add_argument("--validate", action="store_true",
                     help="check the roofline against published MaxText step times (REFERENCES); one JSON line each")
     ap.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
+    rl = ap.add_argument_group("rl: the rollout side and the pod split (composer2_jax/plan_rollout.py)")
+    rl.add_argument("--pod", type=int, default=0, help="chips to split between trainer and engines (default: the mesh's)")
+    rl.add_argument("--engine_chips", type=int, default=32, help="chips per rollout engine")
+    rl.add_argument("--weight_bytes", type=float, default=1.0, help="engine bytes per weight (1 = fp8, 2 = bf16)")
+    rl.add_argument("--generated_tokens", type=int, default=16384, help="mean sampled tokens per episode")
+    rl.add_argument("--staleness", type=int, default=1, help="η: versions a sample may lag (0 = synchronous)")
+    rl.add_argument("--train_step_s", type=float, default=None,
+                    help="the trainer's step time on --train_chips for --batch episodes: plan the rollout side only")
+    rl.add_argument("--train_chips", type=int, default=0)
     a = ap.parse_args(argv)
+    if a.stage == "rl" and a.train_step_s is not None:
+        if not (a.train_chips and a.batch):
+            ap.error("--train_step_s needs --train_chips and --batch (the step it was measured or planned for)")
+        out = _rollout_plan(a, a.train_step_s, a.train_chips, a.batch)
+        print(json.dumps(out, indent=1, default=str) if a.json else _rollout_human(out))
+        return out
     if not a.mesh and not a.search and not a.validate:
         ap.error("give --mesh, --search N or --validate")
     if a.validate:
@@ -485,8 +504,30 @@ def main(argv=None):
         return out
     rep = plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer,
                estimate=not a.memory_only, moe_impl=a.moe_impl, microbatches=a.microbatches, repeats=a.repeats)
+    if a.stage == "rl" and "roofline" in rep:
+        rep["rollout"] = _rollout_plan(a, rep["roofline"]["step_calibrated_s"], rep["chips"], rep["global_batch"])
     print(json.dumps(rep, indent=1, default=str) if a.json else _human(rep))
     return rep
+
+
+def _rollout_plan(a, train_step_s: float, train_chips: int, samples: int) -> dict:
+    """The rollout side of an RL plan for the CLI's arguments (composer2_jax/plan_rollout.py)."""
+    from composer2_jax import chips
+    from composer2_jax import plan_rollout as pr
+
+    cfg, seq = _stage_config(a.preset, "rl")
+    setup = pr.RolloutSetup(engine_chips=a.engine_chips, context=a.seq_len or seq, weight_bytes=a.weight_bytes)
+    work = pr.Workload(samples=samples, generated_tokens=a.generated_tokens, train_step_s=train_step_s,
+                       train_chips=train_chips, staleness=a.staleness)
+    out = pr.split_pod(cfg, chips.get_chip(a.chip), setup, work, a.pod or train_chips)
+    out["setup"] = dataclasses.asdict(setup)
+    return out
+
+
+def _rollout_human(out: dict) -> str:
+    from composer2_jax import plan_rollout as pr
+
+    return pr.human(out)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,22 @@
 """Test setup: JAX sees 8 CPU devices so sharded code runs on toy meshes like (8,), (2, 4), (1, 2, 4)."""
 
 import os
+import tempfile
 
 # Must happen before jax is imported anywhere in the test session.
 os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 ).strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# One persistent XLA cache for the session and the processes it starts (notebooks, training subprocesses, Ray
+# actors, the second JAX process): many tests build the same programs from fresh closures, and a cache hit
+# replaces a multi-second CPU compile with a file read. Executables are keyed by their HLO, so results are identical.
+os.environ.setdefault(
+    "JAX_COMPILATION_CACHE_DIR",
+    os.path.join(tempfile.gettempdir(), f"composer2_jax-test-xla-cache-{os.getuid()}"),
+)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 import jax  # noqa: E402
 

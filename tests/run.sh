@@ -17,6 +17,8 @@ if ! command -v bwrap >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1 ||
 fi
 python -m pip install -q -r requirements-dev.txt
 
-# The fast suite (budget: 20 minutes on 2 cores), then the slow-marked tests in their own bounded step.
-python -m pytest -q -m "not slow" --durations=15 "$@"
-timeout 1800 python -m pytest -q -m slow "$@" || { rc=$?; [ "$rc" = 5 ] || exit "$rc"; }
+# The fast suite (budget: 20 minutes on 2 cores), then the slow-marked tests in their own bounded step. Two
+# workers (PYTEST_WORKERS), each running whole files: most tests are single-threaded XLA compiles.
+WORKERS="${PYTEST_WORKERS:-2}"
+python -m pytest -q -n "$WORKERS" --dist loadfile -m "not slow" --durations=15 "$@"
+timeout 1800 python -m pytest -q -n "$WORKERS" --dist loadfile -m slow "$@" || { rc=$?; [ "$rc" = 5 ] || exit "$rc"; }

@@ -16,7 +16,8 @@ from composer2_jax.convert.checkpoint import flatten, restore_checkpoint, save_c
 from composer2_jax.convert.hf_config import arch_dict
 from composer2_jax.convert.safetensors_io import SafetensorsDir, save_file
 from composer2_jax.convert.testing import DEEPSEEK_LIKE, KIMI_LIKE, random_hf_model
-from composer2_jax.model.transformer import layer_plan, unstack_params
+from composer2_jax.model.layer_plan import layer_plan
+from composer2_jax.model.transformer import unstack_params
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")

@@ -11,7 +11,7 @@ from flax import linen as nn
 from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
 from composer2_jax.model.moe import moe_metrics, update_router_bias
-from composer2_jax.model.transformer import moe_layer_ids
+from composer2_jax.model.layer_plan import moe_layer_ids
 
 
 def _router_state(cfg):
@@ -55,7 +55,7 @@ def test_bias_update_reaches_the_right_layers(kw):
             seen.append(layer)
     assert sorted(seen) == ids
     with pytest.raises(ValueError, match="moe_load has 1 rows"):
-        update_router_bias(state, jnp.asarray(load[:1]), 0.5)
+        update_router_bias(state, jnp.asarray(load[:1]), 0.5, cfg)
 
 
 def test_bias_update_moves_a_skewed_load_toward_uniform():
@@ -77,7 +77,7 @@ def test_bias_update_moves_a_skewed_load_toward_uniform():
     for _ in range(20):
         load = loads(rs)
         ratios.append(max_over_mean(load))
-        rs = update_router_bias(rs, load, 0.01)
+        rs = update_router_bias(rs, load, 0.01, cfg)
     ratios.append(max_over_mean(loads(rs)))
     assert ratios[0] > 2.0, ratios  # the rig really skews the load
     assert ratios[-1] < 0.6 * ratios[0] and min(ratios[-5:]) < 1.6, ratios

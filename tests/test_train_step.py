@@ -139,7 +139,7 @@ def test_router_bias_update_moves_toward_uniform_in_model_order():
     cfg = get_model_config("toy", num_layers=5, first_k_dense_replace=1, moe_layer_freq=2)
     v = nn.unbox(Transformer(cfg).init(jax.random.key(0), jnp.zeros((1, 4), jnp.int32)))
     rs = v["router_state"]
-    from composer2_jax.model.transformer import moe_layer_ids
+    from composer2_jax.model.layer_plan import moe_layer_ids
 
     ids = moe_layer_ids(cfg)  # layers 2 and 4: both in the scanned stack (units [1,2], [3,4]; MoE at 2 and 4)
     load = jnp.asarray(np.stack([np.arange(8.0) * (i + 1) for i in range(len(ids))]), jnp.float32)

@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from composer2_jax.config import ModelConfig, model_config
-from composer2_jax.model.transformer import layer_plan
+from composer2_jax.model.layer_plan import SCANNED_STACK, layer_name, layer_plan, unit_name
 
 FORMAT = "composer2_jax.convert/1"
 MODEL_CONFIG = "model_config.json"
@@ -76,8 +76,8 @@ def config_to_json(cfg: ModelConfig) -> dict:
 def group_names(cfg: ModelConfig) -> list[str]:
     """Group names in streaming order (the same as `mapping.groups`)."""
     pre, pattern, n_units, suf = layer_plan(cfg)
-    return (["globals"] + [f"layers_{i}" for i in pre] + [f"unit_{u}" for u in range(n_units)]
-            + [f"layers_{i}" for i in suf] + [f"mtp_{m}" for m in range(cfg.num_mtp_layers)])
+    return (["globals"] + [layer_name(i) for i in pre] + [f"unit_{u}" for u in range(n_units)]
+            + [layer_name(i) for i in suf] + [f"mtp_{m}" for m in range(cfg.num_mtp_layers)])
 
 
 def split(cfg: ModelConfig, params: dict, router_state: Optional[dict] = None) -> Iterator[tuple[str, dict]]:
@@ -86,9 +86,9 @@ def split(cfg: ModelConfig, params: dict, router_state: Optional[dict] = None) -
 
     def unit(col: dict, u: int):
         """Unit u of the scanned stack (a view) or of the unrolled layout."""
-        if "stack" in col:
-            return jax.tree.map(lambda a: a[u], col["stack"])
-        return col.get(f"stack_{u}")
+        if SCANNED_STACK in col:
+            return jax.tree.map(lambda a: a[u], col[SCANNED_STACK])
+        return col.get(unit_name(u))
 
     for name in group_names(cfg):
         if name == "globals":
@@ -126,7 +126,7 @@ def assemble(cfg: ModelConfig, items: Iterable[tuple[str, dict]], scan_layers: b
                 if not tree.get(col):
                     continue
                 if not scan_layers:
-                    dst[f"stack_{u}"] = tree[col]
+                    dst[unit_name(u)] = tree[col]
                     continue
                 for key, a in flatten(tree[col]).items():
                     buf = stacked[col].setdefault(key, np.empty((n_units,) + a.shape, a.dtype))
@@ -141,7 +141,7 @@ def assemble(cfg: ModelConfig, items: Iterable[tuple[str, dict]], scan_layers: b
                 state[name] = r
     for col, dst in (("params", params), ("router_state", state)):
         if stacked[col]:
-            dst["stack"] = unflatten(stacked[col])
+            dst[SCANNED_STACK] = unflatten(stacked[col])
     return params, state
 
 

@@ -29,7 +29,7 @@ import math
 from typing import Optional
 
 from composer2_jax.config import ModelConfig
-from composer2_jax.model.transformer import layer_plan
+from composer2_jax.model.layer_plan import layer_name, layer_plan, unit_layer_name
 
 PROJ_IN_OUT = {"gate_proj": ("wi_gate", False), "up_proj": ("wi_up", False), "down_proj": ("wo", True)}
 
@@ -120,13 +120,13 @@ def groups(cfg: ModelConfig, prefix: str = "model.", head: str = "lm_head", mtp:
     pre, pattern, n_units, suf = layer_plan(c)
     layer = lambda i: layer_leaves(c, f"{prefix}layers.{i}", c.is_moe_layer(i))  # noqa: E731
     for i in pre:
-        out.append(Group(f"layers_{i}", "layer", i, tuple(layer(i))))
+        out.append(Group(layer_name(i), "layer", i, tuple(layer(i))))
     for u in range(n_units):
         first = len(pre) + u * len(pattern)
-        leaves = [l for j in range(len(pattern)) for l in _prefix((f"layer_{j}",), layer(first + j))]
+        leaves = [l for j in range(len(pattern)) for l in _prefix((unit_layer_name(j),), layer(first + j))]
         out.append(Group(f"unit_{u}", "unit", u, tuple(leaves)))
     for i in suf:
-        out.append(Group(f"layers_{i}", "layer", i, tuple(layer(i))))
+        out.append(Group(layer_name(i), "layer", i, tuple(layer(i))))
     for m in range(c.num_mtp_layers if mtp is None else mtp):
         i = c.num_layers + m
         hf = f"{prefix}layers.{i}"

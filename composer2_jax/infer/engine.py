@@ -39,7 +39,7 @@ from composer2_jax.config import ModelConfig
 from composer2_jax.infer import kv_cache, sampler, speculative
 from composer2_jax.infer.forward import head, trunk
 from composer2_jax.model.layers import dtype_of
-from composer2_jax.model.transformer import moe_layer_ids
+from composer2_jax.model.layer_plan import moe_layer_ids
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,11 +16,11 @@ import jax.numpy as jnp
 from composer2_jax.config import ModelConfig
 from composer2_jax.infer import kv_cache
 from composer2_jax.infer.mla_decode import cached_attention, rms_norm
+from composer2_jax.model.block import RESIDUAL
+from composer2_jax.model.layer_plan import SCANNED_STACK, layer_slots, layer_subtree
 from composer2_jax.model.layers import MLP, constrain, dtype_of
 from composer2_jax.model.moe import MoE
 from composer2_jax.model.mtp import mtp_embedding, mtp_is_moe
-from composer2_jax.model.block import RESIDUAL
-from composer2_jax.model.transformer import layer_plan
 
 
 class Layer(NamedTuple):
@@ -33,17 +33,8 @@ class Layer(NamedTuple):
 
 def trunk_layers(params: dict, router_state: dict, cfg: ModelConfig) -> list[Layer]:
     """The decoder layers in model order, from either layout (scanned `stack` sliced per unit, or `stack_{u}`)."""
-    prefix, pattern, n_units, suffix = layer_plan(cfg)
-    out = [Layer(params[f"layers_{i}"], router_state.get(f"layers_{i}", {}), cfg.is_moe_layer(i)) for i in prefix]
-    for u in range(n_units):
-        if "stack" in params:
-            p_u = jax.tree.map(lambda a, u=u: a[u], params["stack"])
-            r_u = jax.tree.map(lambda a, u=u: a[u], router_state.get("stack", {}))
-        else:
-            p_u, r_u = params[f"stack_{u}"], router_state.get(f"stack_{u}", {})
-        out += [Layer(p_u[f"layer_{j}"], r_u.get(f"layer_{j}", {}), moe) for j, moe in enumerate(pattern)]
-    out += [Layer(params[f"layers_{i}"], router_state.get(f"layers_{i}", {}), cfg.is_moe_layer(i)) for i in suffix]
-    return out
+    slots = layer_slots(cfg, scanned=SCANNED_STACK in params)
+    return [Layer(layer_subtree(params, s), layer_subtree(router_state, s, {}), s.moe) for s in slots]
 
 
 def decoder_layer(layer: Layer, cache: kv_cache.LayerCache, x_BTD, pos_BT, write_BT, cfg: ModelConfig,

@@ -23,7 +23,6 @@ Choosing the implementation (config → `MoE`):
 from __future__ import annotations
 
 import functools
-import re
 from typing import NamedTuple, Optional
 
 import flax
@@ -37,6 +36,7 @@ from composer2_jax.config import ModelConfig
 from composer2_jax.model.expert_parallel import (Experts, MoEAxes, capacity, capacity_ffn, check_moe_divisible,
                                                  dropless_ep, dropless_ffn, moe_axes, shard_moe)
 from composer2_jax.model.grouped_matmul import padded_capacity
+from composer2_jax.model.layer_plan import SCANNED_STACK, layer_slots
 from composer2_jax.model.layers import MLP, constrain, dtype_of, param
 
 
@@ -223,32 +223,7 @@ class MoE(nn.Module):
 # ------------------------------------------------------------------------------- router bias update and metrics
 
 
-def _bias_slots(router_state) -> list[tuple[tuple, Optional[int]]]:
-    """(path to a bias, unit index or None) for every MoE layer, in `ModelOutput.moe_load` order.
-
-    Layout from `transformer.layer_plan`: MoE layers are never in the dense prefix, so the order is the scanned
-    `stack` (bias [U, E]; units outer, the unit's MoE layers inner) or the unrolled `stack_{u}`, then `layers_{i}`.
-    """
-    def num(name):
-        return int(re.findall(r"\d+", name)[-1])
-
-    def unit_layers(unit):
-        return [(name,) for name in sorted(unit, key=num) if "moe" in unit[name]]
-
-    slots = []
-    if "stack" in router_state:
-        layers = unit_layers(router_state["stack"])
-        n_units = jax.tree.leaves(router_state["stack"])[0].shape[0] if layers else 0
-        slots += [(("stack",) + lay, u) for u in range(n_units) for lay in layers]
-    for name in sorted((n for n in router_state if n.startswith("stack_")), key=num):
-        slots += [((name,) + lay, None) for lay in unit_layers(router_state[name])]
-    for name in sorted((n for n in router_state if n.startswith("layers_")), key=num):
-        if "moe" in router_state[name]:
-            slots.append(((name,), None))
-    return slots
-
-
-def update_router_bias(router_state, moe_load, gamma: float, cfg: Optional[ModelConfig] = None):
+def update_router_bias(router_state, moe_load, gamma: float, cfg: ModelConfig):
     """Aux-loss-free balancing (DeepSeek-V3 §2.1.2): b_e ← b_e + γ·sign(mean load − load_e), outside the gradient.
 
     Args:
@@ -256,21 +231,18 @@ def update_router_bias(router_state, moe_load, gamma: float, cfg: Optional[Model
         scanned stack).
       moe_load: `ModelOutput.moe_load` [L_moe, E], MoE layers in model order (summed over micro-batches is fine).
       gamma: the bias update speed γ.
-      cfg: optional; when given, the number of MoE layers is checked against `transformer.moe_layer_ids(cfg)`.
+      cfg: the model's config: which layers are MoE and where their biases live (`model/layer_plan.py`).
     Returns:
       The updated router_state (same tree, shapes and dtypes).
     """
     load_LE = jax.lax.stop_gradient(jnp.asarray(moe_load, jnp.float32))
     delta_LE = gamma * jnp.sign(jnp.mean(load_LE, axis=-1, keepdims=True) - load_LE)
-    slots = _bias_slots(router_state)
+    slots = [s for s in layer_slots(cfg, scanned=SCANNED_STACK in router_state) if s.moe]
     if len(slots) != load_LE.shape[0]:
-        raise ValueError(f"router_state holds {len(slots)} MoE layers but moe_load has {load_LE.shape[0]} rows")
-    if cfg is not None and len(slots) != sum(cfg.is_moe_layer(i) for i in range(cfg.num_layers)):
-        raise ValueError(f"the config has {sum(cfg.is_moe_layer(i) for i in range(cfg.num_layers))} MoE layers "
-                         f"but router_state holds {len(slots)}")
+        raise ValueError(f"the config has {len(slots)} MoE layers but moe_load has {load_LE.shape[0]} rows")
     rows: dict[tuple, list[int]] = {}
-    for j, (path, _) in enumerate(slots):
-        rows.setdefault(path, []).append(j)
+    for j, slot in enumerate(slots):
+        rows.setdefault(slot.path, []).append(j)
     new = flax.core.unfreeze(router_state)
     for path, js in rows.items():
         moe = functools.reduce(lambda node, key: node[key], path, new)["moe"]

@@ -21,9 +21,12 @@ from flax import linen as nn
 
 from composer2_jax.config import ModelConfig
 from composer2_jax.model.block import RESIDUAL, DecoderLayer, remat
+from composer2_jax.model.layer_plan import (SCANNED_STACK, layer_name, layer_plan, moe_layer_ids, unit_layer_name,
+                                            unit_name)
 from composer2_jax.model.layers import RMSNorm, constrain, dtype_of, param
 from composer2_jax.model.mtp import MTP, MTPOutput
 from composer2_jax.model.pipeline import pipeline_spec, run_pipeline
+
 
 class ModelOutput(NamedTuple):
     """What the decoder returns."""
@@ -52,22 +55,13 @@ class Unit(nn.Module):
         auxes, j_moe = [], 0
         for j, is_moe in enumerate(self.pattern):
             replay = None if (replay_PBTk is None or not is_moe) else replay_PBTk[j_moe]
-            x_BTD, aux = layer(self.cfg, is_moe, self.mesh, name=f"layer_{j}")(x_BTD, positions_BT, segment_ids_BT, replay)
+            x_BTD, aux = layer(self.cfg, is_moe, self.mesh, name=unit_layer_name(j))(x_BTD, positions_BT, segment_ids_BT,
+                                                                                   replay)
             if is_moe:
                 auxes.append(aux)
                 j_moe += 1
         stacked = jax.tree.map(lambda *a: jnp.stack(a), *auxes) if auxes else None
         return x_BTD, stacked
-
-
-def layer_plan(cfg: ModelConfig) -> tuple[list[int], tuple[bool, ...], int, list[int]]:
-    """(prefix layer ids, unit pattern, number of units, suffix layer ids)."""
-    k, n, p = cfg.first_k_dense_replace, cfg.num_layers, cfg.moe_layer_freq
-    prefix = list(range(k))
-    n_units = (n - k) // p
-    pattern = tuple(cfg.is_moe_layer(k + j) for j in range(p)) if n_units else ()
-    suffix = list(range(k + n_units * p, n))
-    return prefix, pattern, n_units, suffix
 
 
 class Transformer(nn.Module):
@@ -85,7 +79,7 @@ class Transformer(nn.Module):
 
     def _layer(self, i: int):
         return remat(DecoderLayer, self.cfg.remat_policy)(self.cfg, self.cfg.is_moe_layer(i), self.mesh,
-                                                          name=f"layers_{i}")
+                                                          name=layer_name(i))
 
     @nn.compact
     def __call__(self, tokens_BT, positions_BT=None, segment_ids_BT=None, routing=None, *, compute_logits=True,
@@ -126,13 +120,13 @@ class Transformer(nn.Module):
         if spec is not None:
             return self._pipelined_stack(x_BTD, positions_BT, segment_ids_BT, replay_UPBTk, pattern, spec)
         if c.scan_layers:
-            x_BTD, aux = scanned_units(n_units)(c, pattern, self.mesh, name="stack")(
+            x_BTD, aux = scanned_units(n_units)(c, pattern, self.mesh, name=SCANNED_STACK)(
                 x_BTD, positions_BT, segment_ids_BT, replay_UPBTk)
         else:
             auxes = []
             for u in range(n_units):
                 r = None if replay_UPBTk is None else replay_UPBTk[u]
-                x_BTD, a = Unit(c, pattern, self.mesh, name=f"stack_{u}")(x_BTD, positions_BT, segment_ids_BT, r)
+                x_BTD, a = Unit(c, pattern, self.mesh, name=unit_name(u))(x_BTD, positions_BT, segment_ids_BT, r)
                 auxes.append(a)
             aux = jax.tree.map(lambda *a: jnp.stack(a), *auxes) if auxes[0] is not None else None
         if aux is None:
@@ -155,8 +149,8 @@ class Transformer(nn.Module):
 
             return jax.lax.scan(one, x_bTD, {"params": params_L, "router_state": router_L})
 
-        router = self.variables.get("router_state", {}).get("stack", {})
-        y_BTD, aux = run_pipeline(stage_fn, self.variables["params"]["stack"], router, x_BTD, positions_BT,
+        router = self.variables.get("router_state", {}).get(SCANNED_STACK, {})
+        y_BTD, aux = run_pipeline(stage_fn, self.variables["params"][SCANNED_STACK], router, x_BTD, positions_BT,
                                   segment_ids_BT, spec, mesh)
         if aux is None:
             return y_BTD, None
@@ -196,11 +190,6 @@ def _output(logits, hidden, normed, auxes: list[dict[str, Any]]) -> ModelOutput:
                        aux["dropped"], aux["entropy"])
 
 
-def moe_layer_ids(cfg: ModelConfig) -> list[int]:
-    """Absolute ids of the MoE layers, in the order `ModelOutput.routing` lists them."""
-    return [i for i in range(cfg.num_layers) if cfg.is_moe_layer(i)]
-
-
 def _split_replay(routing, cfg: ModelConfig, prefix, pattern, n_units):
     """Recorded routing [L_moe, B, T, k] split into prefix / scanned [U, P_moe, ...] / suffix parts."""
     out = {"prefix": {}, "stack": None, "suffix": {}}
@@ -227,15 +216,15 @@ def _split_replay(routing, cfg: ModelConfig, prefix, pattern, n_units):
 def stack_params(params: dict, n_units: int) -> dict:
     """Unrolled `stack_{u}` subtrees → one scanned `stack` subtree with a leading layer axis."""
     params = dict(params)
-    units = [params.pop(f"stack_{u}") for u in range(n_units)]
-    params["stack"] = jax.tree.map(lambda *a: jnp.stack(a), *units)
+    units = [params.pop(unit_name(u)) for u in range(n_units)]
+    params[SCANNED_STACK] = jax.tree.map(lambda *a: jnp.stack(a), *units)
     return params
 
 
 def unstack_params(params: dict, n_units: int) -> dict:
     """The inverse of `stack_params`."""
     params = dict(params)
-    stacked = params.pop("stack")
+    stacked = params.pop(SCANNED_STACK)
     for u in range(n_units):
-        params[f"stack_{u}"] = jax.tree.map(lambda a: a[u], stacked)
+        params[unit_name(u)] = jax.tree.map(lambda a: a[u], stacked)
     return params

@@ -66,12 +66,17 @@ def first_fit(lengths: Sequence[int], seq_len: int) -> list[tuple[int, int]]:
     return out
 
 
-def pack_segments(items: Sequence[tuple[Segment, float]], seq_len: int, batch_size: int | None = None,
+def pack_segments(items: Sequence[tuple[Segment, float | np.ndarray]], seq_len: int, batch_size: int | None = None,
                   pad_id: int = 0) -> PackedBatch:
-    """First-fit pack (segment, advantage) pairs into [B, T] arrays; B = batch_size, or the rows needed if None."""
-    for i, (seg, _) in enumerate(items):
+    """First-fit pack (segment, advantage) pairs into [B, T] arrays; B = batch_size, or the rows needed if None.
+
+    An advantage is one float for the whole segment, or a per-token array [L] (tree groups: rl/tree.py)."""
+    for i, (seg, a) in enumerate(items):
         if len(seg) and seg.loss_mask()[0] > 0:
             raise ValueError(f"segment {i} starts with a trained token, which has no prefix to be predicted from")
+        if np.ndim(a) not in (0, 1) or (np.ndim(a) == 1 and len(a) != len(seg)):
+            raise ValueError(f"segment {i} has {len(seg)} tokens but an advantage of shape {np.shape(a)}; expected "
+                             f"a scalar or [{len(seg)}]")
     spots = first_fit([len(s) for s, _ in items], seq_len)
     rows = 1 + max((r for r, _ in spots), default=-1)
     b = rows if batch_size is None else batch_size
@@ -86,7 +91,7 @@ def pack_segments(items: Sequence[tuple[Segment, float]], seq_len: int, batch_si
         n, sl = len(seg), slice(start, start + len(seg))
         m = seg.loss_mask()
         tokens[row, sl], mask[row, sl], logp[row, sl] = seg.tokens(), m, seg.behav_logprobs()
-        adv[row, sl], versions[row, sl] = a * m, seg.policy_versions()
+        adv[row, sl], versions[row, sl] = np.asarray(a, np.float32) * m, seg.policy_versions()
         next_id[row] += 1
         seg_ids[row, sl], pos[row, sl] = next_id[row], np.arange(n)
         placements.append(Placement(i, row, start, n))

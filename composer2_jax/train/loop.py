@@ -26,7 +26,7 @@ from composer2_jax.model import Transformer
 from composer2_jax.model import context_parallel as cp
 from composer2_jax.model.mtp import layout_context
 from composer2_jax.model.pipeline import pipeline_spec
-from composer2_jax.model.transformer import layer_plan
+from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.params import count_params
 from composer2_jax.train import optim as optim_lib
 from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer

@@ -17,7 +17,7 @@ from composer2_jax.model import Transformer
 from composer2_jax.model.mtp import layout_context, mtp_batch, mtp_head, shift_left, update_mtp_router_bias
 from composer2_jax.model.moe import update_router_bias
 from composer2_jax.model.pipeline import pipeline_spec
-from composer2_jax.model.transformer import layer_plan
+from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.train.optim import qk_clip
 from composer2_jax.train.state import TrainState
 

@@ -27,7 +27,7 @@ from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.model import Transformer
 from composer2_jax.model import context_parallel as cp
 from composer2_jax.model.mtp import layout_context
-from composer2_jax.model.transformer import moe_layer_ids
+from composer2_jax.model.layer_plan import moe_layer_ids
 from composer2_jax.rl.advantages import dr_grpo_advantages
 from composer2_jax.rl.services.records import GroupRecord, summarize_groups
 from composer2_jax.rl.services.rl_step import make_logprob_fn, make_update_fn
