@@ -78,6 +78,8 @@ class ModelConfig:
     dtype: str = "bfloat16"  # activation/compute dtype (softmax, logits and losses are always fp32)
     param_dtype: str = "float32"  # parameter (master weight) dtype
     scan_layers: bool = True  # run the homogeneous MoE layers under nn.scan (one compiled layer)
+    pipeline_microbatches: int = 0  # microbatches M per pipelined batch over the mesh's `stage` axis; 0: M = stages
+    pipeline_repeats: int = 1  # virtual stages per device (circular schedule): the stack is cut into stage·repeats
     remat_policy: str = "full"  # activation checkpointing per layer: none | full | dots | dots_no_batch | save_attention_out
     attention_kernel: str = "xla"  # attention implementation by name (model/attention.py KERNELS)
     initializer_range: float = 0.02  # std of the normal initialiser of all matrices
@@ -132,6 +134,11 @@ def _validate(c: ModelConfig):
         _require(c.num_experts_per_tok <= c.topk_group * per_group,
                  f"model.num_experts_per_tok={c.num_experts_per_tok} exceeds the experts in topk_group={c.topk_group} "
                  f"groups of {per_group}")
+    _require(isinstance(c.pipeline_microbatches, int) and c.pipeline_microbatches >= 0,
+             f"model.pipeline_microbatches must be an int >= 0 (0 = as many as pipeline stages), got "
+             f"{c.pipeline_microbatches!r}")
+    _require(isinstance(c.pipeline_repeats, int) and c.pipeline_repeats >= 1,
+             f"model.pipeline_repeats must be an int >= 1, got {c.pipeline_repeats!r}")
     _require(c.remat_policy in _REMAT_POLICIES, f"model.remat_policy={c.remat_policy!r}; expected one of {_REMAT_POLICIES}")
     _require(c.dtype in _DTYPES and c.param_dtype in _DTYPES,
              f"model.dtype={c.dtype!r} / param_dtype={c.param_dtype!r}; expected one of {_DTYPES}")

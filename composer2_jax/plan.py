@@ -236,8 +236,11 @@ def _by_kind(colls) -> dict:
 
 def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optional[int] = None,
          seq_len: Optional[int] = None, optimizer: str = "muon", estimate: bool = True,
-         moe_impl: str = "capacity") -> dict:
-    """Compile the stage on the mesh (devices must exist) and return the memory/cost/roofline report."""
+         moe_impl: str = "capacity", microbatches: int = 0, repeats: int = 1) -> dict:
+    """Compile the stage on the mesh (devices must exist) and return the memory/cost/roofline report.
+
+    With a `stage` axis > 1 the scanned stack is pipelined (model/pipeline.py) with `microbatches` (0: one per
+    stage) and `repeats` virtual stages per stage; the report gains the schedule and its bubble."""
     import jax
 
     from composer2_jax import chips
@@ -250,6 +253,7 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
         raise ValueError(f"unknown stage {stage!r}; expected one of {sorted(STAGES)}")
     chip = chips.get_chip(chip_name)
     cfg, seq = _stage_config(preset, stage, moe_impl=moe_impl)
+    cfg = dataclasses.replace(cfg, pipeline_microbatches=microbatches, pipeline_repeats=repeats)
     seq = seq_len or seq
     if mesh_shape.get("context", 1) == 1 and cfg.attention_kernel == "ring":
         cfg = dataclasses.replace(cfg, attention_kernel="xla_chunked")
@@ -260,8 +264,13 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
         raise ValueError(f"mesh {mesh_shape} needs {n} devices; this process has {jax.device_count()} "
                          f"(run through the CLI, which simulates exactly the mesh's device count)")
     mesh = shd.make_mesh(mesh_shape)
+    stages = mesh_shape.get("stage", 1)
+    if stages > 1 and estimate:
+        raise ValueError(f"mesh stage={stages}: the roofline extrapolates per-unit costs from unrolled (unscanned) "
+                         f"compiles, which a pipelined stack does not have; plan pipelined meshes with estimate=False "
+                         f"(CLI --memory_only) for memory and the bubble")
     dp = mesh_shape["data"] * mesh_shape["fsdp"] * mesh_shape["expert"]
-    batch = batch or dp * STAGES[stage][2]
+    batch = batch or dp * STAGES[stage][2] * (stages if stages > 1 and not microbatches else max(microbatches, 1))
     validate_layout(cfg, mesh, batch, seq, 1)
     shd.validate_model_mesh(cfg, mesh, batch, seq)
     t0 = time.time()
@@ -278,6 +287,13 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
                   hbm_bytes=chip.hbm_bytes, fits=bool(peak <= chip.hbm_bytes),
                   fits_calibrated=bool(peak / CPU_MEMORY_OVERESTIMATE <= chip.hbm_bytes),
                   compile_s=round(time.time() - t0, 1))
+    if stages > 1:
+        from composer2_jax.model.pipeline import pipeline_spec
+        from composer2_jax.model.layer_plan import layer_plan
+
+        spec = pipeline_spec(cfg, mesh, layer_plan(cfg)[2])
+        report["pipeline"] = dict(stages=spec.stages, microbatches=spec.microbatches, repeats=spec.repeats,
+                                  units_per_stage=spec.units_per_stage, bubble=spec.bubble)
     if not estimate:
         return report
     base, delta, n_units, raw = _unit_costs(cfg, mesh, batch, seq, optimizer, chip.node_size)
@@ -406,6 +422,10 @@ def _human(report: dict) -> str:
              f"{g(pd['temp_bytes'])}  peak {g(pd['peak_bytes'])}  HBM {g(report['hbm_bytes'])}  "
              f"{'FITS' if report['fits'] else 'DOES NOT FIT'} (calibrated to published runs: "
              f"{'fits' if report['fits_calibrated'] else 'does not fit'})"]
+    if "pipeline" in report:
+        p = report["pipeline"]
+        lines.append(f"  pipeline: {p['stages']} stages × {p['repeats']} repeats, {p['microbatches']} microbatches, "
+                     f"{p['units_per_stage']} units per virtual stage; bubble {p['bubble']:.1%}")
     if "roofline" in report:
         r = report["roofline"]
         lines.append(f"  step ≈ {r['step_calibrated_s']:.3f} s calibrated (bounds {r['step_lower_s']:.3f}–"
@@ -428,7 +448,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="kimi_k2_5")
     ap.add_argument("--stage", default="cpt_bulk", choices=sorted(STAGES))
-    ap.add_argument("--mesh", default="", help="data=..,fsdp=..,expert=..,tensor=..,context=..")
+    ap.add_argument("--mesh", default="", help="stage=..,data=..,fsdp=..,expert=..,tensor=..,context=..")
+    ap.add_argument("--memory_only", action="store_true",
+                    help="compile for memory (and the pipeline bubble) only: no roofline; needed for stage > 1")
     ap.add_argument("--chip", default="h200")
     ap.add_argument("--batch", type=int, default=None, help="global batch in sequences (default: one per DP shard)")
     ap.add_argument("--seq_len", type=int, default=None)
@@ -436,6 +458,8 @@ def main(argv=None):
     ap.add_argument("--moe_impl", default="capacity", choices=["capacity", "dropless"],
                     help="capacity (factor 1.25, bounded buffers) | dropless (EP receive buffers sized for the worst "
                          "case)")
+    ap.add_argument("--microbatches", type=int, default=0, help="pipeline microbatches (0: one per stage)")
+    ap.add_argument("--repeats", type=int, default=1, help="pipeline virtual stages per stage (circular schedule)")
     ap.add_argument("--search", type=int, default=0, help="chip count: propose the fastest fitting mesh")
     ap.add_argument("--validate", action="store_true",
                     help="check the roofline against published MaxText step times (REFERENCES); one JSON line each")
@@ -478,8 +502,9 @@ def main(argv=None):
         out = search(a.preset, a.stage, a.search, a.chip, a.optimizer, seq_len=a.seq_len)
         print(json.dumps(out, indent=1, default=str) if a.json or out["best"] is None else _human(out["best"]))
         return out
-    rep = plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer, moe_impl=a.moe_impl)
-    if a.stage == "rl":
+    rep = plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer,
+               estimate=not a.memory_only, moe_impl=a.moe_impl, microbatches=a.microbatches, repeats=a.repeats)
+    if a.stage == "rl" and "roofline" in rep:
         rep["rollout"] = _rollout_plan(a, rep["roofline"]["step_calibrated_s"], rep["chips"], rep["global_batch"])
     print(json.dumps(rep, indent=1, default=str) if a.json else _human(rep))
     return rep

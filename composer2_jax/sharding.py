@@ -1,6 +1,7 @@
 """Mesh construction and the one logical-axis rules table.
 
-Mesh axes, outermost first: `data` (pure data parallel, may span DCN slices), `fsdp` (data parallel with
+Mesh axes, outermost first: `stage` (pipeline parallelism: the scanned decoder stack's layers, model/pipeline.py;
+outermost so it spans nodes), `data` (pure data parallel, may span DCN slices), `fsdp` (data parallel with
 parameters sharded), `expert` (expert parallelism; also splits the batch outside MoE layers), `tensor`
 (heads / FFN width), `context` (sequence, for ring attention). Any axis may be 1.
 
@@ -10,10 +11,12 @@ collectives that must be explicit (MoE all-to-all, ring ppermute) live in small 
 defaults `jax.make_mesh` to Explicit axes, under which every reshape of a sharded array would need an
 `out_sharding`; that is the opposite style, so every mesh here is made through `make_mesh` below.
 
-Multi-slice (DCN): when the devices report more than one `slice_index` (TPU multislice, or GPU hosts that set it),
-`make_mesh` lays the `data` axis across slices with `mesh_utils.create_hybrid_device_mesh` (DCN shape
-(slices, 1, 1, 1, 1), ICI shape (data/slices, fsdp, expert, tensor, context)), so only the pure data-parallel
-gradient all-reduce crosses the slow network; `data` must then be a multiple of the slice count.
+Inter-node placement: `jax.make_mesh` orders devices process by process, so the outermost axes (`stage`, then
+`data`) are the ones that cross hosts; a pipeline's point-to-point activation sends are the cheapest traffic to put
+on the slow network. Multi-slice (DCN): when the devices report more than one `slice_index` (TPU multislice, or GPU
+hosts that set it), `make_mesh` lays `stage` and then `data` across slices with
+`mesh_utils.create_hybrid_device_mesh` (DCN shape (gcd(stage, slices), slices/gcd, 1, 1, 1, 1)), so only the
+pipeline sends and the pure data-parallel gradient all-reduce cross the slow network.
 
 Start-up check: `validate_model_mesh(cfg, mesh, batch, seq_len)` checks every model dimension against the mesh
 axes the table maps it to (experts by `expert`, heads and FFN widths by `tensor`, sequence by `context`, batch by
@@ -35,7 +38,7 @@ from jax.sharding import PartitionSpec as P
 
 from composer2_jax import schema
 
-MESH_AXES = ("data", "fsdp", "expert", "tensor", "context")
+MESH_AXES = ("stage", "data", "fsdp", "expert", "tensor", "context")
 
 # The one rules table: logical axis name -> mesh axes (None = replicated). Parameters and activations both.
 LOGICAL_RULES: tuple[tuple[str, Optional[str | tuple[str, ...]]], ...] = (
@@ -59,15 +62,16 @@ LOGICAL_RULES: tuple[tuple[str, Optional[str | tuple[str, ...]]], ...] = (
     ("mlp", "tensor"),
     ("exp", "expert"),
     ("moe_mlp", "tensor"),
-    ("layers", None),
+    ("layers", "stage"),  # the scanned stack's unit axis: contiguous blocks of units per pipeline stage
     ("norm", None),
 )
 
 
 @dataclasses.dataclass(frozen=True)
 class MeshConfig:
-    """Sizes of the five mesh axes; their product must equal the device count (one axis may be -1: the rest)."""
+    """Sizes of the six mesh axes; their product must equal the device count (one axis may be -1: the rest)."""
 
+    stage: int = 1  # pipeline parallelism: the scanned decoder stack split into stages (outermost: across nodes)
     data: int = 1  # pure data parallelism (replicated parameters; spans DCN slices when there are several)
     fsdp: int = -1  # data parallelism with parameters and optimizer state sharded (ZeRO-3); -1: the rest
     expert: int = 1  # expert parallelism: routed experts split over this axis, tokens moved by all-to-all
@@ -99,7 +103,7 @@ class MeshConfig:
 
 
 def make_mesh(cfg: MeshConfig | Mapping[str, int] | None = None, devices: Optional[Sequence] = None) -> Mesh:
-    """A 5-axis Auto-typed mesh over `devices` (default: all); `data` spans DCN slices when there are several."""
+    """A 6-axis Auto-typed mesh over `devices` (default: all); `data` spans DCN slices when there are several."""
     if cfg is None:
         cfg = MeshConfig()
     elif not isinstance(cfg, MeshConfig):
@@ -125,16 +129,19 @@ def num_slices(devices: Sequence) -> int:
 
 
 def device_grid(shape: Sequence[int], devices: Sequence) -> np.ndarray:
-    """Devices arranged as `shape`; with several slices, `data` is split over DCN and the rest stays inside one."""
+    """Devices arranged as `shape`; with several slices, `stage` then `data` are split over DCN, the rest stays inside."""
     n = num_slices(devices)
     if n == 1:
         return np.asarray(devices).reshape(shape)
-    data = shape[MESH_AXES.index("data")]
-    if data % n:
-        raise ValueError(f"the devices span {n} slices, but mesh axis data={data} is not a multiple of {n}: "
-                         f"multi-slice runs put only the data axis on the slow DCN network")
-    ici = (data // n,) + tuple(shape[1:])
-    dcn = (n,) + (1,) * (len(shape) - 1)
+    stage, data = shape[MESH_AXES.index("stage")], shape[MESH_AXES.index("data")]
+    stage_dcn = math.gcd(stage, n)
+    data_dcn = n // stage_dcn
+    if data % data_dcn:
+        raise ValueError(f"the devices span {n} slices; mesh axis stage={stage} covers {stage_dcn} of them, so data="
+                         f"{data} must be a multiple of the remaining {data_dcn}: multi-slice runs put only the "
+                         f"stage and data axes on the slow DCN network")
+    dcn = (stage_dcn, data_dcn) + (1,) * (len(shape) - 2)
+    ici = tuple(s // d for s, d in zip(shape, dcn))
     return mesh_utils.create_hybrid_device_mesh(ici, dcn, devices, allow_split_physical_axes=True)
 
 

@@ -17,6 +17,9 @@ if ! command -v bwrap >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1 ||
 fi
 python -m pip install -q -r requirements-dev.txt
 
+# Lint first (ruff, configured in pyproject.toml): a finding fails the run.
+python -m ruff check .
+
 # The fast suite (budget: 20 minutes on 2 cores), then the slow-marked tests in their own bounded step. Two
 # workers (PYTEST_WORKERS), each running whole files: most tests are single-threaded XLA compiles.
 WORKERS="${PYTEST_WORKERS:-2}"

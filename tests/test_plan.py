@@ -41,6 +41,16 @@ def test_roofline_report_has_positive_terms_and_collectives():
     assert "all-gather" in rep["collectives_per_unit"] or "all-reduce" in rep["collectives_per_unit"]
 
 
+def test_pipelined_mesh_plans_memory_and_the_bubble():
+    """stage=2 over the toy's 2 scanned units: a memory plan with the schedule and its bubble; no roofline yet."""
+    mesh = dict(MESH, stage=2, fsdp=2, expert=2)
+    rep = plan_lib.plan("toy", "cpt_bulk", mesh, "h200", seq_len=64, estimate=False, microbatches=4)
+    assert rep["pipeline"] == dict(stages=2, microbatches=4, repeats=1, units_per_stage=1, bubble=1 / 5)
+    assert rep["global_batch"] == 4 * 4 and rep["per_device"]["peak_bytes"] > 0  # 4 data-parallel shards × M
+    with pytest.raises(ValueError, match=r"mesh stage=2: the roofline extrapolates per-unit costs"):
+        plan_lib.plan("toy", "cpt_bulk", mesh, "h200", seq_len=64)
+
+
 def test_bad_meshes_are_clear_errors():
     with pytest.raises(ValueError, match=r"needs 16 devices; this process has 8"):
         plan_lib.plan("toy", "cpt_bulk", dict(MESH, fsdp=8), "h200", seq_len=64, estimate=False)

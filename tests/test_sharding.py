@@ -14,7 +14,7 @@ from composer2_jax.config import get_model_config
 def test_make_mesh_axes_sizes_and_auto_types():
     mesh = shd.make_mesh(dict(data=2, expert=4))
     assert mesh.axis_names == shd.MESH_AXES
-    assert dict(mesh.shape) == dict(data=2, fsdp=1, expert=4, tensor=1, context=1)
+    assert dict(mesh.shape) == dict(stage=1, data=2, fsdp=1, expert=4, tensor=1, context=1)
     assert all(t == jax.sharding.AxisType.Auto for t in mesh.axis_types)
     assert dict(shd.make_mesh(shd.MeshConfig(expert=2)).shape)["fsdp"] == 4  # fsdp=-1 takes the rest
     sub = shd.make_mesh(dict(expert=4), devices=jax.devices()[:4])
@@ -43,12 +43,24 @@ def test_multi_slice_puts_data_on_dcn():
     """Fake devices in 2 slices of 4: the data axis's outer half is slice 0, its inner half slice 1."""
     devs = [types.SimpleNamespace(id=i, slice_index=i // 4, process_index=i // 4, platform="cpu", device_kind="cpu")
             for i in range(8)]
-    grid = shd.device_grid((2, 2, 2, 1, 1), devs)
+    grid = shd.device_grid((1, 2, 2, 2, 1, 1), devs)
+    slices = np.vectorize(lambda d: d.slice_index)(grid)
+    assert (slices[0, 0] == 0).all() and (slices[0, 1] == 1).all()
+    assert shd.num_slices(devs) == 2 and shd.num_slices(jax.devices()) == 1
+    with pytest.raises(ValueError, match=r"span 2 slices; mesh axis stage=1 covers 1 of them, so data=1 must be a "
+                                         r"multiple of the remaining 2"):
+        shd.device_grid((1, 1, 2, 4, 1, 1), devs)
+
+
+def test_multi_slice_puts_pipeline_stages_on_dcn_first():
+    """2 slices of 4 and stage=2: each pipeline stage is one slice; data stays inside a slice."""
+    devs = [types.SimpleNamespace(id=i, slice_index=i // 4, process_index=i // 4, platform="cpu", device_kind="cpu")
+            for i in range(8)]
+    grid = shd.device_grid((2, 2, 2, 1, 1, 1), devs)
     slices = np.vectorize(lambda d: d.slice_index)(grid)
     assert (slices[0] == 0).all() and (slices[1] == 1).all()
-    assert shd.num_slices(devs) == 2 and shd.num_slices(jax.devices()) == 1
-    with pytest.raises(ValueError, match=r"span 2 slices, but mesh axis data=1 is not a multiple of 2"):
-        shd.device_grid((1, 2, 4, 1, 1), devs)
+    mesh = shd.make_mesh(dict(stage=2, fsdp=4))
+    assert dict(mesh.shape)["stage"] == 2 and shd.logical_to_spec(("layers", "embed")) == P("stage", ("fsdp", "context"))
 
 
 @pytest.mark.parametrize("mesh_shape, kw, batch, seq, message", [
@@ -71,7 +83,7 @@ def test_validate_model_mesh_accepts_a_good_layout_and_abstract_meshes():
     cfg = get_model_config("toy")
     shd.validate_model_mesh(cfg, shd.make_mesh(dict(data=2, expert=4)), 8, 16)
     kimi = get_model_config("kimi_k2_5")
-    big = jax.sharding.AbstractMesh((4, 8, 48, 4, 2), shd.MESH_AXES)  # 12,288 devices, never materialised
+    big = jax.sharding.AbstractMesh((1, 4, 8, 48, 4, 2), shd.MESH_AXES)  # 12,288 devices, never materialised
     shd.validate_model_mesh(kimi, big, batch=4 * 8 * 48, seq_len=32768)
 
 

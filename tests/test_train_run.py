@@ -66,11 +66,13 @@ def _run(workdir, extra=(), wait=True):
 
 
 @pytest.mark.slow
-def test_sigkill_at_random_step_then_resume_gives_identical_losses(tmp_path):
+@pytest.mark.parametrize("extra", [(), ("--config.mesh.stage=2", "--config.model.pipeline_repeats=1")],
+                         ids=["fsdp", "pipelined"])
+def test_sigkill_at_random_step_then_resume_gives_identical_losses(tmp_path, extra):
     full, killed = tmp_path / "full", tmp_path / "killed"
-    _run(full)
+    _run(full, extra)
     kill_at = random.Random(os.getpid()).randint(4, 10)  # after the first checkpoint (step 3), before the end
-    proc = _run(killed, wait=False)
+    proc = _run(killed, extra, wait=False)
     metrics = killed / "logs" / "metrics.jsonl"
     deadline = time.time() + 600
     while time.time() < deadline and proc.poll() is None:
@@ -83,7 +85,7 @@ def test_sigkill_at_random_step_then_resume_gives_identical_losses(tmp_path):
     assert proc.returncode == -signal.SIGKILL, f"run ended before the kill at step {kill_at}"
     committed = Checkpointer(killed / "checkpoints", async_save=False).steps()
     assert committed and max(committed) < 12
-    _run(killed)  # resumes from the newest committed checkpoint
+    _run(killed, extra)  # resumes from the newest committed checkpoint
     a, b = _losses(full), _losses(killed)
     assert sorted(a) == sorted(b) == list(range(1, 13))
     assert [a[s] for s in range(1, 13)] == [b[s] for s in range(1, 13)], (kill_at, committed)

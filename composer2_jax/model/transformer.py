@@ -4,6 +4,11 @@ Layer i is MoE when `cfg.is_moe_layer(i)`. Layers [0, first_k_dense_replace) for
 (`layers_{i}`); the rest is cut into units of `moe_layer_freq` consecutive layers with the same dense/MoE pattern,
 run under `nn.scan` as `stack` (params gain a leading `layers` axis) or unrolled as `stack_{u}`; layers that do not
 fill a last unit form an unrolled suffix (`layers_{i}`). `stack_params`/`unstack_params` convert the two layouts.
+
+Pipeline parallelism: when the mesh given to the model has a `stage` axis of size S > 1, the scanned stack runs
+under the circular schedule of model/pipeline.py (params unchanged: the `layers` axis is sharded over `stage`);
+the embedding, the unrolled prefix and suffix, the final norm, the head and MTP run outside it. Recorded-routing
+replay and the per-layer routing output are not available then (`routing` is None).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from composer2_jax.model.layer_plan import (
 )
 from composer2_jax.model.layers import RMSNorm, constrain, dtype_of, param
 from composer2_jax.model.mtp import MTP, MTPOutput
+from composer2_jax.model.pipeline import pipeline_spec, run_pipeline
 
 
 class ModelOutput(NamedTuple):
@@ -116,11 +122,12 @@ class Transformer(nn.Module):
     def _stack(self, x_BTD, positions_BT, segment_ids_BT, replay_UPBTk, pattern, n_units):
         """Run the units, under nn.scan or unrolled; aux leaves come back as [U·P_moe, ...]."""
         c = self.cfg
+        spec = None if self.is_initializing() else pipeline_spec(c, self.mesh, n_units)
+        if spec is not None:
+            return self._pipelined_stack(x_BTD, positions_BT, segment_ids_BT, replay_UPBTk, pattern, spec)
         if c.scan_layers:
-            scanned = nn.scan(Unit, variable_axes={"params": 0, "router_state": 0, "intermediates": 0}, split_rngs={"params": True},
-                              in_axes=(nn.broadcast, nn.broadcast, 0), length=n_units,
-                              metadata_params={nn.PARTITION_NAME: "layers"})
-            x_BTD, aux = scanned(c, pattern, self.mesh, name=SCANNED_STACK)(x_BTD, positions_BT, segment_ids_BT, replay_UPBTk)
+            x_BTD, aux = scanned_units(n_units)(c, pattern, self.mesh, name=SCANNED_STACK)(
+                x_BTD, positions_BT, segment_ids_BT, replay_UPBTk)
         else:
             auxes = []
             for u in range(n_units):
@@ -132,6 +139,32 @@ class Transformer(nn.Module):
             return x_BTD, None
         return x_BTD, jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), aux)
 
+    def _pipelined_stack(self, x_BTD, positions_BT, segment_ids_BT, replay_UPBTk, pattern, spec):
+        """The scanned stack under the pipeline schedule; aux leaves [U·P_moe, ...] without routing indices."""
+        c, mesh = self.cfg, self.mesh
+        if replay_UPBTk is not None:
+            raise ValueError(f"routing replay is not supported under pipeline parallelism (mesh stage={spec.stages})")
+        unit = Unit(c, pattern, mesh)
+
+        def stage_fn(params_L, router_L, x_bTD, positions_bT, segment_ids_bT):
+            # A plain lax.scan over `Unit.apply`, not nn.scan: flax's scan partially evaluates its body to find
+            # loop invariants, and JAX 0.10 cannot partially evaluate the MoE shard_map under the stage vmap.
+            def one(x, variables):
+                y, aux = unit.apply(variables, x, positions_bT, segment_ids_bT, None)
+                return y, None if aux is None else {k: v for k, v in aux.items() if k != "indices"}
+
+            return jax.lax.scan(one, x_bTD, {"params": params_L, "router_state": router_L})
+
+        router = self.variables.get("router_state", {}).get(SCANNED_STACK, {})
+        y_BTD, aux = run_pipeline(stage_fn, self.variables["params"][SCANNED_STACK], router, x_BTD, positions_BT,
+                                  segment_ids_BT, spec, mesh)
+        if aux is None:
+            return y_BTD, None
+        aux = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), aux)  # [U, P_moe, ...] → [U·P_moe, ...]
+        m = spec.microbatches  # sums over microbatches → the batch's load; means for the per-batch averages
+        return y_BTD, dict(load=aux["load"], balance_loss=aux["balance_loss"] / m, dropped=aux["dropped"] / m,
+                           entropy=aux["entropy"] / m)
+
     def head(self, normed_BTD):
         """LM head: fp32 logits [B, T, V] (untied from the embedding)."""
         c = self.cfg
@@ -142,6 +175,12 @@ class Transformer(nn.Module):
         return constrain(logits, ("activation_batch", "activation_length", "activation_vocab"))
 
 
+def scanned_units(n_units: int):
+    """`Unit` under nn.scan over `n_units` units (params and router state gain a leading `layers` axis)."""
+    return nn.scan(Unit, variable_axes={"params": 0, "router_state": 0, "intermediates": 0}, split_rngs={"params": True},
+                   in_axes=(nn.broadcast, nn.broadcast, 0), length=n_units, metadata_params={nn.PARTITION_NAME: "layers"})
+
+
 def _expand(aux):
     """A single layer's aux gets a leading layer axis of 1."""
     return None if aux is None else jax.tree.map(lambda a: a[None], aux)
@@ -150,8 +189,10 @@ def _expand(aux):
 def _output(logits, hidden, normed, auxes: list[dict[str, Any]]) -> ModelOutput:
     if not auxes:
         return ModelOutput(logits, hidden, normed, None, None, jnp.zeros((), jnp.float32))
+    if any("indices" not in a for a in auxes):  # a pipelined stack returns no routing
+        auxes = [{k: v for k, v in a.items() if k != "indices"} for a in auxes]
     aux = jax.tree.map(lambda *a: jnp.concatenate(a), *auxes)
-    return ModelOutput(logits, hidden, normed, aux["indices"], aux["load"], jnp.mean(aux["balance_loss"]),
+    return ModelOutput(logits, hidden, normed, aux.get("indices"), aux["load"], jnp.mean(aux["balance_loss"]),
                        aux["dropped"], aux["entropy"])
 
 

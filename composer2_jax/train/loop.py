@@ -25,6 +25,8 @@ from composer2_jax.data.tokenizer import TokenizerConfig
 from composer2_jax.model import Transformer
 from composer2_jax.model import context_parallel as cp
 from composer2_jax.model.mtp import layout_context
+from composer2_jax.model.pipeline import pipeline_spec
+from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.params import count_params
 from composer2_jax.train import optim as optim_lib
 from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer
@@ -99,6 +101,11 @@ def validate_layout(cfg, mesh, batch: int, seq_len: int, process_count: int):
     if batch % shd_batch:
         raise ValueError(f"global batch {batch} is not divisible by {'×'.join(batch_axes)} = {shd_batch} (the mesh "
                          f"axes the batch is split over)")
+    pipe = pipeline_spec(cfg, mesh, layer_plan(cfg)[2])
+    if pipe is not None and batch % (pipe.microbatches * shd_batch):
+        raise ValueError(f"global batch {batch} is not divisible by model.pipeline_microbatches={pipe.microbatches} "
+                         f"× {'×'.join(batch_axes)} = {pipe.microbatches * shd_batch} (each pipeline microbatch is "
+                         f"split over the batch axes)")
     context = layout_context(cfg, mesh)
     if context > 1 and seq_len % (2 * context):
         raise ValueError(f"seq_len {seq_len} is not divisible by 2×context = {2 * context} "

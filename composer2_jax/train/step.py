@@ -22,8 +22,10 @@ from composer2_jax.losses.mtp import (
     teacher_hidden,
 )
 from composer2_jax.model import Transformer
+from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.model.moe import update_router_bias
 from composer2_jax.model.mtp import layout_context, mtp_batch, mtp_head, shift_left, update_mtp_router_bias
+from composer2_jax.model.pipeline import pipeline_spec
 from composer2_jax.train.optim import qk_clip
 from composer2_jax.train.state import TrainState
 
@@ -67,6 +69,10 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
 
     cfg = model.cfg
     mtp_on = cfg.num_mtp_layers > 0 and sc.mtp.enabled
+    pipe = pipeline_spec(cfg, model.mesh, layer_plan(cfg)[2])
+    if pipe is not None and qk_clip_tau:
+        raise ValueError(f"QK-clip (optim.qk_clip_tau={qk_clip_tau}) needs every layer's max logits, which the "
+                         f"pipelined stack (mesh stage={pipe.stages}) does not collect")
 
     def loss_fn(params, router_state, mb, n_tokens, n_mtp_M, lam, w_sd):
         kw = dict(mtp_tokens=mb["mtp_tokens"], mtp_detach=sc.mtp.detach_trunk) if mtp_on else {}
@@ -133,6 +139,8 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
             metrics["max_attention_logit"] = jnp.max(jnp.stack([jnp.max(x) for x in jax.tree.leaves(mx)]))
         if lr_fn is not None:
             metrics["lr"] = lr_fn(state.step)
+        if pipe is not None:  # idle share of each stage: (S − 1) / (M·R + S − 1)
+            metrics["pipeline_bubble"] = jnp.float32(pipe.bubble)
         if load is not None:
             metrics["moe_load"] = load
             metrics["moe_max_over_mean"] = jnp.max(load) / jnp.maximum(jnp.mean(load), 1e-9)

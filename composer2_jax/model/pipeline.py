@@ -1,0 +1,209 @@
+"""Pipeline parallelism over the `stage` mesh axis: the scanned decoder stack under a circular (interleaved) schedule.
+
+Layout. The scanned stack's U units (params [U, ...], logical axis `layers` → mesh axis `stage`) are cut into
+S·R virtual stages of L = U/(S·R) units (S stages, R = `pipeline_repeats`); virtual stage v = r·S + s runs units
+[v·L, (v+1)·L) on stage s. Stage s thus holds the units of v = s, S+s, 2S+s, ...:
+  R = 1: contiguous blocks, exactly how `layers` is sharded over `stage` (no parameter movement);
+  R > 1: [U] → [R, S, L] regroups the unit axis (one all-to-all of the stack's parameters over `stage` per step,
+         and its transpose for the gradients).
+
+Schedule (the circular pipeline of MaxText; the forward order of Narayanan et al. 2021's interleaved schedule).
+The batch [B, T] is split into M microbatches (M ≥ S). At iteration i = 0 .. M·R + S − 2 stage s works on item
+j = i − s when 0 ≤ j < M·R: microbatch m = j mod M in repeat r = j div M.
+  1. stage 0 takes microbatch m from the buffer: the embedded input while r = 0, afterwards what stage S − 1
+     finished for m in repeat r − 1 (written M − S + 1 ≥ 1 iterations earlier, since M ≥ S)
+  2. every stage runs the L units of its virtual stage r·S + s on its item: `jax.vmap` over the stage axis with
+     `spmd_axis_name='stage'`, so each stage's devices run one slice (MoE expert parallelism, ring attention and
+     FSDP gathers inside a stage work as without a pipeline, over the remaining axes)
+  3. the outputs move one stage on, S − 1 → 0 closing the circle: `jax.lax.ppermute` in a shard_map over `stage`
+  4. what stage 0 received from stage S − 1 is written to the buffer under its microbatch
+Stage s idles for S − 1 of the M·R + S − 1 iterations: bubble = (S − 1) / (M·R + S − 1). Items in the bubble
+compute on zeros or stale activations; their outputs and MoE statistics are masked out.
+Backward: autodiff of the scan replays the schedule in reverse (a ppermute transposes to the opposite shift) and
+sums each stage's parameter gradients over its microbatches.
+
+The buffer is kept per stage ([S, M, mb, T, D], sharded over `stage`) so reads and writes stay local; the final
+outputs leave stage 0 once, for the final norm, head, MTP and loss, which run outside the pipeline.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+STAGE_AXIS = "stage"
+
+
+class PipelineSpec(NamedTuple):
+    """The static shape of one pipelined stack."""
+
+    stages: int  # S: size of the `stage` mesh axis
+    repeats: int  # R: virtual stages per stage (circular schedule)
+    microbatches: int  # M: microbatches per pipelined batch
+    units_per_stage: int  # L: scanned units per virtual stage
+
+    @property
+    def iterations(self) -> int:
+        """M·R + S − 1 schedule steps (each stage busy for M·R of them)."""
+        return self.microbatches * self.repeats + self.stages - 1
+
+    @property
+    def bubble(self) -> float:
+        """Idle fraction of every stage: (S − 1) / (M·R + S − 1)."""
+        return bubble_fraction(self.stages, self.microbatches, self.repeats)
+
+
+def bubble_fraction(stages: int, microbatches: int, repeats: int = 1) -> float:
+    """(S − 1) / (M·R + S − 1): the share of schedule iterations in which a stage has no work."""
+    return (stages - 1) / (microbatches * repeats + stages - 1)
+
+
+def stage_count(mesh) -> int:
+    """Size of the `stage` axis of `mesh` (1 without a mesh or without the axis)."""
+    if mesh is None or STAGE_AXIS not in mesh.axis_names:
+        return 1
+    return int(dict(mesh.shape)[STAGE_AXIS])
+
+
+def pipeline_spec(cfg, mesh, n_units: int) -> Optional[PipelineSpec]:
+    """The schedule of `cfg`'s scanned stack of `n_units` units on `mesh`; None when `stage` is 1 (no pipeline)."""
+    s = stage_count(mesh)
+    if s == 1:
+        return None
+    r = cfg.pipeline_repeats
+    m = cfg.pipeline_microbatches or s
+    if not cfg.scan_layers:
+        raise ValueError(f"pipeline parallelism (mesh stage={s}) pipelines the scanned stack; model.scan_layers=False")
+    if n_units % (s * r):
+        raise ValueError(f"the scanned stack has {n_units} units, not divisible by mesh stage={s} × "
+                         f"model.pipeline_repeats={r} = {s * r} virtual stages")
+    if m < s:
+        raise ValueError(f"model.pipeline_microbatches={m} is fewer than mesh stage={s}: the circular schedule "
+                         f"needs at least one microbatch per stage")
+    return PipelineSpec(s, r, m, n_units // (s * r))
+
+
+def _stage_sharded(x, mesh):
+    """Constrain the leading axis of `x` to `stage`, the others free for the partitioner."""
+    spec = P(STAGE_AXIS, *([P.UNCONSTRAINED] * (x.ndim - 1)))
+    return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+
+
+def to_stages(tree, spec: PipelineSpec, mesh):
+    """Stack leaves [U, ...] → [S, R, L, ...]: unit (r·S + s)·L + l lands at [s, r, l]."""
+    s, r, l = spec.stages, spec.repeats, spec.units_per_stage
+
+    def one(a):
+        a = a.reshape((r, s, l) + a.shape[1:])
+        return _stage_sharded(jnp.swapaxes(a, 0, 1), mesh)
+
+    return jax.tree.map(one, tree)
+
+
+def from_stages(tree, spec: PipelineSpec):
+    """The inverse of `to_stages` for per-unit results: [S, R, L, ...] → [U, ...] in unit order."""
+    return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1).reshape((-1,) + a.shape[3:]), tree)
+
+
+def shift_to_next_stage(x_S, mesh):
+    """Stage s's slice of `x_S` [S, ...] moves to stage s + 1 (S − 1 → 0): one collective permute over `stage`."""
+    n = stage_count(mesh)
+    perm = [(i, (i + 1) % n) for i in range(n)]
+    spec = P(STAGE_AXIS)
+    return jax.shard_map(lambda x_: jax.lax.ppermute(x_, STAGE_AXIS, perm), mesh=mesh, in_specs=spec,
+                         out_specs=spec, axis_names={STAGE_AXIS})(x_S)
+
+
+class _Carry(NamedTuple):
+    """The schedule's loop state."""
+
+    state_S: jax.Array  # [S, mb, T, D] what each stage received from the previous one
+    buf_S: jax.Array  # [S, M, mb, T, D] per-microbatch inputs / circulating outputs (stage 0's copy is read)
+    aux_S: object  # per-unit MoE statistics summed over microbatches, leaves [S, R, L, ...], or None
+
+
+def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, segment_ids_BT, spec: PipelineSpec,
+                 mesh):
+    """Run the scanned stack under the circular schedule (module docstring).
+
+    Args:
+      stage_fn: `(params_L, router_L, x_bTD, positions_bT, segment_ids_bT) -> (y_bTD, aux)`: L scanned units on
+        one microbatch; aux leaves are per-unit sums [L, ...] (or aux is None).
+      params_U, router_U: the stack's parameters and router state, leaves [U, ...].
+      x_BTD, positions_BT, segment_ids_BT: the whole batch entering the stack (segment ids may be None).
+      spec: the schedule (`pipeline_spec`).
+      mesh: the mesh with the `stage` axis.
+
+    Returns:
+      (y_BTD, aux): the stack's output and the per-unit aux summed over microbatches, leaves [U, ...].
+    """
+    s_, m_, r_ = spec.stages, spec.microbatches, spec.repeats
+    b, t, d = x_BTD.shape
+    if b % m_:
+        raise ValueError(f"batch {b} is not divisible by model.pipeline_microbatches={m_}")
+    mb = b // m_
+    split = lambda a: None if a is None else jnp.asarray(a).reshape((m_, mb) + a.shape[1:])  # noqa: E731  [M, mb, ...]
+    x_M, pos_M, seg_M = split(x_BTD), split(positions_BT), split(segment_ids_BT)
+    params_S, router_S = to_stages(params_U, spec, mesh), to_stages(router_U, spec, mesh)
+    stage_ids_S = jnp.arange(s_)
+    first_S = (stage_ids_S == 0)[:, None, None, None]
+
+    def run_stages(i, x_S):
+        """Step 2: every stage's item of iteration i → (y [S, mb, T, D], aux [S, L, ...], valid [S], repeat [S])."""
+        j_S = i - stage_ids_S
+        valid_S = (j_S >= 0) & (j_S < m_ * r_)
+        j_S = jnp.clip(j_S, 0, m_ * r_ - 1)
+        m_S, r_S = j_S % m_, j_S // m_
+
+        def one(p, rs, x, m, r):
+            pick = lambda tree: jax.tree.map(lambda a: a[r], tree)  # noqa: E731  this repeat's L units
+            seg = None if seg_M is None else seg_M[m]
+            return stage_fn(pick(p), pick(rs), x, pos_M[m], seg)
+
+        y_S, aux = jax.vmap(one, spmd_axis_name=STAGE_AXIS)(params_S, router_S, x_S, m_S, r_S)
+        return y_S, aux, valid_S, r_S
+
+    def body(c: _Carry, i):
+        with jax.named_scope("pipeline_stage_input"):  # step 1
+            x_S = jnp.where(first_S, c.buf_S[:, i % m_], c.state_S)
+        with jax.named_scope("pipeline_stages"):  # step 2
+            y_S, aux, valid_S, r_S = run_stages(i, x_S)
+        with jax.named_scope("pipeline_send"):  # step 3
+            state_S = shift_to_next_stage(y_S, mesh)
+        with jax.named_scope("pipeline_collect"):  # step 4
+            j_last = i - (s_ - 1)
+            slot = jnp.clip(j_last, 0, m_ * r_ - 1) % m_
+            keep = (j_last >= 0) & first_S
+            buf_S = c.buf_S.at[:, slot].set(jnp.where(keep, state_S, c.buf_S[:, slot]))
+        aux_S = c.aux_S
+        if aux is not None:
+            hit_SR = (jax.nn.one_hot(r_S, r_, dtype=jnp.float32) * valid_S[:, None].astype(jnp.float32))
+
+            def add(acc, a):  # acc [S, R, L, ...] += hit [S, R] ⊗ a [S, L, ...]
+                w = hit_SR.reshape(hit_SR.shape + (1,) * (a.ndim - 1))
+                return acc + w * a[:, None].astype(acc.dtype)
+
+            aux_S = jax.tree.map(add, c.aux_S, aux)
+        return _Carry(state_S, buf_S, aux_S), None
+
+    buf_S = _stage_sharded(jnp.broadcast_to(x_M[None], (s_,) + x_M.shape), mesh)
+    state_S = _stage_sharded(jnp.zeros((s_, mb, t, d), x_BTD.dtype), mesh)
+    aux0 = _aux_zeros(stage_fn, params_S, router_S, x_M, pos_M, seg_M, spec)
+    carry, _ = jax.lax.scan(body, _Carry(state_S, buf_S, aux0), jnp.arange(spec.iterations))
+    y_BTD = carry.buf_S[0].reshape(b, t, d)
+    aux = None if carry.aux_S is None else from_stages(carry.aux_S, spec)
+    return y_BTD, aux
+
+
+def _aux_zeros(stage_fn, params_S, router_S, x_M, pos_M, seg_M, spec: PipelineSpec):
+    """fp32 zeros [S, R, L, ...] shaped like one stage's aux (None when the stack has no MoE layers)."""
+    pick = lambda tree: jax.tree.map(lambda a: a[0, 0], tree)  # noqa: E731
+    seg = None if seg_M is None else seg_M[0]
+    shapes = jax.eval_shape(lambda: stage_fn(pick(params_S), pick(router_S), x_M[0], pos_M[0], seg)[1])
+    if shapes is None:
+        return None
+    lead = (spec.stages, spec.repeats)
+    return jax.tree.map(lambda a: jnp.zeros(lead + a.shape, jnp.float32), shapes)
