@@ -30,18 +30,18 @@ if "--gpu" not in sys.argv:  # 8 fake CPU devices; must precede the jax import
     os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from flax import linen as nn  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import linen as nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from composer2_jax import sharding as shd  # noqa: E402
-from composer2_jax.config import get_model_config  # noqa: E402
-from composer2_jax.losses.lm import chunked_cross_entropy  # noqa: E402
-from composer2_jax.model import Transformer  # noqa: E402
-from composer2_jax.model.pipeline import bubble_fraction  # noqa: E402
-from composer2_jax.train.state import activate  # noqa: E402
+from composer2_jax import sharding as shd
+from composer2_jax.config import get_model_config
+from composer2_jax.losses.lm import chunked_cross_entropy
+from composer2_jax.model import Transformer
+from composer2_jax.model.pipeline import bubble_fraction
+from composer2_jax.train.state import activate
 
 
 def emit(**kw):
@@ -113,7 +113,8 @@ def main(argv=None):
         fn, params, n_permutes = grad_step(pcfg, shd.make_mesh(mesh_shape), batch, seq)
         t = timed(fn, params)
         emit(what="pipelined", mesh=mesh_shape, microbatches=lay["mb"], repeats=lay["r"], seconds=round(t, 4),
-             step_ratio=round(t / t_ref, 3), bubble_formula=round(bubble_fraction(lay["stage"], lay["mb"], lay["r"]), 3),
+             step_ratio=round(t / t_ref, 3),
+             bubble_formula=round(bubble_fraction(lay["stage"], lay["mb"], lay["r"]), 3),
              bubble_measured=round(1 - t_ref / t, 3), permutes=n_permutes)
 
 

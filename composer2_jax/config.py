@@ -80,10 +80,12 @@ class ModelConfig:
     scan_layers: bool = True  # run the homogeneous MoE layers under nn.scan (one compiled layer)
     pipeline_microbatches: int = 0  # microbatches M per pipelined batch over the mesh's `stage` axis; 0: M = stages
     pipeline_repeats: int = 1  # virtual stages per device (circular schedule): the stack is cut into stage·repeats
-    remat_policy: str = "full"  # activation checkpointing per layer: none | full | dots | dots_no_batch | save_attention_out
+    # activation checkpointing per layer: none | full | dots | dots_no_batch | save_attention_out
+    remat_policy: str = "full"
     attention_kernel: str = "xla"  # attention implementation by name (model/attention.py KERNELS)
     initializer_range: float = 0.02  # std of the normal initialiser of all matrices
-    moe_impl: str = "dropless"  # token dispatch: dropless (every assignment computed) | capacity (GShard, drops overflow)
+    # token dispatch: dropless (every assignment computed) | capacity (GShard, drops overflow)
+    moe_impl: str = "dropless"
     moe_capacity_factor: float = 1.25  # capacity mode: slots per expert C = ceil(factor · tokens·k / E) per group
     moe_expert_parallel: bool = True  # dispatch in shard_map over the `expert` axis when the caller gives a mesh
     moe_gmm_impl: str = "auto"  # grouped matmul: auto (per backend) | ragged (lax.ragged_dot) | padded (batched einsum)
@@ -123,14 +125,16 @@ def _validate(c: ModelConfig):
     if c.n_routed_experts > 0:
         _require(c.moe_intermediate_size > 0, f"model.moe_intermediate_size must be > 0, got {c.moe_intermediate_size}")
         _require(0 < c.num_experts_per_tok <= c.n_routed_experts,
-                 f"model.num_experts_per_tok={c.num_experts_per_tok} must lie in [1, n_routed_experts={c.n_routed_experts}]")
+                 f"model.num_experts_per_tok={c.num_experts_per_tok} must lie in "
+                 f"[1, n_routed_experts={c.n_routed_experts}]")
         _require(c.n_group >= 1 and c.n_routed_experts % c.n_group == 0,
                  f"model.n_routed_experts={c.n_routed_experts} is not divisible by model.n_group={c.n_group}")
         _require(1 <= c.topk_group <= c.n_group,
                  f"model.topk_group={c.topk_group} must lie in [1, n_group={c.n_group}]")
         per_group = c.n_routed_experts // c.n_group
         _require(c.n_group == 1 or per_group >= 2,
-                 f"group-limited routing scores each group by its top-2 experts; n_routed_experts/n_group={per_group} < 2")
+                 f"group-limited routing scores each group by its top-2 experts; "
+                 f"n_routed_experts/n_group={per_group} < 2")
         _require(c.num_experts_per_tok <= c.topk_group * per_group,
                  f"model.num_experts_per_tok={c.num_experts_per_tok} exceeds the experts in topk_group={c.topk_group} "
                  f"groups of {per_group}")
@@ -139,7 +143,8 @@ def _validate(c: ModelConfig):
              f"{c.pipeline_microbatches!r}")
     _require(isinstance(c.pipeline_repeats, int) and c.pipeline_repeats >= 1,
              f"model.pipeline_repeats must be an int >= 1, got {c.pipeline_repeats!r}")
-    _require(c.remat_policy in _REMAT_POLICIES, f"model.remat_policy={c.remat_policy!r}; expected one of {_REMAT_POLICIES}")
+    _require(c.remat_policy in _REMAT_POLICIES,
+             f"model.remat_policy={c.remat_policy!r}; expected one of {_REMAT_POLICIES}")
     _require(c.dtype in _DTYPES and c.param_dtype in _DTYPES,
              f"model.dtype={c.dtype!r} / param_dtype={c.param_dtype!r}; expected one of {_DTYPES}")
     _require(c.num_mtp_layers >= 0, f"model.num_mtp_layers must be >= 0, got {c.num_mtp_layers}")

@@ -288,8 +288,8 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
                   fits_calibrated=bool(peak / CPU_MEMORY_OVERESTIMATE <= chip.hbm_bytes),
                   compile_s=round(time.time() - t0, 1))
     if stages > 1:
-        from composer2_jax.model.pipeline import pipeline_spec
         from composer2_jax.model.layer_plan import layer_plan
+        from composer2_jax.model.pipeline import pipeline_spec
 
         spec = pipeline_spec(cfg, mesh, layer_plan(cfg)[2])
         report["pipeline"] = dict(stages=spec.stages, microbatches=spec.microbatches, repeats=spec.repeats,
@@ -465,7 +465,8 @@ def main(argv=None):
                     help="check the roofline against published MaxText step times (REFERENCES); one JSON line each")
     ap.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
     rl = ap.add_argument_group("rl: the rollout side and the pod split (composer2_jax/plan_rollout.py)")
-    rl.add_argument("--pod", type=int, default=0, help="chips to split between trainer and engines (default: the mesh's)")
+    rl.add_argument("--pod", type=int, default=0,
+                    help="chips to split between trainer and engines (default: the mesh's)")
     rl.add_argument("--engine_chips", type=int, default=32, help="chips per rollout engine")
     rl.add_argument("--weight_bytes", type=float, default=1.0, help="engine bytes per weight (1 = fp8, 2 = bf16)")
     rl.add_argument("--generated_tokens", type=int, default=16384, help="mean sampled tokens per episode")

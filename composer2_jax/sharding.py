@@ -93,7 +93,8 @@ class MeshConfig:
         fixed = math.prod(s for s in sizes if s != -1)
         if free:
             if n_devices % fixed:
-                raise schema.ConfigError(f"{n_devices} devices cannot be split into mesh {dict(zip(MESH_AXES, sizes))}: "
+                raise schema.ConfigError(f"{n_devices} devices cannot be split into mesh "
+                                         f"{dict(zip(MESH_AXES, sizes))}: "
                                  f"the fixed axes multiply to {fixed}, which does not divide {n_devices}")
             sizes[free[0]] = n_devices // fixed
         if math.prod(sizes) != n_devices:
@@ -129,7 +130,8 @@ def num_slices(devices: Sequence) -> int:
 
 
 def device_grid(shape: Sequence[int], devices: Sequence) -> np.ndarray:
-    """Devices arranged as `shape`; with several slices, `stage` then `data` are split over DCN, the rest stays inside."""
+    """Devices arranged as `shape`; with several slices, `stage` then `data` are split over DCN, the rest stays
+    inside."""
     n = num_slices(devices)
     if n == 1:
         return np.asarray(devices).reshape(shape)

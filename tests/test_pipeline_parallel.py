@@ -10,13 +10,13 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 import optax
+import pytest
 
 from composer2_jax import sharding as shd
 from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
-from composer2_jax.model.pipeline import bubble_fraction, pipeline_spec, to_stages, from_stages
+from composer2_jax.model.pipeline import bubble_fraction, from_stages, pipeline_spec, to_stages
 from composer2_jax.train.state import activate, init_train_state
 from composer2_jax.train.step import StepConfig, make_train_step
 from tests.tolerances import SHARDED_FP32
@@ -53,11 +53,13 @@ def _run(cfg, mesh_shape):
     return jax.device_get(m), jax.device_get(state.params), jax.device_get(state.router_state)
 
 
-CASES = [  # (mesh, model overrides); the first two are the fast suite's proof, the rest run with -m slow
+CASES = [  # (mesh, model overrides); the first is the fast suite's proof, the rest run in CI's slow step
     pytest.param(dict(stage=2, fsdp=2, expert=2), dict(pipeline_repeats=2, remat_policy="full"), id="s2-fsdp-ep-r2"),
-    pytest.param(dict(stage=4, expert=2), dict(pipeline_repeats=2, num_mtp_layers=1), id="s4-ep-r2-mtp"),
+    pytest.param(dict(stage=4, expert=2), dict(pipeline_repeats=2, num_mtp_layers=1), id="s4-ep-r2-mtp",
+                 marks=pytest.mark.slow),
     pytest.param(dict(stage=2, fsdp=4), {}, id="s2-fsdp", marks=pytest.mark.slow),
-    pytest.param(dict(stage=4, fsdp=2), dict(pipeline_microbatches=4, remat_policy="dots"), id="s4-fsdp", marks=pytest.mark.slow),
+    pytest.param(dict(stage=4, fsdp=2), dict(pipeline_microbatches=4, remat_policy="dots"), id="s4-fsdp",
+                 marks=pytest.mark.slow),
 ]
 
 

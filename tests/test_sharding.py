@@ -1,4 +1,5 @@
-"""Mesh construction (incl. the multi-slice layout), the rules table, start-up divisibility errors naming both numbers."""
+"""Mesh construction (incl. the multi-slice layout), the rules table, start-up divisibility errors naming both
+numbers."""
 
 import types
 
@@ -60,7 +61,8 @@ def test_multi_slice_puts_pipeline_stages_on_dcn_first():
     slices = np.vectorize(lambda d: d.slice_index)(grid)
     assert (slices[0] == 0).all() and (slices[1] == 1).all()
     mesh = shd.make_mesh(dict(stage=2, fsdp=4))
-    assert dict(mesh.shape)["stage"] == 2 and shd.logical_to_spec(("layers", "embed")) == P("stage", ("fsdp", "context"))
+    assert dict(mesh.shape)["stage"] == 2
+    assert shd.logical_to_spec(("layers", "embed")) == P("stage", ("fsdp", "context"))
 
 
 @pytest.mark.parametrize("mesh_shape, kw, batch, seq, message", [

@@ -124,7 +124,8 @@ def test_corrupt_checkpoint_is_a_clear_error_and_the_previous_one_restores(tmp_p
     shutil.rmtree(tmp_path / "checkpoints" / "4" / "state")
     (tmp_path / "checkpoints" / "4" / "state").mkdir()
     abstract = _abstract(c, shd.make_mesh(dict(c.mesh)))
-    with pytest.raises(CheckpointError, match=r"(?s)checkpoint step 4 .* is corrupt or incomplete.*older committed steps that may restore: \[2\]"):
+    with pytest.raises(CheckpointError, match=r"(?s)checkpoint step 4 .* is corrupt or incomplete"
+                                              r".*older committed steps that may restore: \[2\]"):
         ck.restore(abstract)
     step, state, _, _ = ck.restore(abstract, fallback=True)
     assert step == 2 and int(state.step) == 2

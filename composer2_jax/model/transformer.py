@@ -61,8 +61,8 @@ class Unit(nn.Module):
         auxes, j_moe = [], 0
         for j, is_moe in enumerate(self.pattern):
             replay = None if (replay_PBTk is None or not is_moe) else replay_PBTk[j_moe]
-            x_BTD, aux = layer(self.cfg, is_moe, self.mesh, name=unit_layer_name(j))(x_BTD, positions_BT, segment_ids_BT,
-                                                                                   replay)
+            block = layer(self.cfg, is_moe, self.mesh, name=unit_layer_name(j))
+            x_BTD, aux = block(x_BTD, positions_BT, segment_ids_BT, replay)
             if is_moe:
                 auxes.append(aux)
                 j_moe += 1
@@ -115,8 +115,8 @@ class Transformer(nn.Module):
         if c.num_mtp_layers and (mtp_tokens is not None or self.is_initializing()):
             if mtp_tokens is None:  # init: any ids of the right shape create the MTP params
                 mtp_tokens = jnp.broadcast_to(tokens_BT[..., None], (b, t, c.num_mtp_layers))
-            out = out._replace(mtp=MTP(c, self.mesh, name="mtp")(x_BTD, mtp_tokens, embed_VD, positions_BT, segment_ids_BT,
-                                                      mtp_detach))
+            mtp = MTP(c, self.mesh, name="mtp")
+            out = out._replace(mtp=mtp(x_BTD, mtp_tokens, embed_VD, positions_BT, segment_ids_BT, mtp_detach))
         return out
 
     def _stack(self, x_BTD, positions_BT, segment_ids_BT, replay_UPBTk, pattern, n_units):
@@ -177,8 +177,9 @@ class Transformer(nn.Module):
 
 def scanned_units(n_units: int):
     """`Unit` under nn.scan over `n_units` units (params and router state gain a leading `layers` axis)."""
-    return nn.scan(Unit, variable_axes={"params": 0, "router_state": 0, "intermediates": 0}, split_rngs={"params": True},
-                   in_axes=(nn.broadcast, nn.broadcast, 0), length=n_units, metadata_params={nn.PARTITION_NAME: "layers"})
+    return nn.scan(Unit, variable_axes={"params": 0, "router_state": 0, "intermediates": 0},
+                   split_rngs={"params": True}, in_axes=(nn.broadcast, nn.broadcast, 0), length=n_units,
+                   metadata_params={nn.PARTITION_NAME: "layers"})
 
 
 def _expand(aux):

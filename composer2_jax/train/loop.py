@@ -24,9 +24,9 @@ from composer2_jax.data import pipeline as data_lib
 from composer2_jax.data.tokenizer import TokenizerConfig
 from composer2_jax.model import Transformer
 from composer2_jax.model import context_parallel as cp
+from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.model.mtp import layout_context
 from composer2_jax.model.pipeline import pipeline_spec
-from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.params import count_params
 from composer2_jax.train import optim as optim_lib
 from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer
@@ -67,7 +67,8 @@ class StageConfig:
     optim: optim_lib.OptimConfig = optim_lib.OptimConfig()  # optimizer and schedule (train/optim.py)
     step: StepConfig = StepConfig()  # loss weights, accumulation, NaN policy, the MTP loss (train/step.py)
     data: data_lib.DataConfig = data_lib.DataConfig()  # sources, packing, mixture, shuffling (data/pipeline.py)
-    data_shard_by: str = "documents"  # multi-process data split: documents (scales) | rows (same batches at any host count)
+    # multi-process data split: documents (scales) | rows (same batches at any host count)
+    data_shard_by: str = "documents"
     tokenizer: TokenizerConfig = TokenizerConfig()  # byte | tiktoken, and its file
     mesh: shd.MeshConfig = shd.MeshConfig()  # device mesh axis sizes (sharding.py); -1 = the rest of the devices
     steps: int = 60  # train until this global step

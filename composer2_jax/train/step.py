@@ -112,7 +112,8 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
             add = lambda a, c: a + c  # noqa: E731
             return (jax.tree.map(add, grads, g), loss + l, ce_sum + ce.loss_sum, correct + ce.correct,
                     None if load is None else load + ld, bal + b, jax.tree.map(add, mtp_s, ms),
-                    None if mtp_ld is None else mtp_ld + mld, None if m is None else jax.tree.map(jnp.maximum, mx, m)), None
+                    None if mtp_ld is None else mtp_ld + mld,
+                    None if m is None else jax.tree.map(jnp.maximum, mx, m)), None
 
         zeros = jax.tree.map(jnp.zeros_like, state.params)
         load0 = _load_zeros(model)
