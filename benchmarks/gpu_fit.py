@@ -174,13 +174,13 @@ def decode_static(batch=DECODE_GPU["batch"], prompt_len=DECODE_GPU["prompt_len"]
 
 
 def rollout_static(slots: int | None = None):
-    """benchmarks/rollout_engine.py --gpu's static baseline: the static Engine at [slots, the longest context] with
-    its largest reply bucket, no drafts. It does not fit one H200 at the benchmark's 16 slots (benchmarks/RESULTS.md);
-    `slots` compiles a smaller batch."""
-    from benchmarks.rollout_engine import gpu_setup
+    """benchmarks/rollout_engine.py --gpu --only both's static baseline: the static Engine at [slots, the longest
+    context] with its largest reply bucket, no drafts, at the benchmark's GPU_STATIC_SLOTS rows unless `slots` says
+    otherwise (at the rollout engine's 16 slots it does not fit one H200, benchmarks/RESULTS.md)."""
+    from benchmarks.rollout_engine import GPU_STATIC_SLOTS, gpu_setup
 
     _, wl, ecfg = gpu_setup()
-    return decode_static(batch=slots or ecfg.slots, prompt_len=ecfg.max_len, new_tokens=wl.reply_max, num_draft=0,
+    return decode_static(batch=slots or GPU_STATIC_SLOTS, prompt_len=ecfg.max_len, new_tokens=wl.reply_max, num_draft=0,
                          mtp_layers=0)
 
 

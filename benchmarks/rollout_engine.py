@@ -2,7 +2,10 @@
 
     python -m benchmarks.rollout_engine                     CPU toy, ~2 min on 2 cores (16 episodes × 4 turns)
     python -m benchmarks.rollout_engine --preset moe100m    the ~100M-parameter MoE (same workload, slower)
-    python -m benchmarks.rollout_engine --gpu               gpu_small preset, bf16, 64 episodes × 8 turns
+    python -m benchmarks.rollout_engine --gpu               gpu_small preset, bf16, 64 episodes × 8 turns, the
+                                                            rollout engine only (see below)
+    ... --gpu --only both                                    adds the static baseline at --static-slots (2: the most
+                                                            rows of its fixed [rows, 18,736] program one H200 holds)
     ... --only static | --only rollout                       one engine (halves a slow run; no output comparison)
 
 Workload (seeded): E episodes, each a shared system prompt + its own task, then T turns of (reply, observation);
@@ -172,6 +175,11 @@ def engine_config(wl: Workload, slots: int, chunk: int, page: int = 16) -> Engin
                         num_pages=wl.episodes * max_len // page + 1, max_len=max_len)
 
 
+# The static baseline's rows under --gpu: its [rows, 18,736-token context] program with 512 new tokens compiles to
+# 125.45 GB at 2 rows on CPU (an upper bound) against the 126.9 GB budget; 16 rows need 787 GB (benchmarks/RESULTS.md).
+GPU_STATIC_SLOTS = 2
+
+
 def gpu_setup():
     """--gpu: (model config, workload, engine config) — gpu_small bf16, 64 episodes × 8 turns, 16 slots, chunk 256
     (benchmarks/gpu_fit.py compiles these programs on CPU against one H200)."""
@@ -190,25 +198,32 @@ def main():
     ap.add_argument("--slots", type=int, default=8)
     ap.add_argument("--chunk", type=int, default=64)
     ap.add_argument("--obs-max", type=int, default=256)
-    ap.add_argument("--only", choices=("static", "rollout"), help="run one engine (no output comparison)")
+    ap.add_argument("--only", choices=("static", "rollout", "both"),
+                    help="which engines (default: both on CPU; rollout under --gpu, where the static baseline at "
+                         "the engine's 16 slots needs 787 GB, benchmarks/RESULTS.md)")
+    ap.add_argument("--static-slots", type=int,
+                    help="rows of the static baseline's fixed batch (default: --slots on CPU, "
+                         f"{GPU_STATIC_SLOTS} under --gpu)")
     args = ap.parse_args()
     if args.gpu:
         cfg, wl, ecfg = gpu_setup()
-        slots = ecfg.slots
+        slots = args.static_slots or GPU_STATIC_SLOTS
+        only = args.only or "rollout"
     else:
         cfg = get_model_config("toy", **PRESETS[args.preset])
         wl = Workload(episodes=args.episodes, turns=args.turns, obs_max=args.obs_max)
-        slots, ecfg = args.slots, engine_config(wl, args.slots, args.chunk)
+        slots, ecfg = args.static_slots or args.slots, engine_config(wl, args.slots, args.chunk)
+        only = args.only or "both"
     v = random_variables(cfg, seed=0, head_scale=20.0, on_device=args.gpu)
     head = dict(bench="rollout_engine", preset="gpu_small" if args.gpu else args.preset,
-                params=count_params(v["params"], cfg)[0], **dataclasses.asdict(wl), slots=slots, chunk=ecfg.chunk)
-    if args.only != "rollout":
+                params=count_params(v["params"], cfg)[0], **dataclasses.asdict(wl), chunk=ecfg.chunk)
+    if only != "rollout":
         static, s_out = run_static(cfg, v, wl, slots)
-        print(json.dumps(dict(head, **static)), flush=True)
-    if args.only != "static":
+        print(json.dumps(dict(head, slots=slots, **static)), flush=True)
+    if only != "static":
         rollout, r_out = run_rollout(cfg, v, wl, ecfg)
-        print(json.dumps(dict(head, **rollout)), flush=True)
-    if args.only:
+        print(json.dumps(dict(head, slots=ecfg.slots, **rollout)), flush=True)
+    if only != "both":
         return
     print(json.dumps(dict(head, engine="compare", same_outputs=s_out == r_out,
                           speedup_tokens_per_s=round(rollout["tokens_per_s"] / static["tokens_per_s"], 2),

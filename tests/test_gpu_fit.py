@@ -79,3 +79,14 @@ def test_rollout_engine_programs_fit_with_their_page_pool(program):
     (64 episodes at their longest context, ~16.6 GB of bf16 latents, donated)."""
     rec = _check(program)
     assert rec["peak_gb"] * 1e9 > 6.5e9 * 2 + _pool_bytes()  # bf16 params and the pool, at least
+
+
+@pytest.mark.slow
+def test_rollout_benchmark_static_baseline_fits_at_its_gpu_rows():
+    """benchmarks/rollout_engine.py --gpu --only both: the static baseline's fixed [2, 18,736] program, 512 new
+    tokens (at the engine's 16 slots it needs ~787 GB)."""
+    from benchmarks.rollout_engine import GPU_STATIC_SLOTS
+
+    assert GPU_STATIC_SLOTS == 2
+    rec = _check("rollout_static")
+    assert rec["peak_gb"] > 6.5e9 * 2 / 1e9

@@ -7,6 +7,7 @@ import os
 import random
 import subprocess
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -355,6 +356,17 @@ def test_env_faults_are_retried_or_dropped_and_the_trainer_never_stalls(env, tmp
     assert c["episode_failures"] >= faulty.raised  # every injected fault failed one attempt (stop may add more)
     assert c["episodes_retried"] >= 1
     assert c["episodes_done"] >= 4 * 2 * 2  # every consumed group kept at least min_group episodes
+
+
+@needs_sandbox
+def test_a_run_whose_every_episode_fails_stops_at_once_naming_the_failure(env, tmp_path):
+    """Every sandbox call fails: the run stops after rl.loop.max_dropped_in_a_row drops with the last error, instead
+    of admitting groups that can only fail until the trainer's take timeout (120 s here)."""
+    faulty = FaultyEnv(env, fail=lambda n: True)
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"64 episodes dropped in a row .*max_dropped_in_a_row=64.*the last, of "):
+        run_loop(env, tmp_path, eta=1, faulty_env=faulty)
+    assert time.monotonic() - t0 < 60 and faulty.raised >= 64 * 2  # every drop took 1 + max_retries attempts
 
 
 @needs_sandbox

@@ -264,7 +264,17 @@ def _psum_latent_grads(spec: RingSpec, dsrc, dw):
     axes = _head_axes(spec)
     if axes:
         dsrc = jax.tree.map(lambda g: jax.lax.psum(g, axes), dsrc)
-    return dsrc, jax.lax.psum(dw, cp.replicated_axes(spec.mesh, cp.spec_for(spec.mesh, cp.WEIGHT_LHX)))
+    return dsrc, jax.lax.psum(dw, _weight_sum_axes(spec.mesh))
+
+
+def _weight_sum_axes(mesh) -> tuple[str, ...]:
+    """Mesh axes dW_kvb is a partial sum over: those its spec replicates it over that split an input (the batch,
+    the sequence or the heads). An axis no input names (e.g. `stage` around a ring inside one pipeline stage) sees
+    the same inputs on every device, so each already holds the whole gradient."""
+    inputs = (cp.HEADS_BTHK, cp.LATENT_BTL, cp.TOKENS_BT)
+    split = {a for spec in (cp.spec_for(mesh, x) for x in inputs) for e in spec
+             for a in ((e,) if isinstance(e, str) else (e or ()))}
+    return tuple(a for a in cp.replicated_axes(mesh, cp.spec_for(mesh, cp.WEIGHT_LHX)) if a in split)
 
 
 # ----------------------------------------------------------------------------------------------- custom_vjp

@@ -59,11 +59,14 @@ class LoopConfig:
     max_retries: int = 1  # retries of an episode whose sandbox or rollout call failed
     min_group: int = 2  # groups with fewer surviving episodes are dropped
     take_timeout_s: float = 600.0  # the trainer gives up (error naming the counters) after waiting this long
+    max_dropped_in_a_row: int = 64  # this many episodes dropped with no success between them stop the run (an
+    # error naming the last failure), instead of admitting groups that can only fail until take_timeout_s
 
     def __post_init__(self):
-        if self.episode_threads < 1 or self.max_retries < 0 or self.min_group < 1 or self.take_timeout_s <= 0:
+        if self.episode_threads < 1 or self.max_retries < 0 or self.min_group < 1 or self.take_timeout_s <= 0 \
+                or self.max_dropped_in_a_row < 1:
             raise ValueError(f"rl.loop {self}: expected episode_threads >= 1, max_retries >= 0, min_group >= 1, "
-                             f"take_timeout_s > 0")
+                             f"take_timeout_s > 0, max_dropped_in_a_row >= 1")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -89,6 +89,29 @@ class _CallsAt:
             self._calls.pop(snapshot, None)
 
 
+class _DropStreak:
+    """Episodes dropped since the last success; at `limit` in a row the run is hopeless (every sandbox or rollout
+    call fails the same way), and `fatal` says why instead of the trainer waiting out its timeout."""
+
+    def __init__(self, limit: int):
+        self.limit, self.count, self.fatal = limit, 0, None
+        self._lock = threading.Lock()
+
+    def success(self) -> None:
+        with self._lock:
+            self.count = 0
+
+    def dropped(self, task_id: str, error: BaseException | None) -> bool:
+        """Count one drop; True (and `fatal` set) once the streak reaches the limit."""
+        with self._lock:
+            self.count += 1
+            if self.count >= self.limit and self.fatal is None:
+                self.fatal = (f"{self.count} episodes dropped in a row with no success between them "
+                              f"(rl.loop.max_dropped_in_a_row={self.limit}); the last, of {task_id}: "
+                              f"{type(error).__name__}: {error}")
+            return self.fatal is not None
+
+
 class LocalOrchestrator:
     """Runs the RL loop in this process; `run(on_version)` trains until version `rl.steps`."""
 
@@ -103,6 +126,7 @@ class LocalOrchestrator:
         self._pool: ThreadPoolExecutor | None = None
         self._branch_pool: ThreadPoolExecutor | None = None  # tree groups: their episodes (the groups run on _pool)
         self._calls_at = _CallsAt()  # tree groups: checkpoint snapshot -> the calls its branches inherit
+        self._drops = _DropStreak(self.lc.max_dropped_in_a_row)
 
     # ------------------------------------------------------------------------------------------------ episodes
 
@@ -131,20 +155,26 @@ class LocalOrchestrator:
 
     def run_episode(self, task, version: int, checkpoint: TurnCheckpoint | None = None) -> EpisodeRecord | None:
         """One episode with retries; None (counted) when every attempt failed."""
+        last = None
         for attempt in range(1 + self.lc.max_retries):
             if self.stop.is_set():
                 return None
             try:
                 record = self.execute(task, version, checkpoint)
                 self.counters.add("episodes_done")
+                self._drops.success()
                 return record
             except Exception as e:  # noqa: BLE001 - any failure of a worker is retried or dropped, never fatal
                 self.counters.add("episode_failures")
                 log.warning("episode of %s failed (attempt %d): %s: %s", task.task_id, attempt + 1,
                             type(e).__name__, e)
+                last = e
                 if attempt < self.lc.max_retries:
                     self.counters.add("episodes_retried")
         self.counters.add("episodes_dropped")
+        if self._drops.dropped(task.task_id, last):  # only failures since the last success: stop the run
+            self.stop.set()
+            self.gate.notify()
         return None
 
     def _group_done(self, group: _PendingGroup) -> None:
@@ -259,6 +289,8 @@ class LocalOrchestrator:
         t0 = time.monotonic()
         groups = self.buffer.take(self.rl.groups_per_batch, self.trainer.version, self.stop,
                                   self.lc.take_timeout_s)
+        if groups is None and self._drops.fatal is not None:
+            raise RuntimeError(self._drops.fatal)
         if groups is None:
             raise RuntimeError(f"no batch of {self.rl.groups_per_batch} groups within "
                                f"{self.lc.take_timeout_s} s at version {self.trainer.version}; counters: "

@@ -41,8 +41,10 @@ class RayOrchestrator(LocalOrchestrator):
         self._next = itertools.count()
         self._lock = threading.Lock()
 
-    def execute(self, task, version: int) -> EpisodeRecord:
-        """One episode on the next EnvActor, its replies from the next RolloutActor (round robin)."""
+    def execute(self, task, version: int, checkpoint=None) -> EpisodeRecord:
+        """One episode on the next EnvActor, its replies from the next RolloutActor (round robin); plain groups only
+        (`checkpoint` is always None: rl/config.py refuses tree groups on Ray)."""
+        assert checkpoint is None, checkpoint
         with self._lock:
             i = next(self._next)
         env, rollout = self.envs[i % len(self.envs)], self.rollouts[i % len(self.rollouts)]

@@ -27,12 +27,14 @@ _HARD = re.compile(r"In calc\.py, (\w+) should return a (\S) b")
 
 
 def micro_model_config(**overrides):
-    """A two-layer MoE (one dense, one routed layer) small enough to compile in seconds; byte-tokenizer vocab."""
+    """A two-layer MoE (one dense, one routed layer) small enough to compile in seconds; byte-tokenizer vocab; no MTP
+    modules unless `num_mtp_layers` says so (the RL loss trains the trunk)."""
     from composer2_jax.config import get_model_config
 
     kw = dict(vocab_size=tk.ByteTokenizer().vocab_size, hidden_size=32, num_layers=2, num_heads=2, q_lora_rank=16,
               kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8, intermediate_size=64,
-              moe_intermediate_size=16, n_routed_experts=4, num_experts_per_tok=2, n_group=1, topk_group=1)
+              moe_intermediate_size=16, n_routed_experts=4, num_experts_per_tok=2, n_group=1, topk_group=1,
+              num_mtp_layers=0)
     return get_model_config("toy", **{**kw, **overrides})
 
 
