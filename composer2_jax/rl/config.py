@@ -205,6 +205,11 @@ class RLExperimentConfig:
         if not self.workdir:
             raise ValueError("workdir is empty; expected a directory for checkpoints/ and logs/")
         parse_mix(self.tasks)  # a bad curriculum string fails here, naming the entry
+        if self.rl.group_mode == "tree" and self.harness.max_summaries > 0:
+            raise ValueError(f"rl.group_mode='tree' with harness.max_summaries={self.harness.max_summaries}: a "
+                             "self-summary restarts the context, which a tree path cannot express; expected "
+                             "harness.max_summaries=0 (an episode that fills harness.context_budget then ends with "
+                             "stop reason summary_limit) and a context_budget that holds a whole episode")
         reply = max(self.harness.max_new_tokens, self.harness.summary_tokens)
         if reply > self.rollout.max_new_tokens:
             raise ValueError(f"harness replies of up to {reply} tokens (max_new_tokens / summary_tokens) exceed "
