@@ -225,6 +225,7 @@ def candidates(pkg: Package, min_lines: int = 4, max_lines: int = 60) -> list[Ca
     """Public documented top-level functions of the package's modules that a test module's TestCase classes
     mention, where the test module imports the function's module (by its last name)."""
     tests = {t: t.read_text(errors="replace") for t in pkg.tests}
+    cases = {t: _test_cases(text) for t, text in tests.items()}
     out = []
     for src in sorted(pkg.root.rglob("*.py")):
         if src in tests or "__pycache__" in src.parts or _TEST_FILE.match(src.name):
@@ -245,11 +246,24 @@ def candidates(pkg: Package, min_lines: int = 4, max_lines: int = 60) -> list[Ca
             for test, text in tests.items():
                 if not re.search(rf"\b{re.escape(last)}\b", text):
                     continue
-                classes = generate.test_classes(text, node.name)
+                word = re.compile(rf"\b{re.escape(node.name)}\b")
+                classes = tuple(name for name, body in cases[test] if word.search(body))
                 if classes:
                     out.append(Candidate(pkg, module, node.name, src, test, start, node.end_lineno,
                                          f"{node.name}({ast.unparse(node.args)})", doc, classes))
     return out
+
+
+def _test_cases(test_source: str) -> list[tuple[str, str]]:
+    """(name, source) of the top-level TestCase-like classes of a test module (bench/generate.py `test_classes`)."""
+    try:
+        tree = ast.parse(test_source)
+    except SyntaxError:
+        return []
+    lines = test_source.splitlines(keepends=True)
+    return [(node.name, "".join(lines[node.lineno - 1:node.end_lineno])) for node in tree.body
+            if isinstance(node, ast.ClassDef) and ("Test" in node.name or any("TestCase" in ast.unparse(b)
+                                                                             for b in node.bases))]
 
 
 def _deleted(cand: Candidate) -> str:
