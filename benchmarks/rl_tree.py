@@ -1,15 +1,17 @@
 """Plain vs tree groups at equal generated tokens on the toy family (issue 18, item 4), JSON lines + a plot.
 
     python -m benchmarks.rl_tree --init runs/toy/rl/sft/checkpoints [--groups 8 --seeds 0,1,2 --plot FILE.png]
+    python -m benchmarks.rl_tree --policy scripted --p-correct 0.3   (oracle-like replies, no model: ~minutes)
 
-The toy model's weights are fixed (the SFT warm start at `--init`, version 0 throughout): this measures what one
-batch of rollouts buys, not a learning curve. For each seed, the same `--groups` training tasks are rolled out as
-plain groups (`--samples` episodes from the task's start) and as tree groups (rl/branching.py: `--initial`
-episodes, then `--branches` continuations per chosen turn boundary) under each node-choice rule, through the real
-embedded loop (rl/services/local.py: rollout worker, sandboxes, grader, staleness gate) with a trainer that records
-the batch and does not update. Tree groups get the token budget the plain groups of that seed actually spent per
-group (equal generated tokens). Every mode runs with `harness.max_summaries=0` and a context budget that holds a
-whole toy episode (tree paths need single-segment episodes).
+The policy is fixed — the toy model's SFT warm start at `--init` (version 0 throughout), or `--policy scripted`:
+rl/services/testing.py's oracle-like replies (read first on hard tasks, then the fix), each right with probability
+`--p-correct` — so this measures what one batch of rollouts buys, not a learning curve. For each seed, the same
+`--groups` training tasks are rolled out as plain groups (`--samples` episodes from the task's start) and as tree
+groups (rl/branching.py: `--initial` episodes, then `--branches` continuations per chosen turn boundary) under each
+node-choice rule, through the real embedded loop (rl/services/local.py: rollout worker, sandboxes, grader, staleness
+gate) with a trainer that records the batch and does not update. Tree groups get the token budget the plain groups
+of that seed actually spent per group (equal generated tokens). Every mode runs with `harness.max_summaries=0` and a
+context budget that holds a whole toy episode (tree paths need single-segment episodes).
 
 A useful sample carries a pass/fail learning signal (records.useful_samples: it trains a token whose success
 advantage is non-zero). Per mode and seed: generated tokens, episodes, leaf pass rate, useful samples and tokens
@@ -82,8 +84,13 @@ def one_mode(run, env, tok, model, params, router, num_moe, mode: str, rule: str
     task_list = tasks.task_set(args.groups, seed, tuple(run.rl.levels), "train")
     store, counters = WeightStore(), Counters()
     trainer = FrozenTrainer(params, router, model, num_moe)
-    rollout = RolloutWorker(model, store, run.rollout, tok.special_id(tk.IM_END), counters,
-                            vocab_limit=orchestrator.vocab_limit(tok, model.vocab_size))
+    if args.policy == "scripted":  # oracle-like replies, each right with probability --p-correct (no model)
+        from composer2_jax.rl.services.testing import ScriptedRollout
+
+        rollout = ScriptedRollout(store, p_correct=args.p_correct, seed=1000 * seed + len(rule))
+    else:
+        rollout = RolloutWorker(model, store, run.rollout, tok.special_id(tk.IM_END), counters,
+                                vocab_limit=orchestrator.vocab_limit(tok, model.vocab_size))
     worker = env_worker_for(run, env, tok)
     t0 = time.monotonic()
     try:
@@ -127,7 +134,7 @@ def summarize(rows: list[dict]) -> list[dict]:
     return out
 
 
-def plot(rows: list[dict], summary: list[dict], path: str) -> None:
+def plot(rows: list[dict], summary: list[dict], path: str, policy: str) -> None:
     """Tokens per useful sample and pass rate per mode (bars: pooled over seeds; dots: each seed)."""
     import matplotlib
 
@@ -145,7 +152,7 @@ def plot(rows: list[dict], summary: list[dict], path: str) -> None:
             ax.plot([i] * len(ys), ys, "k.", markersize=6)
         ax.set_xticks(range(len(modes)), modes, fontsize=8)
         ax.set_title(title)
-    fig.suptitle("plain vs tree groups at equal generated tokens (toy, fixed SFT policy)")
+    fig.suptitle(f"plain vs tree groups at equal generated tokens (toy, fixed {policy} policy)")
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
@@ -154,7 +161,10 @@ def plot(rows: list[dict], summary: list[dict], path: str) -> None:
 
 def main(argv=None) -> list[dict]:
     p = argparse.ArgumentParser(prog="python -m benchmarks.rl_tree", description=__doc__.splitlines()[0])
-    p.add_argument("--init", required=True, help="the SFT checkpoint folder (the fixed policy)")
+    p.add_argument("--init", default="", help="the SFT checkpoint folder (the fixed policy; --policy model)")
+    p.add_argument("--policy", choices=("model", "scripted"), default="model",
+                   help="scripted: oracle-like replies right with probability --p-correct (no model, no JAX)")
+    p.add_argument("--p-correct", type=float, default=0.3, help="--policy scripted: P(a reply is right)")
     p.add_argument("--workdir", default="runs/bench_rl_tree")
     p.add_argument("--groups", type=int, default=8, help="tasks (groups) per mode and seed")
     p.add_argument("--seeds", default="0,1,2")
@@ -168,13 +178,22 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--plot", default="", help="write the plot here")
     args = p.parse_args(argv)
     run = run_config(args)
-    model = inherited_model(run.preset, run.model, run.init_from)
-    run = dataclasses.replace(run, model=model)
+    if args.policy == "scripted":
+        from composer2_jax.rl.services.testing import CountingTrainer
+
+        model, params, router, num_moe = CountingTrainer(0).model_cfg, {}, {}, 0
+        run = dataclasses.replace(run, tokenizer=dataclasses.replace(run.tokenizer, name="byte", path=""))
+    else:
+        model = inherited_model(run.preset, run.model, run.init_from)
+        run = dataclasses.replace(run, model=model)
     tok = run.tokenizer.build()
-    trainer = orchestrator.make_trainer(run, tok)
-    params, router = load_stage_params(run.init_from, trainer.abstract)
-    num_moe = trainer.num_moe
-    del trainer
+    if args.policy == "model":
+        if not args.init:
+            p.error("--policy model needs --init (the SFT checkpoint folder)")
+        trainer = orchestrator.make_trainer(run, tok)
+        params, router = load_stage_params(run.init_from, trainer.abstract)
+        num_moe = trainer.num_moe
+        del trainer
     rows = []
     out = open(args.out, "w") if args.out else None
 
@@ -198,7 +217,7 @@ def main(argv=None) -> list[dict]:
     for s in summary:
         emit(s)
     if args.plot:
-        plot(rows, summary, args.plot)
+        plot(rows, summary, args.plot, "SFT" if args.policy == "model" else f"scripted p={args.p_correct}")
     if out is not None:
         out.close()
     return rows + summary
