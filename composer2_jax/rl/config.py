@@ -26,6 +26,7 @@ from composer2_jax.train.metrics import LogConfig
 from composer2_jax.train.optim import OptimConfig
 
 BACKENDS = ("local", "ray")
+PLACEMENTS = ("shared", "colocated", "disaggregated")
 GROUP_MODES = ("plain", "tree")
 
 
@@ -74,6 +75,10 @@ class RLConfig:
     """The RL loop: backend, staleness, batch, the task family and held-out evaluation."""
 
     backend: str = "local"  # local (threads in one process) | ray (actors, launch/ray_cluster.sh)
+    # where trainer and rollout engines run (docs/rl.md "RL at scale"): shared (rollout.devices inside the trainer's,
+    # both running at once: the single-device toy run) | colocated (the same devices, time-shared: the engines'
+    # page pools and the optimizer state are never resident together) | disaggregated (disjoint device sets)
+    placement: str = "shared"
     eta: int = 2  # staleness bound η: a sample of version v trains version t only if t − v ≤ η (0 = synchronous)
     steps: int = 100  # weight versions to train
     groups_per_batch: int = 8  # G: tasks per version
@@ -98,6 +103,11 @@ class RLConfig:
             raise ValueError(f"rl.backend={self.backend!r}; expected one of {BACKENDS}")
         if self.eta < 0:
             raise ValueError(f"rl.eta={self.eta}; expected >= 0 (0 = the synchronous loop)")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"rl.placement={self.placement!r}; expected one of {PLACEMENTS}")
+        if self.placement == "colocated" and self.backend != "local":
+            raise ValueError(f"rl.placement='colocated' time-shares one process's devices; it runs on the local "
+                             f"backend only, got backend={self.backend!r}")
         if self.group_mode not in GROUP_MODES:
             raise ValueError(f"rl.group_mode={self.group_mode!r}; expected one of {GROUP_MODES}")
         if self.group_mode == "tree" and self.backend != "local":
@@ -111,6 +121,22 @@ class RLConfig:
         if self.eval_every < 0 or self.eval_tasks < 1 or self.eval_samples < 1:
             raise ValueError(f"rl.eval_every={self.eval_every}, eval_tasks={self.eval_tasks}, eval_samples="
                              f"{self.eval_samples}; expected >= 0, >= 1, >= 1")
+
+
+def check_placement(placement: str, tc: TrainerConfig, rc: RolloutConfig) -> None:
+    """ValueError unless the trainer's and the rollout engines' device ranges fit the placement (naming both)."""
+    if placement == "shared":
+        return
+    if tc.devices == 0:
+        raise ValueError(f"rl.placement={placement!r} needs trainer.devices set (0 = every device leaves the "
+                         f"placement unchecked); expected the trainer's device count")
+    trainer, rollout = range(tc.devices), rc.device_ids()
+    where = (f"trainer devices [0, {tc.devices}) and rollout devices [{rollout.start}, {rollout.stop}) "
+             f"(rollout.first_device={rc.first_device}, devices={rc.devices})")
+    if placement == "disaggregated" and set(trainer) & set(rollout):
+        raise ValueError(f"rl.placement='disaggregated' but the {where} overlap; expected disjoint device sets")
+    if placement == "colocated" and trainer != rollout:
+        raise ValueError(f"rl.placement='colocated' but the {where} differ; expected the same devices")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,6 +231,7 @@ class RLExperimentConfig:
         if not self.workdir:
             raise ValueError("workdir is empty; expected a directory for checkpoints/ and logs/")
         parse_mix(self.tasks)  # a bad curriculum string fails here, naming the entry
+        check_placement(self.rl.placement, self.trainer, self.rollout)
         reply = max(self.harness.max_new_tokens, self.harness.summary_tokens)
         if reply > self.rollout.max_new_tokens:
             raise ValueError(f"harness replies of up to {reply} tokens (max_new_tokens / summary_tokens) exceed "
