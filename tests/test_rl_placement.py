@@ -129,6 +129,7 @@ needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"
 
 
 @needs_sandbox
+@pytest.mark.slow  # 1–3 minutes each on 2 cores; the core proof of the placements is the test above
 @pytest.mark.parametrize("placement", list(PLACEMENTS))
 def test_short_rl_loop_in_each_placement(placement, tmp_path):
     """The embedded loop with the real trainer, rollout engines and sandboxes on the micro model: two versions at
@@ -166,5 +167,5 @@ def test_short_rl_loop_in_each_placement(placement, tmp_path):
     for e in rollout.engines:
         assert e.version == 2
         _assert_engine_holds(e, trainer)
-    if placement == "colocated":
-        assert rollout.engines[0].stats["suspensions"] >= 2
+    if placement == "colocated":  # (a version trained from groups already buffered finds the pools still freed)
+        assert rollout.engines[0].stats["suspensions"] >= 1
