@@ -42,14 +42,17 @@ class RayConfig:
     # per RolloutActor: Ray actor options (num_cpus, num_gpus, custom resources; zero custom resources are dropped)
     rollout_resources: dict[str, Any] = dataclasses.field(
         default_factory=lambda: dict(num_cpus=0, num_gpus=0, resources=dict(rollout=0)))
+    # CPU hosts: each RolloutActor process gets this many XLA host devices of its own (0 = the platform's devices;
+    # on GPU nodes rollout_resources.num_gpus gives the process its GPUs); rollout.devices/mesh index them
+    rollout_host_devices: int = 0
     # per EnvActor: Ray actor options (0 = no requirement)
     env_resources: dict[str, Any] = dataclasses.field(
         default_factory=lambda: dict(num_cpus=0, resources=dict(sandbox=0)))
 
     def __post_init__(self):
-        if self.rollout_actors < 1 or self.env_actors < 1:
-            raise ValueError(f"rl.ray.rollout_actors={self.rollout_actors}, env_actors={self.env_actors}; "
-                             f"expected >= 1")
+        if self.rollout_actors < 1 or self.env_actors < 1 or self.rollout_host_devices < 0:
+            raise ValueError(f"rl.ray.rollout_actors={self.rollout_actors}, env_actors={self.env_actors}, "
+                             f"rollout_host_devices={self.rollout_host_devices}; expected >= 1, >= 1, >= 0")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,9 +126,10 @@ class RLConfig:
                              f"{self.eval_samples}; expected >= 0, >= 1, >= 1")
 
 
-def check_placement(placement: str, tc: TrainerConfig, rc: RolloutConfig) -> None:
-    """ValueError unless the trainer's and the rollout engines' device ranges fit the placement (naming both)."""
-    if placement == "shared":
+def check_placement(placement: str, tc: TrainerConfig, rc: RolloutConfig, backend: str = "local") -> None:
+    """ValueError unless the trainer's and the rollout engines' device ranges fit the placement (naming both). On the
+    ray backend the rollout engines live in RolloutActor processes: their device indices are that process's own."""
+    if placement == "shared" or backend == "ray":
         return
     if tc.devices == 0:
         raise ValueError(f"rl.placement={placement!r} needs trainer.devices set (0 = every device leaves the "
@@ -231,7 +235,7 @@ class RLExperimentConfig:
         if not self.workdir:
             raise ValueError("workdir is empty; expected a directory for checkpoints/ and logs/")
         parse_mix(self.tasks)  # a bad curriculum string fails here, naming the entry
-        check_placement(self.rl.placement, self.trainer, self.rollout)
+        check_placement(self.rl.placement, self.trainer, self.rollout, self.rl.backend)
         reply = max(self.harness.max_new_tokens, self.harness.summary_tokens)
         if reply > self.rollout.max_new_tokens:
             raise ValueError(f"harness replies of up to {reply} tokens (max_new_tokens / summary_tokens) exceed "
