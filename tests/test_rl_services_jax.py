@@ -112,6 +112,31 @@ def test_padded_vocabulary_is_never_sampled_and_the_trainer_uses_the_same_softma
     assert np.abs(logp_free[m] - packed.behav_logprobs[m]).min() > 0.05  # the padded ids hold real mass at init
 
 
+def test_drafting_rollouts_record_the_same_law_the_trainer_computes():
+    """Rollouts with MTP drafts (RolloutConfig.num_draft): every reply token's μ and routing, drafted-and-accepted or
+    not, match the trainer's recomputation under router replay; the worker counts drafted and accepted tokens."""
+    cfg = micro_model_config(num_mtp_layers=1)
+    oc = OptimConfig(lr=1e-3, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
+    tr = Trainer(cfg, oc, TrainerConfig(rows=4, seq_len=96), seed=3)
+    store = WeightStore()
+    store.publish(tr.weights())
+    worker = RolloutWorker(cfg, store, dataclasses.replace(RC, num_draft=1), stop_id=TOK.special_id(tk.IM_END))
+    assert worker.rc.engine_config().num_draft == 1
+    stop = threading.Event()
+    worker.start(stop)
+    try:
+        eps = [two_turn_episode(RolloutPolicy(worker.generate, TOK.vocab_size), s, 1.0, cfg) for s in range(3)]
+    finally:
+        stop.set()
+        worker.close(RuntimeError("test over"))
+    counts = worker.counters.snapshot()
+    assert counts["rollout_drafted"] > 0 and 0 <= counts.get("rollout_accepted", 0) <= counts["rollout_drafted"]
+    packed, routing = tr.pack([GroupRecord(0, "t", 0, eps)])
+    m = packed.loss_mask > 0
+    logp = tr.token_logprobs(packed, slice(0, 4), routing)
+    np.testing.assert_allclose(logp[m], packed.behav_logprobs[m], atol=ROLLOUT_VS_TRAINER_LOGP_ATOL)
+
+
 def test_policy_gradient_raises_the_better_rollout_and_publishes_versions(trainer, rollout):
     policy = RolloutPolicy(rollout.generate)
     good, bad = two_turn_episode(policy, 10, 1.0), two_turn_episode(policy, 11, 0.0)

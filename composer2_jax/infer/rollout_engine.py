@@ -298,7 +298,8 @@ class RolloutEngine:
             if pre:
                 self._program(pre, self.ecfg.chunk, self.ecfg.prefill_rows)
                 self.stats["prefill_programs"] += 1
-            dec = [s for s in self._slots if s is not None and s.pending == 1 and s not in pre]
+            fed = {id(s) for s in pre}  # by identity: Session's dataclass equality compares whole contexts
+            dec = [s for s in self._slots if s is not None and s.pending == 1 and id(s) not in fed]
             if dec and self.ecfg.num_draft:
                 self._draft_program(dec)
                 self.stats["decode_programs"] += 1
@@ -620,6 +621,6 @@ class RolloutEngine:
             routing, prompt_routing = s.routing[p - 1:p - 1 + n].copy(), s.routing[:p - 1].copy()
         c = Completion(list(r.tokens), r.logprobs, routing, reason, r.policy, r.raw, prompt_routing,
                        versions=list(r.versions))
-        self._slots[self._slots.index(s)] = None
+        self._slots[next(i for i, x in enumerate(self._slots) if x is s)] = None
         s.reply = None
         r.future.set_result(c)

@@ -52,11 +52,13 @@ class RolloutConfig:
     num_pages: int = 0  # pages in the pool; 0 = room for 2 × batch_size full contexts
     max_sessions: int = 256  # open episode sessions beyond this evict the least recently used idle one
     recompute_on_update: bool = False  # new weights: keep cached contexts (the RL default, docs/rl.md) or recompute
+    num_draft: int = 0  # MTP speculative decoding: tokens drafted per slot per step (≤ model.num_mtp_layers; 0 = off)
 
     def __post_init__(self):
         if min(self.batch_size, self.prompt_len, self.max_new_tokens, self.chunk, self.prefill_rows,
-               self.page_size, self.max_sessions) < 1 or self.temperature <= 0 or self.num_pages < 0:
-            raise ValueError(f"RolloutConfig {self}: sizes must be ≥ 1 (num_pages ≥ 0) and temperature > 0")
+               self.page_size, self.max_sessions) < 1 or self.temperature <= 0 or min(self.num_pages,
+                                                                                          self.num_draft) < 0:
+            raise ValueError(f"RolloutConfig {self}: sizes must be ≥ 1 (num_pages, num_draft ≥ 0) and temperature > 0")
         if self.prefill_rows > self.batch_size:
             raise ValueError(f"prefill_rows={self.prefill_rows} exceeds batch_size={self.batch_size}")
 
@@ -66,7 +68,8 @@ class RolloutConfig:
         pages = self.num_pages or 2 * self.batch_size * max_len // self.page_size
         return EngineConfig(slots=self.batch_size, chunk=self.chunk, prefill_rows=self.prefill_rows,
                             page_size=self.page_size, num_pages=pages, max_len=max_len,
-                            max_sessions=self.max_sessions, recompute_on_update=self.recompute_on_update)
+                            max_sessions=self.max_sessions, recompute_on_update=self.recompute_on_update,
+                            num_draft=self.num_draft)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +106,7 @@ class RolloutWorker:
         self._engine: Optional[RolloutEngine] = None
         self._weights: Optional[Weights] = None
         self._sessions: dict[Hashable, int] = {}  # episode key → engine session id
+        self._drafts_seen: dict[str, int] = {}  # engine draft counters already added to `counters`
         self._pending: list[_Request] = []
         self._cond = threading.Condition()
         self._fault: BaseException | None = None
@@ -169,6 +173,7 @@ class RolloutWorker:
                 batch = []
                 if self._engine.step():
                     self.counters.add("rollout_steps")
+                    self._count_drafts()
             except BaseException as e:  # noqa: BLE001 - every waiting episode gets the error, then we die
                 for r in batch:
                     if not r.future.done():
@@ -200,8 +205,19 @@ class RolloutWorker:
         """Fail queued requests and the replies inside the engine; drop the engine (a restart rebuilds it)."""
         self.fail_pending(error)
         engine, self._engine, self._weights, self._sessions = self._engine, None, None, {}
+        self._drafts_seen = {}
         if engine is not None:
             engine.fail_all(error)
+
+    def _count_drafts(self) -> None:
+        """Drafted and accepted MTP tokens since the last count (counters `rollout_drafted`, `rollout_accepted`:
+        their ratio between two snapshots is the acceptance under the versions served in between)."""
+        st = self._engine.stats
+        for name in ("drafted", "accepted"):
+            seen = self._drafts_seen.get(name, 0)
+            if st[name] > seen:
+                self.counters.add(f"rollout_{name}", st[name] - seen)
+                self._drafts_seen[name] = st[name]
 
     def _refresh(self) -> None:
         """Build the engine on first use; later, swap in the newest published weights between steps."""
