@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from composer2_jax.losses.lm import chunked_token_logprobs
+from composer2_jax.losses.lm import after, chunked_token_logprobs
 from composer2_jax.losses.mtp import chunked_mtp_sums, teacher_hidden
 from composer2_jax.losses.rl import PolicyLossConfig, policy_loss
 from composer2_jax.model import Transformer
@@ -82,7 +82,8 @@ def make_update_fn(model: Transformer, tx: optax.GradientTransformation, loss_cf
         teacher = teacher_hidden(jax.lax.stop_gradient(out.normed), depth,
                                  lambda x, k: shift_left(x, k, context=context))
         heads = [jax.lax.stop_gradient(mtp_head(params, m)) for m in range(depth)]
-        sums = chunked_mtp_sums(out.mtp.normed, teacher, heads, jax.lax.stop_gradient(params["lm_head"]),
+        student = after(out.mtp.normed, logp)  # its scans after the log-prob scan (losses/lm.py `after`)
+        sums = chunked_mtp_sums(student, teacher, heads, jax.lax.stop_gradient(params["lm_head"]),
                                 mb["mtp_targets"], mb["mtp_mask"], chunk=LOGPROB_CHUNK)
         count_M = jnp.maximum(sums.count, 1.0)
         kl = jnp.mean(sums.kl / count_M)
