@@ -112,7 +112,7 @@ def test_padded_vocabulary_is_never_sampled_and_the_trainer_uses_the_same_softma
     assert np.abs(logp_free[m] - packed.behav_logprobs[m]).min() > 0.05  # the padded ids hold real mass at init
 
 
-@pytest.mark.slow  # ~4 min on the shared 2-core machine (two micro models compile: engine with drafts, trainer)
+@pytest.mark.slow  # 1–4 min on the shared 2-core machine (two micro models compile: drafting engine, trainer)
 def test_drafting_rollouts_record_the_same_law_and_the_trainer_redistills_the_mtp_heads():
     """Rollouts with MTP drafts (RolloutConfig.num_draft): every reply token's μ and routing, drafted-and-accepted or
     not, match the trainer's recomputation under router replay; the worker counts drafted and accepted tokens. The
