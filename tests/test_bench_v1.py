@@ -11,13 +11,12 @@ from composer2_jax.bench import sdist_repo, validate
 from composer2_jax.bench.negatives import FOLDER, negatives
 from composer2_jax.bench.task import load_suite
 from composer2_jax.bench.verdict import HOST_ONLY, RUNNER
-from composer2_jax.env import testing as envtest
 from composer2_jax.env.transfer import pack_dir
+from tests.markers import needs_sandbox
 
 SUITE = load_suite("v1")
 TASKS = [t.name for t in SUITE.tasks]
 FAST_TASK = "real-semver-subclass-replace"  # the one task validated end to end in the fast suite (≈ 30 s)
-needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
 
 
 def _validate(names):

@@ -11,7 +11,6 @@ import pytest
 
 from composer2_jax import schema
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.env import testing as envtest
 from composer2_jax.episode import SegmentBuilder
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl import orchestrator
@@ -22,12 +21,12 @@ from composer2_jax.rl.services.testing import micro_model_config
 from composer2_jax.rl.services.trainer import RL_LOSS, PolicyLaw, Trainer, TrainerConfig
 from composer2_jax.rl.services.weights import Weights, WeightStore
 from composer2_jax.train.optim import OptimConfig
+from tests.markers import needs_sandbox
 from tests.tolerances import FP32_FN, ROLLOUT_VS_TRAINER_LOGP_ATOL
 
 TOK = tk.ByteTokenizer()
 CFG = micro_model_config()
 RC = RolloutConfig(batch_size=4, prompt_len=64, max_new_tokens=16, temperature=1.0)
-needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
 
 
 @pytest.fixture(scope="module")
