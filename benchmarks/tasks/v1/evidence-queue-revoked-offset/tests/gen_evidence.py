@@ -1,6 +1,6 @@
 """A week of production logs of an order-confirmation queue, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 11, 30,000 orders: ≈ 1,040 files, ≈ 25 MB)
+    python generate.py REPO             writes REPO/logs/ (seed 11, 12,000 orders: ≈ 1,040 files, ≈ 23 MB)
 
 Three sources, joined by message id, partition and offset:
   logs/producer/<service>-d<day>.jsonl        the producing services' send attempts (retried on timeout)
@@ -171,8 +171,8 @@ def write_folder(folder: str, w: Week):
             f.writelines(line + "\n" for _, line in lines)
 
 
-def write_logs(folder: str, seed: int = 11, count: int = 30000, fixed_at_frac: float | None = None,
-               heartbeat_s: float = 30.0) -> dict:
+def write_logs(folder: str, seed: int = 11, count: int = 12000, fixed_at_frac: float | None = None,
+               heartbeat_s: float = 15.0) -> dict:
     """Write a week of logs under folder/{producer,consumer,broker}; {message id: never processed}."""
     rng = random.Random(seed)
     fixed_at = START + WEEK_S * (fixed_at_frac if fixed_at_frac is not None else rng.uniform(0.2, 0.3))

@@ -7,9 +7,9 @@ import os
 import random
 import tempfile
 
-WEEKS = {"fresh_week_a": (1001, 10000, 0.22), "fresh_week_b": (1002, 10000, 0.28)}  # seed, messages, fix time
+WEEKS = {"fresh_week_a": (1001, 5000, 0.22), "fresh_week_b": (1002, 5000, 0.28)}  # seed, messages, fix time
 FRESH_HEARTBEAT_S = 120.0  # sparser heartbeats than the repository's week: the same signal in less time
-REPO_WEEK = (11, 30000)  # what environment/generate.py wrote into the repository
+REPO_WEEK = (11, 12000)  # what environment/generate.py wrote into the repository
 
 
 def _gen(tests):
