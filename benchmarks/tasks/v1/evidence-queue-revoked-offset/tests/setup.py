@@ -105,15 +105,21 @@ def fixture(ctx):
     return out
 
 
+def _week_labels(gen, **kwargs):
+    """Writes one week into a temporary folder, removed on return, and returns its true labels."""
+    with tempfile.TemporaryDirectory(prefix="week-") as folder:
+        return gen.write_logs(folder, **kwargs)
+
+
 def expected(ctx):
     """The true labels of the fresh weeks and of the repository's week (F1 >= 0.9 needed on each)."""
     gen = _gen(ctx["tests"])
     out = {}
     for name, (seed, count, fix) in WEEKS.items():
-        labels = gen.write_logs(tempfile.mkdtemp(), seed=seed, count=count, fixed_at_frac=fix,
-                                heartbeat_s=FRESH_HEARTBEAT_S)
+        labels = _week_labels(gen, seed=seed, count=count, fixed_at_frac=fix,
+                              heartbeat_s=FRESH_HEARTBEAT_S)
         out["detector_" + name] = labels
-    out["detector_repository_week"] = gen.write_logs(tempfile.mkdtemp(), seed=REPO_WEEK[0], count=REPO_WEEK[1])
+    out["detector_repository_week"] = _week_labels(gen, seed=REPO_WEEK[0], count=REPO_WEEK[1])
     for name, labels in out.items():
         assert 0.01 <= sum(labels.values()) / len(labels) <= 0.03, (name, sum(labels.values()))
         out[name] = {"labels": [labels[k] for k in sorted(labels)], "f1": 0.9}
