@@ -79,12 +79,18 @@ def fixture(ctx):
     return out
 
 
+def _week_labels(gen, **kwargs):
+    """Writes one week into a temporary folder, removed on return, and returns its true labels."""
+    with tempfile.TemporaryDirectory(prefix="week-") as folder:
+        return gen.write_logs(folder, **kwargs)
+
+
 def expected(ctx):
     """The true labels of the fresh weeks and of the repository's week (F1 >= 0.9 needed on each)."""
     gen = _gen(ctx["tests"])
     out = {}
     for name, (seed, count, fix) in list(WEEKS.items()) + [("repository_week", REPO_WEEK)]:
-        labels = gen.write_logs(tempfile.mkdtemp(), seed=seed, count=count, fixed_at=fix)
+        labels = _week_labels(gen, seed=seed, count=count, fixed_at=fix)
         assert 0.01 <= sum(labels.values()) / len(labels) <= 0.03, (name, sum(labels.values()))
         out["detector_" + name] = {"labels": [labels[m] for m in sorted(labels)], "f1": 0.9}
     return out
