@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import time
 from pathlib import Path
 
@@ -30,6 +31,13 @@ from experiments.main import quiet_logs
 # checkpoint folder the next stage starts from) for stages that are not supervised training (RL, evaluation).
 STAGES = (("cpt_bulk", cpt_bulk), ("cpt_long", cpt_long), ("sft", sft), ("rl", rl.run_stage),
           ("evaluate", rl.evaluate_stage), ("suite", evaluate.pipeline_stage))
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its waited-for children (sandboxes, graders) so far: a
+    figure that, unlike wall time, does not grow when other jobs share the cores."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def main(argv=None):
@@ -51,9 +59,9 @@ def main(argv=None):
             print(json.dumps(summary[-1]), flush=True)
             continue
         if callable(module):
-            t = time.time()
+            t, cpu = time.time(), cpu_seconds()
             line, prev = module(args.preset, str(root), prev)
-            summary.append(dict(line, seconds=round(time.time() - t, 1)))
+            summary.append(dict(line, seconds=round(time.time() - t, 1), cpu_seconds=round(cpu_seconds() - cpu, 1)))
             print(json.dumps(summary[-1]), flush=True)
             continue
         c = module.get_config(args.preset)
@@ -64,7 +72,7 @@ def main(argv=None):
                 if src["kind"] == "chat_jsonl":
                     src["path"] = str(root / "sft_data" / "stdlib_chats.jsonl")
             module.prepare(c)
-        t = time.time()
+        t, cpu = time.time(), cpu_seconds()
         r = train(c)
         prev = str(root / name / "checkpoints")
         accept = [v for k, v in sorted(r.metrics.items()) if k.startswith("mtp/accept_")]
@@ -72,7 +80,7 @@ def main(argv=None):
                     last_loss=round(r.losses[-1], 4) if r.losses else None,
                     mtp_accept=[round(a, 3) for a in accept], yarn_factor=r.model.rope_scaling.factor
                     if r.model.rope_scaling else None, tokens_per_s=round(r.tokens_per_s),
-                    seconds=round(time.time() - t, 1))
+                    seconds=round(time.time() - t, 1), cpu_seconds=round(cpu_seconds() - cpu, 1))
         summary.append(line)
         print(json.dumps(line), flush=True)
     total = round(time.time() - t0, 1)
