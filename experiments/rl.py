@@ -165,7 +165,8 @@ def run_stage(preset: str, root: str, prev: str) -> tuple[dict, str]:
                 reward_terms=terms,
                 summary_fraction=round(sum(m["batch/summary_fraction"] for m in r.history) / len(r.history), 4),
                 summary_tokens=round(sum(m["batch/summary_tokens"] for m in r.history) / len(r.history), 1),
-                episodes=r.counters.get("episodes_done", 0), seconds=round(r.seconds, 1))
+                episodes=r.counters.get("episodes_done", 0), seconds=round(r.seconds, 1),
+                draft_acceptance=[round(m["rollout/acceptance"], 4) for m in r.history if "rollout/acceptance" in m])
     return line, f"{root}/rl/checkpoints"
 
 
