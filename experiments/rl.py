@@ -10,7 +10,8 @@ Expected: the issue's targets (benchmarks/rl_learning.py) — measured 2026-11-3
           0.148 → 0.453 (+30 points) over the SFT start (an imperfect teacher: sft.teacher_error = 0.5), easy effort
           366.6 → 305.3 (0.83×), hard pass 0.047 → 0.156, 756 s end to end (docs/rl.md, "The toy experiment").
           Curves: runs/toy/rl/curves.png; per-version metrics: runs/toy/rl/logs/metrics.jsonl (batch/summary_fraction
-          and batch/summary_tokens: the self-summaries). Those figures predate the toy's summarising context budget.
+          and batch/summary_tokens: the self-summaries; rollout/acceptance: the MTP drafts). Those figures predate the
+          toy's summarising context budget and its drafts with MTP self-distillation (docs/rl.md).
 """
 
 from __future__ import annotations
