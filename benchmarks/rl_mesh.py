@@ -119,6 +119,7 @@ def eta_part(args) -> None:
     for eta in args.etas:
         c = rl_exp.get_config("toy")
         c.model = schema.to_config_dict(micro_model_config(vocab_size=272))
+        c.rollout.num_draft = 0  # the micro model has no MTP depths to draft with
         c.workdir, c.init_from = tempfile.mkdtemp(prefix="rl_mesh_"), ""
         c.rl.update(backend="local", placement="disaggregated", eta=eta, steps=args.steps, groups_per_batch=2,
                     samples=2, eval_every=0, train_tasks=40)

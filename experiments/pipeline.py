@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import time
 from pathlib import Path
 
@@ -32,6 +33,13 @@ STAGES = (("cpt_bulk", cpt_bulk), ("cpt_long", cpt_long), ("sft", sft), ("rl", r
           ("evaluate", rl.evaluate_stage), ("suite", evaluate.pipeline_stage))
 
 
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its waited-for children (sandboxes, graders) so far: a
+    figure that, unlike wall time, does not grow when other jobs share the cores."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="CPT bulk → long → SFT → RL → evaluation → suite on one machine")
     ap.add_argument("--preset", default="toy")
@@ -40,7 +48,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     quiet_logs()
     root = Path(args.workdir or f"runs/pipeline-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
-    prev, t0, summary = "", time.time(), []
+    prev, t0, cpu0, summary = "", time.time(), cpu_seconds(), []
     sandbox_problem = host_problem()
     for name, module in STAGES:
         if name not in args.stages.split(","):
@@ -51,9 +59,9 @@ def main(argv=None):
             print(json.dumps(summary[-1]), flush=True)
             continue
         if callable(module):
-            t = time.time()
+            t, cpu = time.time(), cpu_seconds()
             line, prev = module(args.preset, str(root), prev)
-            summary.append(dict(line, seconds=round(time.time() - t, 1)))
+            summary.append(dict(line, seconds=round(time.time() - t, 1), cpu_seconds=round(cpu_seconds() - cpu, 1)))
             print(json.dumps(summary[-1]), flush=True)
             continue
         c = module.get_config(args.preset)
@@ -64,7 +72,7 @@ def main(argv=None):
                 if src["kind"] == "chat_jsonl":
                     src["path"] = str(root / "sft_data" / "stdlib_chats.jsonl")
             module.prepare(c)
-        t = time.time()
+        t, cpu = time.time(), cpu_seconds()
         r = train(c)
         prev = str(root / name / "checkpoints")
         accept = [v for k, v in sorted(r.metrics.items()) if k.startswith("mtp/accept_")]
@@ -72,16 +80,16 @@ def main(argv=None):
                     last_loss=round(r.losses[-1], 4) if r.losses else None,
                     mtp_accept=[round(a, 3) for a in accept], yarn_factor=r.model.rope_scaling.factor
                     if r.model.rope_scaling else None, tokens_per_s=round(r.tokens_per_s),
-                    seconds=round(time.time() - t, 1))
+                    seconds=round(time.time() - t, 1), cpu_seconds=round(cpu_seconds() - cpu, 1))
         summary.append(line)
         print(json.dumps(line), flush=True)
-    total = round(time.time() - t0, 1)
-    table = markdown_table(summary, total)
+    total, cpu = round(time.time() - t0, 1), round(cpu_seconds() - cpu0, 1)
+    table = markdown_table(summary, total, cpu)
     root.mkdir(parents=True, exist_ok=True)
     (root / "summary.md").write_text(table)
-    (root / "summary.json").write_text(json.dumps(dict(stages=summary, seconds=total), indent=1))
+    (root / "summary.json").write_text(json.dumps(dict(stages=summary, seconds=total, cpu_seconds=cpu), indent=1))
     print(table)
-    print(json.dumps(dict(pipeline=str(root), stages=len(summary), seconds=total)))
+    print(json.dumps(dict(pipeline=str(root), stages=len(summary), seconds=total, cpu_seconds=cpu)))
     return summary
 
 
@@ -90,11 +98,13 @@ def _arrow(a, b, fmt="{:.3f}") -> str:
     return "–" if a is None or b is None else f"{fmt.format(a)} → {fmt.format(b)}"
 
 
-def markdown_table(summary: list[dict], seconds: float) -> str:
-    """One row per stage: loss, MTP acceptance per depth, RL pass and reward (start → end) with the reward terms,
-    summary fraction, evaluation / suite pass rate, wall time."""
+def markdown_table(summary: list[dict], seconds: float, cpu: float | None = None) -> str:
+    """One row per stage: loss, MTP acceptance (per depth after training; RL: the rollouts' drafts, first → last
+    version), RL pass and reward (start → end) with the reward terms, summary fraction, evaluation / suite pass
+    rate, wall and CPU seconds."""
     head = ["stage", "loss: CE + λ·MTP (first → last)", "MTP acceptance α", "RL pass (start → end)",
-            "reward (start → end)", "reward terms (last batch)", "summary fraction", "eval pass", "seconds"]
+            "reward (start → end)", "reward terms (last batch)", "summary fraction", "eval pass", "seconds",
+            "CPU s"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in summary:
         if "skipped" in s:
@@ -105,14 +115,17 @@ def markdown_table(summary: list[dict], seconds: float) -> str:
         if s["stage"] == "suite":
             evaluation = f"{'–' if evaluation is None else f'{evaluation:.3f}'} over {s['tasks']} tasks, " \
                          f"{s['errors']} errored"
-        cells = [s["stage"], _arrow(s.get("first_loss"), s.get("last_loss")),
-                 " / ".join(f"{a:.3f}" for a in s.get("mtp_accept", [])) or "–",
+        drafts = s.get("draft_acceptance") or [None, None]
+        accept = " / ".join(f"{a:.3f}" for a in s.get("mtp_accept", [])) or (
+            f"drafts {_arrow(drafts[0], drafts[-1])}" if None not in drafts else "–")
+        cells = [s["stage"], _arrow(s.get("first_loss"), s.get("last_loss")), accept,
                  _arrow(s.get("pass_start"), s.get("pass_end")), _arrow(s.get("reward_start"), s.get("reward_end")),
                  terms or "–", "–" if "summary_fraction" not in s else f"{s['summary_fraction']:.2f}",
                  "–" if evaluation is None else (evaluation if isinstance(evaluation, str) else f"{evaluation:.3f}"),
-                 f"{s.get('seconds', 0):.0f}"]
+                 f"{s.get('seconds', 0):.0f}", "–" if "cpu_seconds" not in s else f"{s['cpu_seconds']:.0f}"]
         rows.append("| " + " | ".join(cells) + " |")
-    return "\n".join(rows + ["", f"Whole pipeline: {seconds:.0f} s.", ""])
+    cpu_note = "" if cpu is None else f" ({cpu:.0f} CPU s: user + system, this process and its sandboxes)"
+    return "\n".join(rows + ["", f"Whole pipeline: {seconds:.0f} s{cpu_note}.", ""])
 
 
 if __name__ == "__main__":

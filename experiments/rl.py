@@ -10,7 +10,8 @@ Expected: the issue's targets (benchmarks/rl_learning.py) — measured 2026-11-3
           0.148 → 0.453 (+30 points) over the SFT start (an imperfect teacher: sft.teacher_error = 0.5), easy effort
           366.6 → 305.3 (0.83×), hard pass 0.047 → 0.156, 756 s end to end (docs/rl.md, "The toy experiment").
           Curves: runs/toy/rl/curves.png; per-version metrics: runs/toy/rl/logs/metrics.jsonl (batch/summary_fraction
-          and batch/summary_tokens: the self-summaries). Those figures predate the toy's summarising context budget.
+          and batch/summary_tokens: the self-summaries; rollout/acceptance: the MTP drafts). Those figures predate the
+          toy's summarising context budget and its drafts with MTP self-distillation (docs/rl.md).
 """
 
 from __future__ import annotations
@@ -49,14 +50,21 @@ def get_config(preset: str = "toy"):
         init_from=f"runs/{preset}/rl/sft/checkpoints",  # version 0 = these weights (the SFT warm start)
         checkpoint=CheckpointConfig(every=10, async_save=False),
         rl=RLConfig(steps=100 if toy else 1000, groups_per_batch=8 if toy else 256, samples=4 if toy else 16),
-        rollout=RolloutConfig(batch_size=16, prompt_len=400, max_new_tokens=192),  # fixed engine shapes
+        # Fixed engine shapes. Drafts: the MTP depths (D = model.num_mtp_layers; set 0 with a model that has none)
+        # draft D tokens per decode step and the trunk verifies them in the same pass — the seed's inference path.
+        rollout=RolloutConfig(batch_size=16, prompt_len=400, max_new_tokens=192, num_draft=stage.model.num_mtp_layers),
         # toy: 32 rows hold a whole version's 32 episodes, so each version is one update over every group (a
         # group's Dr. GRPO baseline cancels inside the update instead of across PPO minibatches).
         trainer=TrainerConfig(rows=32 if toy else 16, seq_len=640),
         # Decoupled PPO, Dr. GRPO normaliser, clip-higher; negative_scale = λ of the asymmetric estimator (Â ← λ·Â
         # where Â < 0: the toy's failures otherwise push down the tool-call format they share with successes).
+        # mtp_distill_weight: the drafting heads are re-distilled on the rollout tokens (KL to the detached main
+        # head): RL moves the trunk away from the distribution the heads learnt in CPT/SFT, and the drafts'
+        # acceptance falls as it moves. The term's gradient reaches only the MTP depths (trunk, embedding and head
+        # detached), so its weight trades nothing against the policy gradient; 1 = the CPT stages' full
+        # distillation weight. docs/rl.md measures acceptance per version with it on and off.
         loss=PolicyLossConfig(clip_eps_low=0.2, clip_eps_high=0.28, aggregation="constant", behav_weight="full",
-                              negative_scale=0.3 if toy else 1.0),
+                              negative_scale=0.3 if toy else 1.0, mtp_distill_weight=1.0),
         reward=RewardConfig(penalty_coef=1e-3, penalty_k=1e-3, penalty_q=1.0, penalty_on="success"),
         # toy: the oracle needs ≤ 2 turns (read, fix); a 2-turn cap ends failed episodes early (cheaper versions).
         # Context budget 260: the context before the fix reaches 217–247 tokens on easy tasks read first and 264–294
@@ -133,9 +141,14 @@ def pipeline_config(preset: str, root: str, prev: str):
     """The RL stage of experiments/pipeline.py: warm start from the pipeline's SFT weights, a few versions."""
     c = get_config(preset)
     c.workdir, c.init_from, c.sft.init_from = f"{root}/rl", f"{root}/rl/sft/checkpoints", prev
-    if preset == "toy":  # the whole pipeline fits 10 minutes on 2 cores
-        c.sft.update(transcripts=600, steps=120)
-        c.rl.update(steps=4, eval_every=0, eval_tasks=32, eval_samples=1)
+    if preset == "toy":  # the whole pipeline fits 10 minutes of 2 cores (README; CPU seconds per stage in its table)
+        # The warm start dominated the stage (120 steps of 8 × 1024 tokens ≈ 1M tokens, ~0.5 CPU s per 1k tokens):
+        # 40 steps of 8 × 512 over 200 oracle transcripts (messages of ≤ 331 characters, measured 2026-12-02:
+        # whole ones per row) teach the tool format from the pipeline's SFT; RL then runs 4 versions of 4 groups ×
+        # 4 episodes, trained in 16-row updates.
+        c.sft.update(transcripts=200, steps=40, seq_len=512)
+        c.rl.update(steps=4, groups_per_batch=4, eval_every=0, eval_tasks=16, eval_samples=1)
+        c.trainer.rows = 16
     return c
 
 
@@ -153,7 +166,8 @@ def run_stage(preset: str, root: str, prev: str) -> tuple[dict, str]:
                 reward_terms=terms,
                 summary_fraction=round(sum(m["batch/summary_fraction"] for m in r.history) / len(r.history), 4),
                 summary_tokens=round(sum(m["batch/summary_tokens"] for m in r.history) / len(r.history), 1),
-                episodes=r.counters.get("episodes_done", 0), seconds=round(r.seconds, 1))
+                episodes=r.counters.get("episodes_done", 0), seconds=round(r.seconds, 1),
+                draft_acceptance=[round(m["rollout/acceptance"], 4) for m in r.history if "rollout/acceptance" in m])
     return line, f"{root}/rl/checkpoints"
 
 

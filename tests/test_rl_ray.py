@@ -29,6 +29,7 @@ def micro_config(tmp_path):
 
     c = rl_exp.get_config("toy")
     c.model = schema.to_config_dict(micro_model_config())
+    c.rollout.num_draft = 0  # the micro model has no MTP depths to draft with
     c.workdir, c.init_from = str(tmp_path / "rl"), ""
     c.rl.update(backend="ray", eta=1, steps=3, groups_per_batch=2, samples=2, eval_every=0, train_tasks=40)
     c.rl.loop.update(episode_threads=8, max_retries=2)

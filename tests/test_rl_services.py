@@ -384,6 +384,43 @@ def test_a_killed_rollout_worker_is_restarted_and_its_episodes_retried(env, tmp_
     assert c.get("rollout_restarts", 0) >= 1 and c["episode_failures"] >= 1 and c["episodes_retried"] >= 1
 
 
+def test_draft_acceptance_is_logged_per_publication_window():
+    """rollout/acceptance at a publication = accepted / drafted since the previous one (counters restored from a
+    checkpoint are not counted again); a window without drafts logs no acceptance."""
+    counters = Counters({"rollout_drafted": 50, "rollout_accepted": 50})  # a resumed run's counts
+    orch = LocalOrchestrator(CountingTrainer(eta=0), None, None, None, RLConfig(), WeightStore(), counters)
+    orch.draft_metrics()  # as run() does after publishing the start version
+    counters.add("rollout_drafted", 10)
+    counters.add("rollout_accepted", 7)
+    assert orch.draft_metrics() == {"rollout/drafted": 10.0, "rollout/acceptance": 0.7}
+    counters.add("rollout_drafted", 4)
+    counters.add("rollout_accepted", 1)
+    assert orch.draft_metrics() == {"rollout/drafted": 4.0, "rollout/acceptance": 0.25}
+    assert orch.draft_metrics() == {"rollout/drafted": 0.0}
+
+
+@needs_sandbox
+def test_every_version_logs_the_acceptance_of_the_drafts_made_since_the_last(env, tmp_path):
+    """Each published version's metrics carry the drafts of its window; together they are every draft of the run."""
+    store, counters = WeightStore(), Counters()
+
+    class DraftingRollout(ScriptedRollout):
+        def generate(self, prompt, max_new_tokens):
+            counters.add("rollout_drafted", 4)  # as RolloutWorker._count_drafts: 2 of 4 drafts accepted per reply
+            counters.add("rollout_accepted", 2)
+            return super().generate(prompt, max_new_tokens)
+
+    worker = EnvWorker(env, TOK, HARNESS, RewardConfig(), TOOLS, schemas_in_prompt=False, repo_root=tmp_path)
+    rl = RLConfig(eta=0, samples=2, steps=3, groups_per_batch=2,
+                  loop=LoopConfig(episode_threads=4, max_retries=1, take_timeout_s=120))
+    orch = LocalOrchestrator(CountingTrainer(0), DraftingRollout(store, p_correct=0.6), worker,
+                             TaskSampler(tasks.task_set(40, 0)), rl, store, counters)
+    history = orch.run()
+    assert [m["rollout/acceptance"] for m in history] == [0.5] * 3
+    assert sum(m["rollout/drafted"] for m in history) <= counters.get("rollout_drafted")
+    assert all(m["rollout/drafted"] >= 4 * rl.samples * rl.groups_per_batch for m in history)
+
+
 @needs_sandbox
 def test_training_continues_while_an_evaluation_is_in_progress(env, tmp_path):
     """The evaluator is its own service pulling published versions: the trainer publishes versions 1..4 while

@@ -213,6 +213,7 @@ def test_run_rl_trains_checkpoints_and_resumes(tmp_path):
 
     c = rl_exp.get_config("toy")
     c.model = schema.to_config_dict(micro_model_config())
+    c.rollout.num_draft = 0  # the micro model has no MTP depths to draft with
     c.workdir, c.init_from = str(tmp_path / "rl"), ""
     c.rl.update(steps=2, groups_per_batch=2, samples=2, eval_every=2, eval_tasks=4, eval_samples=1,
                 episode_threads=8, train_tasks=40, plot=True)
@@ -333,6 +334,7 @@ def test_run_rl_trains_on_tree_groups(tmp_path):
 
     c = rl_exp.get_config("toy")
     c.model = schema.to_config_dict(micro_model_config())
+    c.rollout.num_draft = 0  # the micro model has no MTP depths to draft with
     c.workdir, c.init_from = str(tmp_path / "rl"), ""
     c.rl.update(steps=2, groups_per_batch=2, eval_every=0, eval_tasks=2, eval_samples=1, episode_threads=8,
                 train_tasks=40, plot=False, group_mode="tree")

@@ -154,6 +154,7 @@ def test_short_rl_run_on_a_mixed_curriculum_logs_every_reward_term(tmp_path):
 
     c = rl_experiment.get_config("toy")
     c.model = schema.to_config_dict(micro_model_config())
+    c.rollout.num_draft = 0  # the micro model has no MTP depths to draft with
     c.workdir, c.init_from = str(tmp_path / "rl"), ""
     c.tasks = f"toy@1,suite:v0@1,generated:{tmp_path / 'gen'}@1"
     c.sources.update(eval_tasks=1, generated_count=2, generated_modules=("shlex", "textwrap"))

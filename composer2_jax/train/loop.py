@@ -32,7 +32,7 @@ from composer2_jax.train import distributed
 from composer2_jax.train import optim as optim_lib
 from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer
 from composer2_jax.train.metrics import LogConfig, MetricWriter, Progress, flops_per_token, mfu
-from composer2_jax.train.state import TrainState, abstract_train_state, activate, init_train_state
+from composer2_jax.train.state import TrainState, abstract_train_state, activate, init_train_state, train_state_from
 from composer2_jax.train.step import StepConfig, batch_shardings, make_train_step
 
 log = logging.getLogger(__name__)
@@ -225,11 +225,10 @@ def train(config) -> RunResult:
     if ckpt.latest_step() is not None:  # resume this stage
         step0, state, data_state, _ = ckpt.restore(abstract, fallback=run.checkpoint.fallback)
         log.info("resumed from step %d", step0)
+    elif run.init_from:  # the previous stage's weights, a fresh optimizer: no init program to compile
+        state = train_state_from(*load_stage_params(run.init_from, abstract), tx, shardings, mesh)
     else:
         state, shardings, tx = init_train_state(model, make_tx, mesh, jax.random.key(run.seed), shape)
-        if run.init_from:
-            params, router = load_stage_params(run.init_from, abstract)
-            state = state.replace(params=params, router_state=router)
     it = _data_iterator(run, tokenizer, data_state)
 
     step_fn = jax.jit(make_train_step(model, tx, sc, optim_lib.schedule(oc), oc.qk_clip_tau), donate_argnums=0,

@@ -85,6 +85,16 @@ def init_train_state(model: nn.Module, make_tx: Callable[[Any, Any], optax.Gradi
     return state, shardings, tx
 
 
+def train_state_from(params, router_state, tx: optax.GradientTransformation, shardings: TrainState,
+                     mesh: Mesh) -> TrainState:
+    """A TrainState at step 0 holding given (already sharded) params and router state with a fresh optimizer state:
+    a stage that starts from another's weights compiles only `tx.init`, not the model's init program."""
+    with activate(mesh):
+        opt_state = jax.jit(tx.init, out_shardings=shardings.opt_state)(params)
+    return TrainState(step=jax.device_put(jnp.zeros((), jnp.int32), shardings.step), params=params,
+                      opt_state=opt_state, router_state=router_state)
+
+
 def abstract_train_state(model: nn.Module, make_tx, mesh: Mesh, example_tokens_shape: tuple[int, int]):
     """(abstract state, shardings, tx) without allocating anything: for planning and for restoring checkpoints."""
     tokens = jnp.zeros(example_tokens_shape, jnp.int32)

@@ -132,6 +132,7 @@ class LocalOrchestrator:
         self._branch_pool: ThreadPoolExecutor | None = None  # tree groups: their episodes (the groups run on _pool)
         self._calls_at = _CallsAt()  # tree groups: checkpoint snapshot -> the calls its branches inherit
         self._drops = _DropStreak(self.lc.max_dropped_in_a_row)
+        self._drafts_seen = (0, 0)  # counters (rollout_drafted, rollout_accepted) at the last publication
 
     # ------------------------------------------------------------------------------------------------ episodes
 
@@ -255,6 +256,23 @@ class LocalOrchestrator:
         """Make the trainer's current weights the newest version for the rollout workers."""
         self.store.publish(self.trainer.weights())
 
+    def draft_counts(self) -> tuple[int, int]:
+        """(drafted, accepted) MTP tokens of the rollout worker so far (counters `rollout_drafted`, `…_accepted`)."""
+        now = self.counters.snapshot()
+        return now.get("rollout_drafted", 0), now.get("rollout_accepted", 0)
+
+    def draft_metrics(self) -> dict[str, float]:
+        """MTP drafts since the previous publication: `rollout/drafted` and `rollout/acceptance` (accepted / drafted;
+        absent when nothing was drafted). The engines decode with the newest weights (picked up between engine
+        steps), so the window between publishing versions t − 1 and t is the acceptance of version t − 1's heads."""
+        drafted, accepted = self.draft_counts()
+        d, a = drafted - self._drafts_seen[0], accepted - self._drafts_seen[1]
+        self._drafts_seen = (drafted, accepted)
+        out = {"rollout/drafted": float(d)}
+        if d:
+            out["rollout/acceptance"] = a / d
+        return out
+
     def start_services(self) -> list[threading.Thread]:
         """Start the rollout thread and its watchdog."""
         watchdog = threading.Thread(target=self._watch_rollout, name="watchdog", daemon=True)
@@ -271,6 +289,7 @@ class LocalOrchestrator:
     def run(self, on_version: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
         """Train until version rl.steps; `on_version(metrics)` after each publication (log, checkpoint, eval)."""
         self.publish()
+        self.draft_metrics()  # counters restored on resume: the first window starts here
         if self.rl.placement == "colocated":  # rollouts first: the optimizer state waits in host memory
             self.trainer.offload_optimizer()
         self._pool = ThreadPoolExecutor(self.lc.episode_threads, thread_name_prefix="episode")
@@ -311,6 +330,7 @@ class LocalOrchestrator:
             self.trainer.reload_optimizer()
         try:
             metrics = self.trainer.train(groups)
+            metrics.update(self.draft_metrics())  # before the publication: the window of the version it replaces
             self.publish()
             self.gate.notify()
             metrics.update(wait_s=wait_s, train_s=time.monotonic() - t0 - wait_s,

@@ -73,6 +73,11 @@ class RayOrchestrator(LocalOrchestrator):
         for actor in self.envs + self.rollouts + [self.registry]:
             ray.kill(actor)
 
+    def draft_counts(self) -> tuple[int, int]:
+        """(drafted, accepted) MTP tokens summed over the rollout actors (their counters live in their processes)."""
+        stats = self.actor_stats()
+        return sum(s.get("rollout_drafted", 0) for s in stats), sum(s.get("rollout_accepted", 0) for s in stats)
+
     def actor_stats(self) -> list[dict]:
         """Counters of each rollout actor."""
         return ray.get([a.stats.remote() for a in self.rollouts])

@@ -41,6 +41,7 @@ from composer2_jax.train.state import (
     abstract_train_state,
     activate,
     init_train_state,
+    train_state_from,
 )
 
 log = logging.getLogger(__name__)
@@ -204,15 +205,29 @@ class Trainer:
         make_tx = lambda p, names: optim_lib.make_optimizer(optim, p, names)  # noqa: E731
         shape = (tc.rows, tc.seq_len)
         self.abstract, self.shardings, self.tx = abstract_train_state(self.model, make_tx, self.mesh, shape)
-        self.state, _, _ = init_train_state(self.model, make_tx, self.mesh, jax.random.key(seed), shape)
+        self._fresh = lambda: init_train_state(self.model, make_tx, self.mesh, jax.random.key(seed), shape)[0]
+        self._state: TrainState | None = None  # a fresh init on first use, unless load_params / restore come first
         self.version = 0
         self.num_moe = len(moe_layer_ids(model_cfg))
         self.tx, self._logp, self._update = compiled_steps(self.model, optim, loss, law, self.tx)
         self._published_host = None
         self.reference = None  # (params, router_state) of π_ref when the loss has a KL term
-        self.set_reference(self.state.params, self.state.router_state)  # the start weights
+        if loss.kl_coef > 0:
+            self.set_reference(self.state.params, self.state.router_state)  # the start weights
 
     # ------------------------------------------------------------------------------------------------ state
+
+    @property
+    def state(self) -> TrainState:
+        """The train state; freshly initialised (seed) if no weights were given before its first use — a trainer
+        that starts from a checkpoint (load_params, restore) never compiles the model's init program."""
+        if self._state is None:
+            self._state = self._fresh()
+        return self._state
+
+    @state.setter
+    def state(self, value: TrainState) -> None:
+        self._state = value
 
     def load_params(self, params, router_state) -> None:
         """Start from given weights (e.g. the SFT checkpoint) with a fresh optimizer state; they are also the
@@ -220,8 +235,7 @@ class Trainer:
         with activate(self.mesh):
             params = jax.device_put(params, self.shardings.params)
             router_state = jax.device_put(router_state, self.shardings.router_state)
-        self.state = self.state.replace(params=params, router_state=router_state,
-                                        opt_state=self.tx.init(params))
+        self.state = train_state_from(params, router_state, self.tx, self.shardings, self.mesh)
         self.set_reference(params, router_state)
         self._published_host = None
 
