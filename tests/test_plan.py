@@ -123,12 +123,16 @@ def test_search_ranks_fitting_meshes_by_tokens_per_second(monkeypatch):
 @pytest.mark.slow
 def test_pipelined_kimi_k2_5_cpt_bulk_fits_an_h200():
     """The full kimi_k2_5 train step, stage=4 × fsdp=8 × expert=8 on 256 simulated devices (the CLI, ~10 min of
-    CPU compile): peak memory per device within the H200's HBM. Before the stage-consistent MoE layout, the
-    stage-step checkpoint and the batch split over `stage`, this compiled to 1,382 GB (docs/scaling.md)."""
+    CPU compile): calibrated peak memory per device within the H200's HBM. Before the stage-consistent MoE layout, the
+    stage-step checkpoint, the batch split over `stage` and batch-split loss chunks, this compiled to 1,382 GB
+    (docs/scaling.md)."""
     cmd = [sys.executable, "-m", "composer2_jax.plan", "--preset", "kimi_k2_5", "--stage", "cpt_bulk", "--mesh",
            "stage=4,fsdp=8,expert=8", "--chip", "h200", "--memory_only", "--json"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=True,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     rep = json.loads(out.stdout[out.stdout.index("{"):])
     assert rep["pipeline"]["stages"] == 4 and rep["global_batch"] == 256
-    assert rep["fits"], f"peak {rep['per_device']['peak_bytes'] / 1e9:.1f} GB > {rep['hbm_bytes'] / 1e9:.0f} GB"
+    peak = rep["per_device"]["peak_bytes"]
+    # the planner's fit criterion for every kimi plan in docs/scaling.md: the CPU peak over CPU_MEMORY_OVERESTIMATE
+    assert rep["fits_calibrated"], f"peak {peak / 1e9:.1f} GB / {plan_lib.CPU_MEMORY_OVERESTIMATE} > HBM"
+    assert peak < 250e9, f"peak {peak / 1e9:.1f} GB: 228 GB on 2026-12-02"
