@@ -14,7 +14,8 @@ Reported per η: samples/s, speed-up over η = 0, wall time to a trailing batch 
 reward (mean of the last 5 batches) and the staleness actually consumed.
 
 --real runs experiments/rl.py's toy config from an SFT checkpoint with η = 0 and η = 2 for the same number of
-versions on this machine's CPU and reports samples/s and the held-out pass rate at the end of each.
+versions on this machine's CPU, with plain and with tree groups (`--real-modes`), and reports samples/s, the
+generated tokens per useful sample (records.useful_samples) and the held-out pass rate at the end of each.
 """
 
 from __future__ import annotations
@@ -92,8 +93,11 @@ class SimEnvWorker:
         self.progress, self.tok = progress, tk.ByteTokenizer()
         self._rng, self._lock = random.Random(seed + 1), threading.Lock()
 
-    def run(self, task, policy, admitted_version: int, routing_fn=None) -> EpisodeRecord:
-        """A one-turn episode graded by the modelled success probability."""
+    def run(self, task, policy, admitted_version: int, routing_fn=None, checkpoint=None,
+            checkpoints: bool = False) -> EpisodeRecord:
+        """A one-turn episode graded by the modelled success probability (plain groups: no checkpoints)."""
+        if checkpoint is not None or checkpoints:
+            raise ValueError("the simulated workload runs plain groups only (rl.group_mode='plain')")
         c = policy.generate([0], 1)
         with self._lock:
             success = float(self._rng.random() < self.progress.p(c.policy_version))
@@ -148,21 +152,28 @@ def simulate(eta: int, args) -> dict:
             "slot_utilisation": round(rollout.busy_s / (args.slots * wall), 3)}
 
 
-def real_run(eta: int, args) -> dict:
-    """experiments/rl.py toy from an SFT checkpoint for --real-steps versions; samples/s and final eval."""
+def real_run(eta: int, args, mode: str = "plain") -> dict:
+    """experiments/rl.py toy from an SFT checkpoint for --real-steps versions in one group mode (tree: first_failure
+    node choice, single-segment episodes); samples/s, generated tokens per useful sample and the final eval."""
     from composer2_jax.rl import orchestrator
     from experiments import rl as rl_exp
 
     c = rl_exp.get_config("toy")
-    c.init_from, c.workdir = args.real, f"{args.real_workdir}/eta{eta}"
-    c.rl.update(eta=eta, steps=args.real_steps, eval_every=args.real_steps, plot=False)
+    c.init_from, c.workdir = args.real, f"{args.real_workdir}/{mode}-eta{eta}"
+    c.rl.update(eta=eta, steps=args.real_steps, eval_every=args.real_steps, plot=False, group_mode=mode)
+    if mode == "tree":
+        c.harness.update(max_summaries=0, context_budget=352)
+        c.rl.tree.update(node_choice="first_failure", token_budget=args.tree_token_budget)
     c.checkpoint.every = 10**6
     r = orchestrator.run_rl(c)
     walls = [m["wait_s"] + m["train_s"] for m in r.history]
-    samples = args.real_steps * c.rl.groups_per_batch * c.rl.samples
+    samples = int(sum(m["batch/episodes"] for m in r.history))
+    useful = sum(m["batch/useful_samples"] for m in r.history)
     ev = r.evals[-1]
-    return {"bench": "async_rl", "workload": "toy-model", "eta": eta, "steps": args.real_steps, "samples": samples,
-            "wall_s": round(sum(walls), 1), "samples_per_s": round(samples / sum(walls), 3),
+    return {"bench": "async_rl", "workload": "toy-model", "mode": mode, "eta": eta, "steps": args.real_steps,
+            "samples": samples, "wall_s": round(sum(walls), 1), "samples_per_s": round(samples / sum(walls), 3),
+            "tokens_per_useful_sample": round(sum(m["batch/tokens_spent"] for m in r.history) / useful, 1)
+            if useful else None,
             "final_batch_reward": round(float(np.mean([m["batch/reward"] for m in r.history[-3:]])), 4),
             "eval_pass_rate": round(ev["eval/pass_rate"], 4), "eval_reward": round(ev.get("eval/reward", 0.0), 4),
             "staleness_max": max(m["staleness_max"] for m in r.history)}
@@ -187,6 +198,8 @@ def parse_args(argv=None):
     p.add_argument("--real", default="", help="an SFT checkpoint dir: also run the toy model with η = 0 and 2")
     p.add_argument("--real-steps", type=int, default=12, help="versions per toy-model run")
     p.add_argument("--real-workdir", default="runs/bench_async_rl", help="where the toy-model runs write")
+    p.add_argument("--real-modes", default="plain,tree", help="group modes of the toy-model runs")
+    p.add_argument("--tree-token-budget", type=int, default=600, help="tree mode: a group's generated tokens")
     return p.parse_args(argv)
 
 
@@ -199,11 +212,12 @@ def main(argv=None) -> list[dict]:
         r["speedup_vs_sync"] = round(r["samples_per_s"] / base["samples_per_s"], 2)
         print(json.dumps(r), flush=True)
     if args.real:
-        real = [real_run(e, args) for e in (0, 2)]
-        for r in real:
-            r["speedup_vs_sync"] = round(r["samples_per_s"] / real[0]["samples_per_s"], 2)
-            print(json.dumps(r), flush=True)
-        rows += real
+        for mode in args.real_modes.split(","):
+            real = [real_run(e, args, mode) for e in (0, 2)]
+            for r in real:
+                r["speedup_vs_sync"] = round(r["samples_per_s"] / real[0]["samples_per_s"], 2)
+                print(json.dumps(r), flush=True)
+            rows += real
     return rows
 
 

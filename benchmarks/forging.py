@@ -1,13 +1,15 @@
 """Forging policies against every task kind, JSON lines: can a policy pass a hidden check without doing the task?
 
     python -m benchmarks.forging [--policies atexit,os_exit] [--tasks bug-config-equals,...] [--workers 4]
+    python -m benchmarks.forging --generated runs/gen_pkg   (also every task of a generated folder: bench/generate*.py)
 
 Every policy of `composer2_jax.bench.forging` is applied to the starting repository of every task and the result is
 graded by the real graders in real sandboxes: the RL toy family (`rl/tasks.py`) through the RL grader
 (`rl/services/grader.py`) and as Harbor folders through the benchmark grader (`bench/grade.py`), and every task of
-suite v0 through the benchmark grader. One line per grading, then one summary line per policy, then the table
-kept in docs/benchmark.md (passes out of tasks; every cell must be 0). The `oracle` row applies the reference
-solution instead (every cell must be full) and the `null` row grades the untouched repository.
+suite v0 through the benchmark grader (and, with `--generated DIR`, every task of that folder). One line per
+grading, then one summary line per policy, then the table kept in docs/benchmark.md (passes out of tasks; every cell
+must be 0). The `oracle` row applies the reference solution instead (every cell must be full) and the `null` row
+grades the untouched repository.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from composer2_jax.rl.services.grader import grade_task
 HANG_TIMEOUT_S = 10.0  # the verifier timeout the `hang` policy is graded under (it would wait out any limit)
 RL_TIMEOUT_S = 30.0  # the RL grader's check timeout (rl/services/env_worker.py's default)
 BASELINES = ("oracle", "null")
+KINDS = ("rl", "rl-harbor", "v0", "generated")  # the table's columns
 
 
 def capped(task: Task, timeout_s: float) -> Task:
@@ -84,10 +87,12 @@ def grade_rl(env, task: rl_tasks.CodingTask, policy: str, work: Path, hang_s: fl
             "tests": dataclasses.asdict(g.tests)}
 
 
-def jobs(policies: list[str], v0: list[Task], rl: list[rl_tasks.CodingTask], rl_suite: list[Task]) -> list[tuple]:
+def jobs(policies: list[str], v0: list[Task], rl: list[rl_tasks.CodingTask], rl_suite: list[Task],
+         generated: list[Task] = ()) -> list[tuple]:
     """(kind, task, policy) for every grading."""
     out = []
     for policy in policies:
+        out += [("generated", t, policy) for t in generated]
         out += [("rl", t, policy) for t in rl]
         out += [("rl-harbor", t, policy) for t in rl_suite]
         out += [("v0", t, policy) for t in v0]
@@ -113,7 +118,7 @@ def summarize(rows: list[dict], policies: list[str]) -> list[dict]:
     for policy in policies:
         mine = [r for r in rows if r["policy"] == policy]
         line = {"bench": "forging", "summary": policy}
-        for kind in ("rl", "rl-harbor", "v0"):
+        for kind in KINDS:
             k = [r for r in mine if r["kind"] == kind]
             line[kind] = f"{sum(r['passed'] for r in k)}/{len(k)}"
         line["passed_tasks"] = sorted(f"{r['kind']}:{r['task']}" for r in mine if r["passed"])
@@ -123,8 +128,8 @@ def summarize(rows: list[dict], policies: list[str]) -> list[dict]:
 
 def table(summary: list[dict]) -> str:
     """The summary as a markdown table."""
-    lines = ["| policy | RL toy (RL grader) | RL toy (Harbor folder) | suite v0 |", "|---|---|---|---|"]
-    lines += [f"| `{s['summary']}` | {s['rl']} | {s['rl-harbor']} | {s['v0']} |" for s in summary]
+    lines = ["| policy | RL toy (RL grader) | RL toy (Harbor folder) | suite v0 | generated |", "|---|---|---|---|---|"]
+    lines += [f"| `{s['summary']}` | {s['rl']} | {s['rl-harbor']} | {s['v0']} | {s['generated']} |" for s in summary]
     return "\n".join(lines)
 
 
@@ -135,16 +140,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tasks", default="", help="v0 task names (comma-separated; default all)")
     p.add_argument("--rl-levels", default="0,1,2,3", help="one toy task per level")
     p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--generated", default="", help="a folder of generated tasks to grade too (all of its tasks)")
     args = p.parse_args(argv)
     policies = [x for x in args.policies.split(",") if x]
     v0 = list(load_suite("v0").select([x for x in args.tasks.split(",") if x]).tasks)
     rl = [rl_tasks.make_task(7, int(lv)) for lv in args.rl_levels.split(",") if lv]
+    generated = list(load_suite(args.generated).tasks) if args.generated else []
     rows = []
     with tempfile.TemporaryDirectory() as tmp, Environment(limits=SandboxLimits(timeout_s=120), pool_size=4) as env:
         work = Path(tmp)
         rl_suite = [load_task_folder(rl_tasks.write_task_folder(t, work / "rl-suite")) for t in rl]
         with ThreadPoolExecutor(args.workers) as pool:
-            for row in pool.map(lambda j: run_one(env, work, j), jobs(policies, v0, rl, rl_suite)):
+            for row in pool.map(lambda j: run_one(env, work, j), jobs(policies, v0, rl, rl_suite, generated)):
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     summary = summarize(rows, policies)

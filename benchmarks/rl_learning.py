@@ -5,9 +5,11 @@
 Runs experiments/rl.py end to end — oracle transcripts through real sandboxes, the SFT warm start, asynchronous RL
 (η = 2) through the real harness, tools and grading — with the held-out evaluation (pass@1 at T = 1) at the SFT
 start and at the end, and checks the targets: held-out pass rate +≥ 20 points over the start; easy-task effort
-< 0.9× the start's; hard-task pass rate ≥ start − 0.05; ≤ 15 minutes on 2 CPU cores. Measured 2026-11-30 on a
-2-core machine: all met — 0.148 → 0.453, easy effort 0.83×, hard 0.047 → 0.156, 756 s (three runs in docs/rl.md,
-"The toy experiment", and benchmarks/RESULTS.md). Needs bubblewrap and setpriv (as the RL tests do).
+< 0.9× the start's; hard-task pass rate ≥ start − 0.05; ≤ 15 minutes on 2 CPU cores. The line also gives the
+generated tokens per useful sample over the run (records.useful_samples). `--mode tree` runs tree groups
+(rl/branching.py, `--node-choice`, `--token-budget`) with single-segment episodes. Measured 2026-11-30 on a
+2-core machine (plain groups): all met — 0.148 → 0.453, easy effort 0.83×, hard 0.047 → 0.156, 756 s (three runs
+in docs/rl.md, "The toy experiment", and benchmarks/RESULTS.md). Needs bubblewrap and setpriv (as the RL tests do).
 """
 
 from __future__ import annotations
@@ -16,6 +18,12 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
+
+from composer2_jax.rl.plots import read_metrics
+
+TREE_CONTEXT_BUDGET = 352  # holds a whole toy episode (tree paths need single-segment episodes); ≤ prompt_len − 48
+TREE_TOKEN_BUDGET = 600  # a tree group's generated tokens (about a plain group's: benchmarks/rl_tree.py measures it)
 
 
 def main(argv=None) -> dict:
@@ -24,18 +32,33 @@ def main(argv=None) -> dict:
 
     p = argparse.ArgumentParser(prog="python -m benchmarks.rl_learning", description=__doc__.splitlines()[0])
     p.add_argument("--workdir", default="runs/bench_rl_learning")
+    p.add_argument("--mode", choices=("plain", "tree"), default="plain",
+                   help="tree: rl.group_mode=tree (rl/branching.py) with single-segment episodes")
+    p.add_argument("--node-choice", default="first_failure", help="tree mode: rl.tree.node_choice")
+    p.add_argument("--token-budget", type=int, default=TREE_TOKEN_BUDGET,
+                   help="tree mode: rl.tree.token_budget, the generated tokens of a group")
     args, overrides = p.parse_known_args(argv)
+    if args.mode == "tree":
+        overrides = ["--config.rl.group_mode=tree", "--config.harness.max_summaries=0",
+                     f"--config.harness.context_budget={TREE_CONTEXT_BUDGET}",
+                     f"--config.rl.tree.node_choice={args.node_choice}",
+                     f"--config.rl.tree.token_budget={args.token_budget}", *overrides]
     t0 = time.monotonic()
     r = rl_exp.main(["rl", f"--config.workdir={args.workdir}/rl",
                      f"--config.init_from={args.workdir}/rl/sft/checkpoints", *overrides])
     seconds = time.monotonic() - t0
+    rows = read_metrics(Path(args.workdir) / "rl" / "logs" / "metrics.jsonl")
+    spent = sum(m.get("batch/tokens_spent", 0.0) for m in rows)
+    useful = sum(m.get("batch/useful_samples", 0.0) for m in rows)
     first, last = r["evals"][0], r["evals"][-1]
     checks = {"pass_rate_gain_ge_0.20": last["eval/pass_rate"] >= first["eval/pass_rate"] + 0.20,
               "easy_effort_lt_0.9x": last["eval/effort/easy"] < 0.9 * first["eval/effort/easy"],
               "hard_pass_holds": last["eval/pass_rate/hard"] >= first["eval/pass_rate/hard"] - 0.05,
               "under_15_minutes": seconds < 15 * 60}
-    out = {"bench": "rl_learning", "seconds": round(seconds), "final_version": r["final_version"], "start": first,
-           "end": last, "checks": checks, "all_met": all(checks.values())}
+    out = {"bench": "rl_learning", "mode": args.mode, "seconds": round(seconds), "final_version": r["final_version"],
+           "start": first, "end": last, "tokens_spent": spent, "useful_samples": useful,
+           "tokens_per_useful_sample": round(spent / useful, 1) if useful else None, "checks": checks,
+           "all_met": all(checks.values())}
     print(json.dumps(out), flush=True)
     return out
 

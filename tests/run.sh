@@ -22,6 +22,9 @@ python -m ruff check .
 
 # The fast suite (budget: 20 minutes on 2 cores), then the slow-marked tests in their own bounded step. Two
 # workers (PYTEST_WORKERS), each running whole files: most tests are single-threaded XLA compiles.
+# A crashed worker fails the run at once (--max-worker-restart=0: a replacement worker can leave xdist waiting
+# forever), and each step has a wall-clock bound, so a hang fails here instead of eating CI's whole budget.
 WORKERS="${PYTEST_WORKERS:-2}"
-python -m pytest -q -n "$WORKERS" --dist loadfile -m "not slow" --durations=15 "$@"
-timeout 2700 python -m pytest -q -n "$WORKERS" --dist loadfile -m slow "$@" || { rc=$?; [ "$rc" = 5 ] || exit "$rc"; }
+XDIST=(-n "$WORKERS" --dist loadfile --max-worker-restart=0)
+timeout 2400 python -m pytest -q "${XDIST[@]}" -m "not slow" --durations=15 "$@"
+timeout 2700 python -m pytest -q "${XDIST[@]}" -m slow "$@" || { rc=$?; [ "$rc" = 5 ] || exit "$rc"; }

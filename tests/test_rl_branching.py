@@ -205,6 +205,103 @@ def test_bad_trees_and_configs_are_refused():
     summarised = dataclasses.replace(a.result, summaries=1)
     with pytest.raises(ValueError, match="branch 0 summarised its context 1 time"):
         assemble([Branch(summarised, 0.0)])
+    from composer2_jax.rl.config import RLExperimentConfig
+
+    with pytest.raises(ValueError, match=r"group_mode='tree' with harness.max_summaries=8: .* expected "
+                                         r"harness.max_summaries=0"):
+        RLExperimentConfig(rl=RLConfig(group_mode="tree"), harness=HarnessConfig(max_summaries=8))
+    RLExperimentConfig(rl=RLConfig(group_mode="tree"), harness=HarnessConfig(max_new_tokens=64, summary_tokens=64,
+                                                                             max_summaries=0))
+
+
+def test_a_tree_episode_that_fills_its_context_ends_instead_of_summarising():
+    """With max_summaries=0 (what tree groups require) an episode that reaches its context budget ends with stop
+    reason summary_limit: one segment, a valid tree path."""
+    env = SnapEnv()
+    cfg = dataclasses.replace(CFG, context_budget=200, max_summaries=0, summary_prompt="Summarise.")
+    sid = env.create()
+    r = run_episode(env, sid, "Do the task.", CoinPolicy(0.0, 0), TOK, cfg, checkpoints=True)
+    assert r.stop_reason == "summary_limit" and r.summaries == 0 and len(r.episode.segments) == 1
+    tree, _, _ = assemble([Branch(r, 0.0)])
+    assert len(tree.leaves) == 1
+
+
+def useful_group(tree, successes):
+    from composer2_jax.rl.services.records import EpisodeRecord, GroupRecord
+
+    eps = [EpisodeRecord(None, [], "t", "easy", s, s, 0.0, {}, "submitted", 1, 0, 0, 1, 0.0, 0.0, 0)
+           for s in successes]
+    return GroupRecord(0, "t", 0, eps, tree=tree)
+
+
+def test_useful_samples_count_leaves_that_train_a_pass_fail_signal():
+    from composer2_jax.episode import Turn
+    from composer2_jax.rl.services.records import useful_samples
+    from composer2_jax.rl.tree import GroupTree, TreeNode
+
+    def turn():
+        return (Turn("message", (1, 2), True, (-0.1, -0.1), 0),)
+
+    assert useful_samples(useful_group(None, [1.0, 0.0, 0.0, 0.0])) == 4  # plain: mixed group, all useful
+    assert useful_samples(useful_group(None, [1.0, 1.0, 1.0])) == 0  # plain: no signal
+    # root ─ a ─┬─ a1 (pass)       V(root) = 2/3, V(a) = 1/2: a→a1 = +1/2 and a→a2 = −1/2 (and root→a, owned by
+    #      │    └─ a2 (fail)       a1) carry a signal: a1 and a2 are useful;
+    #      └ b (pass)              root→b = 1 − 2/3 is b's own edge: useful
+    nodes = [TreeNode("root", None, (Turn("user", (0,), False),)), TreeNode("a", "root", turn()),
+             TreeNode("a1", "a", turn(), 1.0), TreeNode("a2", "a", turn(), 0.0), TreeNode("b", "root", turn(), 1.0)]
+    tree = GroupTree(nodes)
+    assert tree.leaves == ["a1", "a2", "b"]
+    assert useful_samples(useful_group(tree, [1.0, 0.0, 1.0])) == 3
+    # all pass: nothing is useful, whatever the reward's length penalty does
+    assert useful_samples(useful_group(tree, [1.0, 1.0, 1.0])) == 0
+    # a1 and a2 both fail, b passes: a is worse than root, owned by a1 (the first leaf below it); a1→, a2→ carry 0
+    assert useful_samples(useful_group(tree, [0.0, 0.0, 1.0])) == 2
+    with pytest.raises(ValueError, match="2 episodes for 3 leaves"):
+        useful_samples(useful_group(tree, [1.0, 0.0]))
+
+
+def test_concurrent_first_episodes_of_a_task_import_its_repository_once(tmp_path):
+    """EnvWorker.snapshot: episodes of a new task that start together write and import its folder once, and the
+    import sees the whole file (no thread truncates it under another's import)."""
+    import threading
+    import time
+
+    from composer2_jax.rl import tasks
+    from composer2_jax.rl.rewards import RewardConfig
+    from composer2_jax.rl.services.env_worker import EnvWorker
+
+    task = tasks.task_set(1, 0)[0]
+    expected = task.files()
+
+    class ImportEnv:
+        def __init__(self):
+            self.imports, self.seen, self.lock = 0, [], threading.Lock()
+
+        def import_repo(self, repo):
+            time.sleep(0.05)  # a slow import: the window in which another writer would truncate the files
+            seen = {rel: (tmp_path / "repos" / task.task_id / rel).read_text() for rel in expected}
+            with self.lock:
+                self.imports += 1
+                self.seen.append(seen)
+                return f"snap{self.imports}"
+
+        def delete_snapshot(self, snap):
+            raise AssertionError(f"nothing to delete: {snap}")
+
+    env = ImportEnv()
+    worker = EnvWorker(env, TOK, CFG, RewardConfig(), ("read_file",), repo_root=tmp_path / "repos")
+    barrier, out = threading.Barrier(8), []
+
+    def first_episode():
+        barrier.wait()
+        out.append(worker.snapshot(task))
+
+    threads = [threading.Thread(target=first_episode) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == ["snap1"] * 8 and env.imports == 1 and env.seen == [expected]
 
 
 # ------------------------------------------------------------------------------------------------ real sandboxes

@@ -77,3 +77,39 @@ def test_ray_backend_evaluates_in_its_own_actor(cluster, tmp_path):
                 if a["ActorClassName"] == "EvalActor" and a["State"] == "ALIVE"]  # released at the end
     lines = (tmp_path / "rl" / "logs" / "metrics.jsonl").read_text().splitlines()
     assert sum('"eval/pass_rate"' in line for line in lines) == 2
+
+
+@pytest.mark.slow  # ~70 s on 2 cores (the actor process starts JAX and compiles its engine)
+def test_a_rollout_actor_owns_its_devices_and_serves_the_trainers_weights(cluster):
+    """Two processes: the trainer here (devices[0:4] of this process's 8) publishes through the registry; a
+    RolloutActor process with 4 XLA host devices of its own shards its engine (expert=2 × tensor=2) over them, and
+    after each publication serves the trainer's parameters bit for bit, sampling with the new version."""
+    import jax
+    import numpy as np
+
+    from composer2_jax.rl.config import RayConfig
+    from composer2_jax.rl.services.ray_actors import RolloutActor, WeightRegistry, host_weights
+    from composer2_jax.rl.services.ray_loop import rollout_actor_options
+    from composer2_jax.rl.services.trainer import Trainer
+    from tests.test_rl_placement import CFG, OC, PLACEMENTS, STOP, TC
+    from tests.test_rl_sharded import _groups
+
+    trainer = Trainer(CFG, OC, TC, seed=0)
+    registry = WeightRegistry.remote()
+    ray.get(registry.publish.remote(host_weights(trainer.weights())))
+    options = rollout_actor_options(RayConfig(rollout_host_devices=4))
+    actor = RolloutActor.options(**options).remote(CFG, PLACEMENTS["colocated"], STOP, registry, STOP)
+    prompt = list(range(3, 12))
+    assert ray.get(actor.generate.remote(prompt, 6), timeout=300).versions == (0,) * 6
+    trainer.train(_groups())
+    ray.get(registry.publish.remote(host_weights(trainer.weights())))
+    assert ray.get(actor.generate.remote(prompt, 6), timeout=300).versions == (1,) * 6
+    where = ray.get(actor.placement.remote())
+    assert where["pid"] != os.getpid() and where["devices"] == 4 and jax.device_count() == 8
+    assert where["engines"] == [[0, 1, 2, 3]]  # the actor's own four devices
+    [(version, params, sync_s)] = ray.get(actor.engine_weights.remote())
+    assert version == 1 and len(sync_s) == 1
+    want = jax.device_get(trainer.state.params)
+    for (path, a), b in zip(jax.tree_util.tree_flatten_with_path(want)[0], jax.tree.leaves(params)):
+        np.testing.assert_array_equal(b, a, err_msg=jax.tree_util.keystr(path))
+    ray.kill(actor)

@@ -303,7 +303,7 @@ def test_run_rl_trains_on_tree_groups(tmp_path):
     c.rl.tree.update(initial=2, branches=2, token_budget=96, node_choice="uniform")
     c.rl.loop.update(episode_threads=8)
     c.rollout.update(batch_size=4, prompt_len=192, max_new_tokens=24)
-    c.harness.update(max_new_tokens=24, summary_tokens=16, max_turns=2, context_budget=144)
+    c.harness.update(max_new_tokens=24, summary_tokens=16, max_turns=2, context_budget=144, max_summaries=0)
     c.trainer.update(rows=4, seq_len=256)
     r = orchestrator.run_rl(c)
     assert r.final_version == 2 and all(m["staleness_max"] <= c.rl.eta for m in r.history)

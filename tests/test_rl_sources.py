@@ -176,3 +176,83 @@ def test_short_rl_run_on_a_mixed_curriculum_logs_every_reward_term(tmp_path):
     trained = {k.split("/source/", 1)[1] for m in versions for k in m if k.startswith("batch/episodes/source/")}
     assert "toy" in trained and len(trained) >= 2
     print(json.dumps({k: round(v, 4) for k, v in versions[-1].items() if "/term" in k or "/source/" in k}))
+
+
+# ------------------------------------------------------------------------------------------------ any package
+
+def test_a_package_is_opened_by_name_folder_or_archive_and_must_be_pure_python(tmp_path):
+    from composer2_jax.bench import generate_package as gp
+
+    pasta = gp.open_package("pasta")  # installed (google-pasta): unittest tests beside its modules
+    assert pasta.name == "pasta" and (pasta.root / "__init__.py").is_file()
+    assert {t.name for t in pasta.tests} >= {"ast_utils_test.py", "import_utils_test.py"}
+    assert gp.open_package(str(pasta.root)).root == pasta.root
+    wheel = tmp_path / "pasta-0-py3-none-any.whl"  # a wheel is unpacked into the cache
+    shutil.make_archive(str(wheel.with_suffix("")), "zip", pasta.root.parent, "pasta")
+    wheel.with_suffix(".zip").rename(wheel)
+    opened = gp.open_package(str(wheel), tmp_path / "cache")
+    assert opened.root.is_relative_to(tmp_path / "cache") and len(opened.tests) == len(pasta.tests)
+    native = tmp_path / "native" / "fast"
+    native.mkdir(parents=True)
+    (native / "__init__.py").write_text("")
+    (native / "_speedups.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    with pytest.raises(ValueError, match=r"is not pure Python: extension modules \['_speedups"):
+        gp.open_package(str(native))
+    with pytest.raises(ValueError, match="not a folder, wheel or sdist, nor an importable package"):
+        gp.open_package("no_such_package_anywhere")
+    two = tmp_path / "sdist"
+    for name in ("a", "b"):
+        (two / name).mkdir(parents=True)
+        (two / name / "__init__.py").write_text("")
+    with pytest.raises(ValueError, match=r"expected one top-level package .* found \['a', 'b'\]"):
+        gp.open_package(str(two))
+    assert gp.open_package(f"{two}::b").name == "b"
+
+
+def test_package_imports_are_renamed_to_the_vendored_copy():
+    from composer2_jax.bench.generate_package import rename_imports
+
+    src = ("import pasta\nimport pasta.base.ast_utils\nfrom pasta.augment import rename\n  from pasta import x\n"
+           "import pasta.base as pb\nimport pastary\ns = '''\nimport a\n'''\n")
+    assert rename_imports(src, "pasta") == (
+        "import vendored_pasta as pasta\nimport vendored_pasta.base.ast_utils; import vendored_pasta as pasta\n"
+        "from vendored_pasta.augment import rename\n  from vendored_pasta import x\n"
+        "import vendored_pasta.base as pb\nimport pastary\ns = '''\nimport a\n'''\n")
+    assert rename_imports("import os, pasta\n", "pasta") is None  # unrenamable: the candidate is not used
+    assert rename_imports("m = importlib.import_module('pasta.base')\n", "pasta") is None
+
+
+@needs_sandbox
+def test_tasks_generated_from_an_installed_package_grade_oracle_1_and_forgers_0(env, tmp_path):
+    """The feature-deletion generator on a real third-party package (google-pasta, installed): the task's hidden
+    check is the package's own tests with the function traced, judged outside the code's reach; the oracle scores
+    1, the untouched start and forging policies 0, through the RL source and the EnvWorker."""
+    from composer2_jax.bench import forging
+    from composer2_jax.rl.services.grader import grade_episode
+
+    spec = sources.SourceSpec("generated", str(tmp_path / "gen"), 1.0)
+    got = sources.generated_tasks(spec, "train", 0.0, 1, 0, packages=("pasta",), per_module=1)
+    assert len(got.tasks) == 1 and got.tasks[0].task.name.startswith("pkg1-pasta-")
+    task = got.tasks[0]
+    repo = task.repo_dir(tmp_path / "cache")
+    assert (repo / "vendored_pasta" / "__init__.py").is_file() and not (repo / "pasta").exists()
+    import tomllib
+
+    meta = tomllib.loads((tmp_path / "gen" / task.task.name / "task.toml").read_text())["metadata"]
+    left = list(repo.rglob("*_test.py"))  # the package's other test modules stay; none that exercises the function
+    assert left and not any(meta["function"] in p.read_text() for p in left)
+    deleted_from = repo / "vendored_pasta" / meta["source"].split("/pasta/")[1]
+    assert f"def {meta['function']}(" not in deleted_from.read_text()
+    worker = EnvWorker(env, TOK, CFG, RewardConfig(penalty_coef=0.0), TOOLS, schemas_in_prompt=False,
+                       repo_root=tmp_path / "repos")
+    records = {agent: worker.run(task, scripted_factory(agent, TOK, CFG)(task.task), admitted_version=0)
+               for agent in ("oracle", "null")}
+    assert records["oracle"].success == 1.0 and records["null"].success == 0.0
+    for policy in ("atexit", "os_exit", "shadow_modules", "monkeypatch", "forge_answers"):
+        source = env.import_repo(forging.forged_copy(repo, policy, tmp_path / policy))
+        try:
+            g = grade_episode(env, source, task)
+        finally:
+            env.delete_snapshot(source)
+        assert g.reward == 0.0, (policy, g)
+    assert env.sandboxes() == []

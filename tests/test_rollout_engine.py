@@ -167,3 +167,68 @@ def test_sharded_engine_matches_unsharded():
         assert a.tokens == b.tokens
         np.testing.assert_allclose(a.policy_logprobs, b.policy_logprobs, **SHARDED_FP32)
         np.testing.assert_array_equal(a.routing, b.routing)
+
+
+def test_greedy_sessions_on_an_engine_of_its_own_devices_match_the_unsharded_engine():
+    """An engine on devices[4:8] as (expert=2, tensor=2): multi-turn greedy sessions give the unsharded engine's
+    tokens; behaviour log-probs within the sharded tolerance and the same routing records; weights, pool and
+    programs stay on its four devices; suspend/resume (colocated time-sharing) recomputes the same contexts."""
+    cfg, v = toy()
+    devs = jax.devices()[4:8]
+    mesh = shd.make_mesh(dict(data=1, fsdp=1, expert=2, tensor=2, context=1), devices=devs)
+    r = np.random.default_rng(5)
+    ecfg = EngineConfig(slots=2, chunk=4, prefill_rows=2, page_size=Y, num_pages=24, max_len=64)
+    prompts = [r.integers(0, VOCAB, n).tolist() for n in (5, 10)]
+    observations = [[r.integers(0, VOCAB, int(r.integers(1, 7))).tolist() for _ in prompts] for _ in range(2)]
+    sp = SamplingParams(temperature=0.0, max_tokens=5)
+    outs, engines = [], []
+    for m in (None, mesh):
+        eng = RolloutEngine(cfg, v["params"], v["router_state"], ecfg, mesh=m)
+        sids = [eng.open(p) for p in prompts]
+        turns = []
+        for turn in range(3):
+            futs = [eng.reply(s, sp) for s in sids]
+            eng.step()
+            if m is not None and turn == 1:  # mid-reply: the pool is freed and the contexts recomputed after
+                eng.suspend()
+                assert eng.suspended and all(eng.sessions[s].n_cached == 0 for s in sids)
+                with pytest.raises(RuntimeError, match="suspended"):
+                    eng.step()
+                eng.resume()
+            eng.run()
+            turns.append([f.result() for f in futs])
+            if turn < 2:
+                for s, obs in zip(sids, observations[turn]):
+                    eng.append(s, obs)
+        outs.append(turns)
+        engines.append(eng)
+    sharded = engines[1]
+    assert sharded.devices == devs
+    for leaf in jax.tree.leaves((sharded.params, sharded.router_state, sharded._pools)):
+        assert leaf.sharding.device_set == set(devs)
+    assert sharded.params["stack"]["layer_0"]["moe"]["wi_gate"].sharding.spec[1] == "expert"
+    assert sharded.stats["suspensions"] == 1 and sharded.stats["computed"] > engines[0].stats["computed"]
+    for turn_a, turn_b in zip(*outs):
+        for a, b in zip(turn_a, turn_b):
+            assert a.tokens == b.tokens and len(a.tokens) == 5
+            np.testing.assert_allclose(b.policy_logprobs, a.policy_logprobs, **SHARDED_FP32)
+            np.testing.assert_allclose(b.raw_logprobs, a.raw_logprobs, **SHARDED_FP32)
+            np.testing.assert_array_equal(b.replay_routing(), a.replay_routing())
+
+
+def test_meshes_an_engine_cannot_use_are_named():
+    cfg, v = toy()
+    ecfg = EngineConfig(slots=2, chunk=4, prefill_rows=2, page_size=Y, num_pages=8, max_len=32)
+    devs = jax.devices()
+    cases = [(dict(tensor=8), devs, r"model.num_heads=4 is not divisible by mesh axes tensor=8"),
+             (dict(expert=2, tensor=1, fsdp=1, data=1), devs[:2], None),
+             (dict(fsdp=1, expert=1, context=2), devs[:2], r"context=2; expected 1"),
+             (dict(fsdp=1, expert=3), devs[:3], r"model.n_routed_experts=8 is not divisible by mesh axes .*expert=3"),
+             (dict(fsdp=1, expert=4), devs[:4], r"slots=2 and prefill_rows=2 must be multiples .* 4")]
+    for axes, d, msg in cases:
+        mesh = shd.make_mesh({**dict(data=1, fsdp=1, expert=1, tensor=1, context=1), **axes}, devices=d)
+        if msg is None:
+            RolloutEngine(cfg, v["params"], v["router_state"], ecfg, mesh=mesh)
+            continue
+        with pytest.raises(ValueError, match=msg):
+            RolloutEngine(cfg, v["params"], v["router_state"], ecfg, mesh=mesh)

@@ -32,6 +32,13 @@ ratio already corrects per-token staleness through μ, and recomputing every con
 O(n·C) prefill the engine exists to avoid). Full pages are registered under their weight version, so new sessions
 only adopt prefix pages computed by the current weights.
 
+Meshes: an engine owns the devices of its mesh (expert and tensor parallelism for decode; data-parallel replicas
+are separate engines on disjoint device sets, rl/services/rollout.py). Its weights, page pool and step programs live
+there: `update_weights` reshards whatever it is given (a trainer's arrays on another mesh) with one `jax.device_put`
+onto the engine's NamedShardings — device to device within a process, no host copy. `suspend()` frees the page pool
+(a colocated placement time-shares the devices with the trainer) and `resume()` allocates it again; sessions
+recompute their contexts, as after preemption.
+
 Router replay: `Completion.routing[j]` are the experts of the position that produced token j and `prompt_routing`
 those of context positions 0..P−2, as the static engine reports them (`replay_routing()` lines up with the trainer's
 input tokens); positions adopted from a shared page carry the routing recorded when the page was computed.
@@ -42,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
+import time
 from concurrent.futures import Future
 from typing import Optional, Sequence
 
@@ -88,6 +96,24 @@ class EngineConfig:
     def table_pages(self) -> int:
         """Entries of a page table."""
         return self.max_len // self.page_size
+
+
+DECODE_AXES = ("data", "fsdp", "expert", "tensor")  # mesh axes an engine may use (no stage, no context)
+
+
+def check_engine_mesh(cfg: ModelConfig, ecfg: EngineConfig, mesh) -> None:
+    """ValueError unless the mesh suits a decode engine: no pipeline or context axis, batch axes that divide the
+    slots and prefill rows, and axes that divide every model dimension they shard (heads, experts, widths)."""
+    shape = dict(mesh.shape)
+    for axis in ("stage", "context"):
+        if shape.get(axis, 1) != 1:
+            raise ValueError(f"rollout engine mesh has {axis}={shape[axis]}; expected 1 (an engine shards decode "
+                             f"over {DECODE_AXES} only)")
+    mult = shd.axis_size(mesh, shd.mesh_axes_of("activation_batch"))
+    shd.validate_model_mesh(cfg, mesh, batch=mult, seq_len=1)  # heads, experts, widths (rows are checked next)
+    if ecfg.slots % mult or ecfg.prefill_rows % mult:
+        raise ValueError(f"slots={ecfg.slots} and prefill_rows={ecfg.prefill_rows} must be multiples of the "
+                         f"mesh's batch-sharding size {mult}")
 
 
 @dataclasses.dataclass
@@ -146,15 +172,13 @@ class RolloutEngine:
                              f"{cfg.max_position_embeddings}")
         self.cfg, self.ecfg, self.mesh, self.absorb = cfg, ecfg, mesh, absorb
         if mesh is not None:
-            mult = shd.axis_size(mesh, shd.mesh_axes_of("activation_batch"))
-            if ecfg.slots % mult or ecfg.prefill_rows % mult:
-                raise ValueError(f"slots={ecfg.slots} and prefill_rows={ecfg.prefill_rows} must be multiples of the "
-                                 f"mesh's batch-sharding size {mult}")
+            check_engine_mesh(cfg, ecfg, mesh)
         self._lock = threading.RLock()
+        self._shardings = None if mesh is None else param_shardings(cfg, mesh)
+        self.sync_s: list[float] = []  # seconds of each `update_weights` placement (reshard + transfer)
         self._set_weights(params, router_state, version)
         self.pool = paged_cache.PagePool(ecfg.num_pages, ecfg.page_size)
-        self._pools = self._place(paged_cache.init_pools(cfg, cfg.num_layers, ecfg.num_pages, ecfg.page_size,
-                                                         dtype_of(cfg.dtype)))
+        self._pools = self._new_pools()
         self._routed = (moe_layers(cfg), cfg.num_experts_per_tok) if moe_layers(cfg) else None
         self.sessions: dict[int, Session] = {}
         self._uids = itertools.count()
@@ -163,7 +187,7 @@ class RolloutEngine:
         self._clock = 0
         self._warp: Optional[sampler.Warp] = None
         self.stats = dict(steps=0, prefill_programs=0, decode_programs=0, computed=0, adopted=0, generated=0,
-                          preemptions=0, evictions=0, weight_updates=0)
+                          preemptions=0, evictions=0, weight_updates=0, suspensions=0)
 
     # ------------------------------------------------------------------------------------------- sessions
 
@@ -233,10 +257,18 @@ class RolloutEngine:
 
     # ------------------------------------------------------------------------------------------- weights
 
+    @property
+    def devices(self) -> list:
+        """The devices this engine runs on (its mesh's, or the default device)."""
+        return list(self.mesh.devices.flat) if self.mesh is not None else [jax.devices()[0]]
+
     def update_weights(self, params, router_state, version: int) -> None:
         """New weights from the next step on (no draining); recompute cached contexts if the config says so."""
         with self._lock:
+            t0 = time.perf_counter()
             self._set_weights(params, router_state, version)
+            jax.block_until_ready((self.params, self.router_state))
+            self.sync_s.append(time.perf_counter() - t0)
             self.stats["weight_updates"] += 1
             if self.ecfg.recompute_on_update:
                 for s in self.sessions.values():
@@ -247,7 +279,7 @@ class RolloutEngine:
         """Unboxed weights, placed by their logical axes when there is a mesh."""
         p, r = nn.unbox(params), nn.unbox(router_state or {})
         if self.mesh is not None:
-            p_sh, r_sh = param_shardings(self.cfg, self.mesh)
+            p_sh, r_sh = self._shardings
             p = jax.device_put(p, {k: v for k, v in p_sh.items() if k in p})
             r = jax.device_put(r, {k: v for k, v in r_sh.items() if k in r})
         self.params, self.router_state, self.version = p, r, int(version)
@@ -271,6 +303,8 @@ class RolloutEngine:
         with self._lock:
             self._admit()
             live = [s for s in self._slots if s is not None]
+            if live and self._pools is None:
+                raise RuntimeError("the engine is suspended (its page pool is freed); resume() it before stepping")
             if not live:
                 return False
             self._clock += 1
@@ -284,6 +318,27 @@ class RolloutEngine:
                 self._program(dec, 1, self.ecfg.slots)
                 self.stats["decode_programs"] += 1
             return True
+
+    @property
+    def suspended(self) -> bool:
+        """Whether the page pool is freed (`suspend`)."""
+        return self._pools is None
+
+    def suspend(self) -> None:
+        """Free the page pool (a colocated trainer takes the devices): every session's cache is released, registered
+        pages forgotten; replies in flight stay in their slots and recompute their contexts after `resume`."""
+        with self._lock:
+            for s in self.sessions.values():
+                self._release(s)
+            self.pool.drop_registry()
+            self._pools = None
+            self.stats["suspensions"] += 1
+
+    def resume(self) -> None:
+        """Allocate the page pool again after `suspend`."""
+        with self._lock:
+            if self._pools is None:
+                self._pools = self._new_pools()
 
     def fail_all(self, error: BaseException) -> None:
         """Fail every waiting or running reply with `error` (the server is going away); sessions stay open."""
@@ -450,8 +505,10 @@ class RolloutEngine:
             return engine_step(self.params, self.router_state, self._pools,
                                *(jax.device_put(a, batch) for a in arrays), **kw)
 
-    def _place(self, pools):
-        """Pools replicated over the mesh (page ids are global)."""
+    def _new_pools(self):
+        """Empty page pools, replicated over the mesh (page ids are global)."""
+        pools = paged_cache.init_pools(self.cfg, self.cfg.num_layers, self.ecfg.num_pages, self.ecfg.page_size,
+                                       dtype_of(self.cfg.dtype))
         if self.mesh is None:
             return pools
         return jax.device_put(pools, jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec()))

@@ -19,6 +19,17 @@ class CEResult(NamedTuple):
     count: jax.Array  # Σ_t mask_t
 
 
+def after(x, dep):
+    """`x`, but computed only once `dep` is: an optimization barrier that orders two independent loss loops.
+
+    Used between the main head's chunked loss and the MTP depths' (whose scans would otherwise be independent): XLA's
+    CPU runtime may run independent while loops in a different order on each device, and two loops that each hold
+    collectives then deadlock (device 1 inside the second loop's all-to-all while the others wait in the first
+    loop's all-reduce, observed on 8 fake CPU devices). On accelerators the loops run one after the other anyway.
+    """
+    return jax.lax.optimization_barrier((x, dep))[0]
+
+
 def _chunk_ce(h_CD, w_DV, y_C, m_C):
     """CE of one chunk of tokens: fp32 logits [C, V] live only inside this function."""
     logits_CV = jnp.einsum("CD,DV->CV", h_CD, w_DV, preferred_element_type=jnp.float32)

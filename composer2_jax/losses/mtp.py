@@ -25,7 +25,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from composer2_jax.losses.lm import CHUNK_BCD, num_chunks
+from composer2_jax.losses.lm import CHUNK_BCD, after, num_chunks
 from composer2_jax.model.layers import constrain
 
 
@@ -151,7 +151,8 @@ def chunked_mtp_sums(normed_MBTD, teacher_MBTD, heads_MDV, w_teacher_DV, targets
     rows = []
     for m in range(normed_MBTD.shape[0]):
         dt = normed_MBTD.dtype
-        rows.append(_depth_sums(normed_MBTD[m], teacher_MBTD[m].astype(dt), heads_MDV[m].astype(dt),
+        h_BTD = normed_MBTD[m] if not rows else after(normed_MBTD[m], rows[-1])  # one depth's scan after another
+        rows.append(_depth_sums(h_BTD, teacher_MBTD[m].astype(dt), heads_MDV[m].astype(dt),
                                 w_teacher_DV.astype(dt), targets_BTM[..., m], mask_BTM[..., m], top_n, chunk))
     s_M4 = jnp.stack(rows)
     return MTPSums(s_M4[:, 0], s_M4[:, 1], s_M4[:, 2], s_M4[:, 3], jnp.sum(mask_BTM.astype(jnp.float32), axis=(0, 1)))

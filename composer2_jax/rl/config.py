@@ -26,6 +26,7 @@ from composer2_jax.train.metrics import LogConfig
 from composer2_jax.train.optim import OptimConfig
 
 BACKENDS = ("local", "ray")
+PLACEMENTS = ("shared", "colocated", "disaggregated")
 GROUP_MODES = ("plain", "tree")
 
 
@@ -41,14 +42,17 @@ class RayConfig:
     # per RolloutActor: Ray actor options (num_cpus, num_gpus, custom resources; zero custom resources are dropped)
     rollout_resources: dict[str, Any] = dataclasses.field(
         default_factory=lambda: dict(num_cpus=0, num_gpus=0, resources=dict(rollout=0)))
+    # CPU hosts: each RolloutActor process gets this many XLA host devices of its own (0 = the platform's devices;
+    # on GPU nodes rollout_resources.num_gpus gives the process its GPUs); rollout.devices/mesh index them
+    rollout_host_devices: int = 0
     # per EnvActor: Ray actor options (0 = no requirement)
     env_resources: dict[str, Any] = dataclasses.field(
         default_factory=lambda: dict(num_cpus=0, resources=dict(sandbox=0)))
 
     def __post_init__(self):
-        if self.rollout_actors < 1 or self.env_actors < 1:
-            raise ValueError(f"rl.ray.rollout_actors={self.rollout_actors}, env_actors={self.env_actors}; "
-                             f"expected >= 1")
+        if self.rollout_actors < 1 or self.env_actors < 1 or self.rollout_host_devices < 0:
+            raise ValueError(f"rl.ray.rollout_actors={self.rollout_actors}, env_actors={self.env_actors}, "
+                             f"rollout_host_devices={self.rollout_host_devices}; expected >= 1, >= 1, >= 0")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +78,10 @@ class RLConfig:
     """The RL loop: backend, staleness, batch, the task family and held-out evaluation."""
 
     backend: str = "local"  # local (threads in one process) | ray (actors, launch/ray_cluster.sh)
+    # where trainer and rollout engines run (docs/rl.md "RL at scale"): shared (rollout.devices inside the trainer's,
+    # both running at once: the single-device toy run) | colocated (the same devices, time-shared: the engines'
+    # page pools and the optimizer state are never resident together) | disaggregated (disjoint device sets)
+    placement: str = "shared"
     eta: int = 2  # staleness bound η: a sample of version v trains version t only if t − v ≤ η (0 = synchronous)
     steps: int = 100  # weight versions to train
     groups_per_batch: int = 8  # G: tasks per version
@@ -98,6 +106,11 @@ class RLConfig:
             raise ValueError(f"rl.backend={self.backend!r}; expected one of {BACKENDS}")
         if self.eta < 0:
             raise ValueError(f"rl.eta={self.eta}; expected >= 0 (0 = the synchronous loop)")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"rl.placement={self.placement!r}; expected one of {PLACEMENTS}")
+        if self.placement == "colocated" and self.backend != "local":
+            raise ValueError(f"rl.placement='colocated' time-shares one process's devices; it runs on the local "
+                             f"backend only, got backend={self.backend!r}")
         if self.group_mode not in GROUP_MODES:
             raise ValueError(f"rl.group_mode={self.group_mode!r}; expected one of {GROUP_MODES}")
         if self.group_mode == "tree" and self.backend != "local":
@@ -113,6 +126,23 @@ class RLConfig:
                              f"{self.eval_samples}; expected >= 0, >= 1, >= 1")
 
 
+def check_placement(placement: str, tc: TrainerConfig, rc: RolloutConfig, backend: str = "local") -> None:
+    """ValueError unless the trainer's and the rollout engines' device ranges fit the placement (naming both). On the
+    ray backend the rollout engines live in RolloutActor processes: their device indices are that process's own."""
+    if placement == "shared" or backend == "ray":
+        return
+    if tc.devices == 0:
+        raise ValueError(f"rl.placement={placement!r} needs trainer.devices set (0 = every device leaves the "
+                         f"placement unchecked); expected the trainer's device count")
+    trainer, rollout = range(tc.devices), rc.device_ids()
+    where = (f"trainer devices [0, {tc.devices}) and rollout devices [{rollout.start}, {rollout.stop}) "
+             f"(rollout.first_device={rc.first_device}, devices={rc.devices})")
+    if placement == "disaggregated" and set(trainer) & set(rollout):
+        raise ValueError(f"rl.placement='disaggregated' but the {where} overlap; expected disjoint device sets")
+    if placement == "colocated" and trainer != rollout:
+        raise ValueError(f"rl.placement='colocated' but the {where} differ; expected the same devices")
+
+
 @dataclasses.dataclass(frozen=True)
 class SourcesConfig:
     """How the task sources of `tasks` (rl/sources.py) split and fill; the toy family's sizes stay in `rl`."""
@@ -125,6 +155,9 @@ class SourcesConfig:
     generated_modules: tuple[str, ...] = ()  # modules to delete functions from (() = bench/generate.py MODULES)
     generated_dirs: tuple[str, ...] = ()  # folders holding M.py and test/test_M.py (() = the stdlib)
     generated_per_module: int = 2  # most tasks per module (raise it, with more modules, for hundreds of tasks)
+    # pure-Python packages to delete functions from instead of the stdlib (bench/generate_package.py): importable
+    # names, package folders, wheels or sdists; () = the stdlib modules above
+    generated_packages: tuple[str, ...] = ()
 
     def __post_init__(self):
         if (not 0 <= self.heldout_frac < 1 or self.eval_tasks < 1 or self.generated_count < 1
@@ -205,6 +238,12 @@ class RLExperimentConfig:
         if not self.workdir:
             raise ValueError("workdir is empty; expected a directory for checkpoints/ and logs/")
         parse_mix(self.tasks)  # a bad curriculum string fails here, naming the entry
+        if self.rl.group_mode == "tree" and self.harness.max_summaries > 0:
+            raise ValueError(f"rl.group_mode='tree' with harness.max_summaries={self.harness.max_summaries}: a "
+                             "self-summary restarts the context, which a tree path cannot express; expected "
+                             "harness.max_summaries=0 (an episode that fills harness.context_budget then ends with "
+                             "stop reason summary_limit) and a context_budget that holds a whole episode")
+        check_placement(self.rl.placement, self.trainer, self.rollout, self.rl.backend)
         reply = max(self.harness.max_new_tokens, self.harness.summary_tokens)
         if reply > self.rollout.max_new_tokens:
             raise ValueError(f"harness replies of up to {reply} tokens (max_new_tokens / summary_tokens) exceed "

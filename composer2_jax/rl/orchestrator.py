@@ -97,7 +97,8 @@ def source_tasks(run: RLExperimentConfig, spec: sources.SourceSpec, split: str) 
     if spec.kind == "suite":
         return sources.harbor_tasks(spec, spec.arg, split, sc.heldout_frac, sc.heldout_versions)
     return sources.generated_tasks(spec, split, sc.heldout_frac, sc.generated_count, sc.generated_seed,
-                                   sc.generated_modules, sc.generated_dirs, sc.generated_per_module)
+                                   sc.generated_modules, sc.generated_dirs, sc.generated_per_module,
+                                   sc.generated_packages)
 
 
 def training_sampler(run: RLExperimentConfig, position: int = 0) -> CurriculumSampler:

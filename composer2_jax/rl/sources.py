@@ -2,7 +2,9 @@
 
     toy                 the generated calc family (rl/tasks.py): fast, the CI family
     suite:VERSION|DIR   Harbor-format task folders (benchmarks/tasks/VERSION or any folder of task folders)
-    generated:DIR       feature-deletion tasks (bench/generate.py) in DIR, generated there on first use
+    generated:DIR       feature-deletion tasks in DIR, generated there on first use: from the standard library
+                        (bench/generate.py), or from any pure-Python package (`sources.generated_packages`:
+                        bench/generate_package.py)
 
 A curriculum is comma-separated sources with weights, `toy@2,suite:v0@1,generated:runs/gen@1` (weight 1 when
 omitted): each group's source is drawn with probability ∝ its weight, then a task of that source (each source's
@@ -140,18 +142,27 @@ def harbor_tasks(spec: SourceSpec, folder: str | Path, split: str, heldout_frac:
 
 
 def generated_tasks(spec: SourceSpec, split: str, heldout_frac: float, count: int, seed: int,
-                    modules: Sequence[str] = (), dirs: Sequence[str] = (), per_module: int = 2) -> SourceTasks:
-    """The feature-deletion tasks in the spec's folder (generated there first when it holds none)."""
+                    modules: Sequence[str] = (), dirs: Sequence[str] = (), per_module: int = 2,
+                    packages: Sequence[str] = ()) -> SourceTasks:
+    """The feature-deletion tasks in the spec's folder (generated there first when it holds none): from `packages`
+    (any pure-Python package: an importable name, a folder, a wheel or an sdist; bench/generate_package.py) when
+    given, else from standard-library `modules` and their Lib/test tests (bench/generate.py)."""
     folder = Path(spec.arg)
     if not folder.is_dir() or not any((p / "instruction.md").is_file() for p in folder.iterdir()):
-        from composer2_jax.bench import generate
-
         folder.mkdir(parents=True, exist_ok=True)
-        written = generate.generate(folder, count, seed, tuple(modules) or generate.MODULES, list(dirs) or None,
-                                    per_module=per_module)
+        if packages:
+            from composer2_jax.bench import generate_package
+
+            written = generate_package.generate_tasks(folder, count, tuple(packages), seed, per_module=per_module)
+            what = f"packages {list(packages)}"
+        else:
+            from composer2_jax.bench import generate
+
+            written = generate.generate(folder, count, seed, tuple(modules) or generate.MODULES, list(dirs) or None,
+                                        per_module=per_module)
+            what = f"modules {tuple(modules) or generate.MODULES}, folders {list(dirs) or 'the stdlib'}"
         if not written:
-            raise ValueError(f"task source {spec.name!r}: the generator wrote no task into {folder} (modules "
-                             f"{tuple(modules) or generate.MODULES}, folders {list(dirs) or 'the stdlib'})")
+            raise ValueError(f"task source {spec.name!r}: the generator wrote no task into {folder} ({what})")
     return harbor_tasks(spec, folder, split, heldout_frac)
 
 

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from composer2_jax.losses.lm import chunked_cross_entropy
+from composer2_jax.losses.lm import after, chunked_cross_entropy
 from composer2_jax.losses.mtp import (
     MTPLossConfig,
     MTPSums,
@@ -89,6 +89,7 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
             + sc.balance_loss_weight * out.balance_loss / sc.grad_accum
         sums, mtp_load = _mtp_zeros(cfg, mtp_on), None
         if mtp_on:
+            out = out._replace(mtp=out.mtp._replace(normed=after(out.mtp.normed, ce.loss_sum)))  # losses in turn
             sums = mtp_loss_sums(params, out, mb, cfg, sc, layout_context(cfg, model.mesh))
             loss = loss + mtp_objective(sums, n_mtp_M, lam, sc.mtp, w_sd) \
                 + sc.balance_loss_weight * out.mtp.balance_loss / sc.grad_accum

@@ -83,24 +83,34 @@ class EnvWorker:
         self.grade_timeout_s = grade_timeout_s
         self._root = Path(repo_root or tempfile.mkdtemp(prefix="rl-repos-"))
         self._snaps: dict[str, str] = {}
+        self._task_locks: dict[str, threading.Lock] = {}  # a task's first import, while it runs
         self._lock = threading.Lock()
 
     def snapshot(self, task: RLTask) -> str:
-        """The task's starting repository as a snapshot id (written or materialised, and imported, on first use)."""
+        """The task's starting repository as a snapshot id (written or materialised, and imported, on first use).
+
+        One thread per task writes and imports (the others wait on the task's lock): two episodes of a new task
+        starting together would otherwise write the same folder at once, and one could import the other's
+        half-written (truncated) files."""
         with self._lock:
             snap = self._snaps.get(task.task_id)
-        if snap is not None:
+            if snap is not None:
+                return snap
+            task_lock = self._task_locks.setdefault(task.task_id, threading.Lock())
+        with task_lock:
+            with self._lock:
+                snap = self._snaps.get(task.task_id)
+            if snap is not None:  # imported by the thread that held the task's lock
+                return snap
+            if isinstance(task, HarborTask):
+                repo = str(task.repo_dir(self._root / "harbor-cache"))
+            else:
+                repo = make_repo(str(self._root / task.task_id), task.files())
+            snap = self.env.import_repo(repo)
+            with self._lock:
+                self._snaps[task.task_id] = snap
+                self._task_locks.pop(task.task_id, None)
             return snap
-        if isinstance(task, HarborTask):
-            repo = str(task.repo_dir(self._root / "harbor-cache"))
-        else:
-            repo = make_repo(str(self._root / task.task_id), task.files())
-        snap = self.env.import_repo(repo)
-        with self._lock:
-            kept = self._snaps.setdefault(task.task_id, snap)
-        if kept != snap:  # another episode of the task imported it first
-            self.env.delete_snapshot(snap)
-        return kept
 
     def run(self, task: RLTask, policy: Any, admitted_version: int, routing_fn=None,
             transcript: list | None = None, checkpoint: TurnCheckpoint | None = None,

@@ -2,9 +2,14 @@
 
     dispatcher thread ── admits a group when the staleness gate allows (≤ (v + η + 1)·G admitted) ──┐
     episode threads (env workers) ── harness loop: RolloutPolicy ⇄ sandbox tools; grade; reward ──┤ groups
-    rollout thread ── batches reply requests onto the engine; picks up new weights between batches │
+    rollout thread ── batches reply requests onto the engines; picks up new weights between steps  │
     trainer (caller's thread) ── takes G fresh groups ← GroupBuffer ←──────────────────────────────┘
                                  → update → publish version t+1 → checkpoint / evaluate / log
+
+Placement (`rl.placement`): shared and disaggregated run rollouts while the trainer trains (disaggregated: on
+disjoint devices, each engine resharding published weights onto its mesh); colocated pauses the rollout worker
+(engine pools freed) and brings the optimizer state back from host memory for each update, then offloads it and
+resumes the rollouts, whose episodes in flight continue under the new version.
 
 Tree groups (`rl.group_mode="tree"`, rl/branching.py): a group is one job that grows a tree, its episodes and branches
 running on a second pool through the same rollout worker and the same retries; the group is admitted, gated and
@@ -266,6 +271,8 @@ class LocalOrchestrator:
     def run(self, on_version: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
         """Train until version rl.steps; `on_version(metrics)` after each publication (log, checkpoint, eval)."""
         self.publish()
+        if self.rl.placement == "colocated":  # rollouts first: the optimizer state waits in host memory
+            self.trainer.offload_optimizer()
         self._pool = ThreadPoolExecutor(self.lc.episode_threads, thread_name_prefix="episode")
         self._branch_pool = ThreadPoolExecutor(self.lc.episode_threads, thread_name_prefix="branch")
         threads = self.start_services() + [threading.Thread(target=self._dispatch, name="dispatch", daemon=True)]
@@ -282,6 +289,8 @@ class LocalOrchestrator:
             self._branch_pool.shutdown(wait=True, cancel_futures=True)
             for t in threads:
                 t.join(timeout=10)
+            if self.rl.placement == "colocated":
+                self.trainer.reload_optimizer()  # the final checkpoint saves it from the devices
         return history
 
     def _one_version(self, on_version) -> dict[str, Any]:
@@ -296,11 +305,20 @@ class LocalOrchestrator:
                                f"{self.lc.take_timeout_s} s at version {self.trainer.version}; counters: "
                                f"{self.counters.snapshot()}")
         wait_s = time.monotonic() - t0
-        metrics = self.trainer.train(groups)
-        self.publish()
-        self.gate.notify()
-        metrics.update(wait_s=wait_s, train_s=time.monotonic() - t0 - wait_s,
-                       **{f"count/{k}": v for k, v in self.counters.snapshot().items()})
-        if on_version is not None:
-            on_version(metrics)
+        colocated = self.rl.placement == "colocated"
+        if colocated:  # the engines give the devices up (pools freed), the optimizer state comes back
+            self.rollout.pause()
+            self.trainer.reload_optimizer()
+        try:
+            metrics = self.trainer.train(groups)
+            self.publish()
+            self.gate.notify()
+            metrics.update(wait_s=wait_s, train_s=time.monotonic() - t0 - wait_s,
+                           **{f"count/{k}": v for k, v in self.counters.snapshot().items()})
+            if on_version is not None:
+                on_version(metrics)
+        finally:
+            if colocated:  # episodes in flight continue with the new version at their next decode step
+                self.trainer.offload_optimizer()
+                self.rollout.resume()
         return metrics

@@ -99,6 +99,15 @@ class RolloutActor:
         """The worker's counters."""
         return self.worker.counters.snapshot()
 
+    def placement(self) -> dict[str, Any]:
+        """This process's id and JAX devices, and each engine's device ids (its own, not the driver's)."""
+        return {"pid": os.getpid(), "devices": jax.device_count(), "platform": jax.devices()[0].platform,
+                "engines": [[d.id for d in e.devices] for e in self.worker.engines]}
+
+    def engine_weights(self) -> list[tuple[int, Any, list[float]]]:
+        """(version, host params, weight-sync seconds) of each engine: what its devices hold, for checks."""
+        return [(e.version, jax.device_get(e.params), list(e.sync_s)) for e in self.worker.engines]
+
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_concurrency=64)
 class EnvActor:

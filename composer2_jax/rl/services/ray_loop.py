@@ -2,9 +2,14 @@
 loop) in the driver, with episodes on EnvActors and replies on RolloutActors (ray_actors.py).
 
 Weight publication: after each version the driver puts the host weights in the WeightRegistry; rollout actors
-pull a newer version between batches (an episode in flight picks it up at its next turn). Faults: an episode whose
-EnvActor or RolloutActor died raises in the driver (RayActorError or the actor's error) and is retried on the next
-EnvActor, then dropped and counted, exactly as in the embedded loop; Ray restarts the dead actor.
+pull a newer version between engine steps (an episode in flight picks it up at its next decode step) and reshard it
+onto their own engines' meshes. Each RolloutActor is a process with its own JAX devices (`rl.ray.
+rollout_host_devices` on CPU hosts, `rollout_resources.num_gpus` on GPU nodes): the transfer between the trainer's
+process and an actor's goes through Ray's object store (host memory), then one device_put onto the engine's mesh.
+
+Faults: an episode whose EnvActor or RolloutActor died raises in the driver (RayActorError or the actor's error) and
+is retried on the next EnvActor, then dropped and counted, exactly as in the embedded loop; Ray restarts the dead
+actor.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import threading
 
 import ray
 
-from composer2_jax.rl.config import RLExperimentConfig
+from composer2_jax.rl.config import RayConfig, RLExperimentConfig
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.ray_actors import EnvActor, RolloutActor, WeightRegistry, host_weights
 from composer2_jax.rl.services.records import Counters, EpisodeRecord
@@ -31,7 +36,7 @@ class RayOrchestrator(LocalOrchestrator):
                  stop_id: int, store: WeightStore | None = None):
         r, limit = run.rl.ray, trainer.law.vocab_limit
         self.registry = WeightRegistry.options(**_placement(r.registry_resources)).remote()
-        self.rollouts = [RolloutActor.options(**_placement(r.rollout_resources)).remote(
+        self.rollouts = [RolloutActor.options(**rollout_actor_options(r)).remote(
             trainer.model_cfg, run.rollout, stop_id, self.registry, limit) for _ in range(r.rollout_actors)]
         tokens = run.tokenizer.build().vocab_size  # the EnvActor's policy cuts a reply at an id beyond them
         self.envs = [EnvActor.options(**_placement(r.env_resources)).remote(
@@ -71,6 +76,16 @@ class RayOrchestrator(LocalOrchestrator):
     def actor_stats(self) -> list[dict]:
         """Counters of each rollout actor."""
         return ray.get([a.stats.remote() for a in self.rollouts])
+
+
+def rollout_actor_options(r: RayConfig) -> dict:
+    """A RolloutActor's Ray options: its resources and, with `rollout_host_devices`, a process of its own whose XLA
+    host platform has that many devices (the actor's engines shard over them; the driver's devices are not its)."""
+    options = _placement(r.rollout_resources)
+    if r.rollout_host_devices:
+        flags = f"--xla_force_host_platform_device_count={r.rollout_host_devices}"
+        options["runtime_env"] = {"env_vars": {"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}}
+    return options
 
 
 def _placement(resources: dict) -> dict:

@@ -115,10 +115,30 @@ def term_stats(episodes: list[EpisodeRecord]) -> dict[str, float]:
     return out
 
 
+def useful_samples(group: GroupRecord, eps: float = 1e-9) -> int:
+    """Samples of a group that carry a pass/fail learning signal: they train a token whose advantage, computed on
+    success (1/0) instead of the reward, is non-zero. A plain group: every sample when the group has both passes
+    and fails, else none. A tree group: the leaves that own (train) an edge whose success value differs from its
+    parent's (rl/tree.py `owners`). Success, not reward, so that length-penalty differences between equally
+    successful samples do not count."""
+    if group.tree is None:
+        successes = {e.success for e in group.episodes}
+        return len(group.episodes) if len(successes) > 1 else 0
+    tree = group.tree
+    if len(tree.leaves) != len(group.episodes):
+        raise ValueError(f"group {group.group_id}: {len(group.episodes)} episodes for {len(tree.leaves)} leaves")
+    success = {leaf: float(e.success) for leaf, e in zip(tree.leaves, group.episodes)}
+    on_success = GroupTree([dataclasses.replace(tree.nodes[i], reward=success.get(i)) for i in tree.order])
+    adv, owner = on_success.advantages(), on_success.owners()
+    return len({owner[i] for i, a in adv.items() if abs(a) > eps
+                and any(t.trainable for t in tree.nodes[i].turns)})
+
+
 def summarize_groups(groups: list[GroupRecord]) -> dict[str, Any]:
     """Mean reward, pass rate and effort overall and per difficulty, every reward term (mean and fraction
-    non-zero), self-summaries (the fraction of episodes with one, summary tokens per episode) and the version
-    spread, of a batch."""
+    non-zero), self-summaries (the fraction of episodes with one, summary tokens per episode), the version
+    spread, and the share of useful samples with the tokens spent per useful sample (`useful_samples`), of a
+    batch."""
     eps = [e for g in groups for e in g.episodes]
     out: dict[str, Any] = {"episodes": len(eps)}
     if not eps:
@@ -129,6 +149,11 @@ def summarize_groups(groups: list[GroupRecord]) -> dict[str, Any]:
                crossed_update=float(np.mean([e.max_version > e.min_version for e in eps])),
                summary_fraction=float(np.mean([e.summaries > 0 for e in eps])),
                summary_tokens=float(np.mean([e.summary_tokens for e in eps])), **term_stats(eps))
+    spent, useful = sum(e.generated_tokens for e in eps), sum(useful_samples(g) for g in groups)
+    # samples with a pass/fail signal, and the generated tokens (branches: their own only) spent per such sample
+    out.update(useful_samples=float(useful), useful_fraction=useful / len(eps), tokens_spent=float(spent))
+    if useful:
+        out["tokens_per_useful_sample"] = spent / useful
     for diff in sorted({e.difficulty for e in eps}):
         sub = [e for e in eps if e.difficulty == diff]
         out[f"pass_rate/{diff}"] = float(np.mean([e.success for e in sub]))

@@ -7,7 +7,12 @@ so only the tokens added since its last reply are prefilled (a summary restart k
 without a key open a session for the one reply (full pages of earlier contexts are still shared through the page
 registry). The serving loop hands new requests to the engine, picks up the newest published weights between steps
 (in flight: no draining), and runs one engine step at a time: fixed decode slots, chunked prefill, two compiled
-programs whatever the mix.
+programs whatever the mix. With `RolloutConfig.devices` the engines get meshes of their own: `replicas` data-parallel
+engines on disjoint contiguous device sets, each sharded by `RolloutConfig.mesh` (expert × tensor for decode); new
+sessions go to the least loaded engine and stay there. Each engine reshards published weights onto its mesh
+(device to device in this process). `pause()`/`resume()` time-share the devices with a colocated trainer: the
+engines' page pools are freed while paused and an episode in flight continues, at its next decode step, with the
+version published meanwhile.
 
 Every reply carries the sampler's behaviour log-probs μ (`policy_logprobs`), the routing of every forward position
 (router replay) and the weight version of each token; `Generation.version` is its oldest (a reply may straddle an
@@ -25,8 +30,10 @@ import uuid
 from concurrent.futures import Future
 from typing import Any, Callable, Hashable, Optional
 
+import jax
 import numpy as np
 
+from composer2_jax import sharding as shd
 from composer2_jax.env.harness import Completion as HarnessCompletion
 from composer2_jax.infer import SamplingParams
 from composer2_jax.infer.rollout_engine import EngineConfig, RolloutEngine
@@ -52,6 +59,10 @@ class RolloutConfig:
     num_pages: int = 0  # pages in the pool; 0 = room for 2 × batch_size full contexts
     max_sessions: int = 256  # open episode sessions beyond this evict the least recently used idle one
     recompute_on_update: bool = False  # new weights: keep cached contexts (the RL default, docs/rl.md) or recompute
+    first_device: int = 0  # the engines' devices begin at jax.devices()[first_device]
+    devices: int = 0  # devices of all engines together (0 = one unsharded engine on the default device)
+    replicas: int = 1  # data-parallel engines, each on its own devices / replicas contiguous devices
+    mesh: shd.MeshConfig = shd.MeshConfig(fsdp=1, expert=-1)  # each engine's mesh over its devices (expert, tensor)
 
     def __post_init__(self):
         if min(self.batch_size, self.prompt_len, self.max_new_tokens, self.chunk, self.prefill_rows,
@@ -59,6 +70,28 @@ class RolloutConfig:
             raise ValueError(f"RolloutConfig {self}: sizes must be ≥ 1 (num_pages ≥ 0) and temperature > 0")
         if self.prefill_rows > self.batch_size:
             raise ValueError(f"prefill_rows={self.prefill_rows} exceeds batch_size={self.batch_size}")
+        if self.first_device < 0 or self.devices < 0 or self.replicas < 1:
+            raise ValueError(f"rollout.first_device={self.first_device}, devices={self.devices}, replicas="
+                             f"{self.replicas}; expected >= 0, >= 0, >= 1")
+        if self.devices % self.replicas or (self.replicas > 1 and not self.devices):
+            raise ValueError(f"rollout.devices={self.devices} does not split into replicas={self.replicas} engines "
+                             f"of equal device sets; expected a positive multiple of {self.replicas}")
+
+    def device_ids(self) -> range:
+        """Indices into jax.devices() of the engines' devices (the default device when `devices` is 0)."""
+        return range(self.first_device, self.first_device + max(self.devices, 1))
+
+    def engine_meshes(self) -> list:
+        """One mesh per data-parallel engine over disjoint contiguous devices (or [None]: an unsharded engine)."""
+        if self.devices == 0:
+            return [None]
+        visible = jax.devices()
+        if self.first_device + self.devices > len(visible):
+            raise ValueError(f"rollout.first_device={self.first_device} + devices={self.devices} exceeds the "
+                             f"{len(visible)} visible devices")
+        per = self.devices // self.replicas
+        return [shd.make_mesh(self.mesh, devices=visible[self.first_device + i * per:self.first_device + (i + 1) * per])
+                for i in range(self.replicas)]
 
     def engine_config(self) -> EngineConfig:
         """The engine's shapes: contexts up to prompt_len + max_new_tokens, rounded up to whole pages."""
@@ -90,7 +123,8 @@ class _Request:
 
 
 class RolloutWorker:
-    """Serves reply requests from episode threads on one rollout engine; see the module docstring."""
+    """Serves reply requests from episode threads on its rollout engines (one per `rc.engine_meshes()`: data-parallel
+    replicas on disjoint devices); see the module docstring."""
 
     sessions = True  # `submit` takes a session key (episode_policy gives each episode one)
 
@@ -100,24 +134,30 @@ class RolloutWorker:
         self.vocab_limit = vocab_limit  # ids ≥ this are never sampled (0 = all; orchestrator.vocab_limit)
         self.counters = counters or Counters()
         self._engine_factory = engine_factory or _default_engine
-        self._engine: Optional[RolloutEngine] = None
+        self._engines: list[RolloutEngine] = []
         self._weights: Optional[Weights] = None
-        self._sessions: dict[Hashable, int] = {}  # episode key → engine session id
+        self._sessions: dict[Hashable, tuple[int, int]] = {}  # episode key → (engine index, engine session id)
         self._pending: list[_Request] = []
         self._cond = threading.Condition()
         self._fault: BaseException | None = None
         self._closed: BaseException | None = None
+        self._paused = self._parked = False
         self.thread: threading.Thread | None = None
 
     @property
     def version(self) -> int:
-        """Version of the weights the engine holds (−1 before the first request)."""
+        """Version of the weights the engines hold (−1 before the first request)."""
         return -1 if self._weights is None else self._weights.version
 
     @property
     def engine(self) -> Optional[RolloutEngine]:
-        """The engine (None before the first request)."""
-        return self._engine
+        """The first engine (None before the first request)."""
+        return self._engines[0] if self._engines else None
+
+    @property
+    def engines(self) -> list[RolloutEngine]:
+        """Every engine (empty before the first request)."""
+        return list(self._engines)
 
     def submit(self, prompt: list[int], max_new_tokens: int, session: Optional[Hashable] = None) -> Future:
         """Queue one reply request; the Future resolves to a Generation (or the error that stopped the worker)."""
@@ -151,43 +191,86 @@ class RolloutWorker:
         """The longest context the engine takes."""
         return self.rc.prompt_len
 
+    def pause(self, timeout_s: float = 600.0) -> None:
+        """Colocated placement: park the serving thread between engine steps with every engine's page pool freed
+        (the trainer takes the devices); requests queue meanwhile. Returns once parked (or the thread is dead)."""
+        with self._cond:
+            self._paused = True
+            self._cond.notify_all()
+            t = self.thread
+            if t is not None and not self._cond.wait_for(lambda: self._parked or not t.is_alive(), timeout_s):
+                raise RuntimeError(f"the rollout worker did not pause within {timeout_s} s")
+
+    def resume(self) -> None:
+        """End a `pause`: the engines allocate their pools and serve on (with the newest weights)."""
+        with self._cond:
+            self._paused = False
+            self._cond.notify_all()
+
+    def _park(self, stop: threading.Event) -> None:
+        """Inside `_cond` while paused: free the engines' pools, wait for `resume` (or stop), allocate them again."""
+        for e in self._engines:
+            e.suspend()
+        self._parked = True
+        self._cond.notify_all()
+        self._cond.wait_for(lambda: not self._paused or stop.is_set())
+        self._parked = False
+        for e in self._engines:
+            e.resume()
+
     def serve(self, stop: threading.Event) -> None:
-        """Admit requests and step the engine until `stop`; an exception fails every waiting request and ends the
-        thread (logged; a new engine is built on restart)."""
+        """Admit requests and step the engines until `stop`; an exception fails every waiting request and ends the
+        thread (logged; new engines are built on restart)."""
         while not stop.is_set():
             with self._cond:
-                self._cond.wait_for(lambda: self._pending or stop.is_set() or (self._engine and self._engine.busy),
-                                    timeout=0.1)
-                batch, self._pending = self._pending, []
+                if self._paused:
+                    self._park(stop)
+                    continue
+                self._cond.wait_for(lambda: self._pending or stop.is_set() or self._paused
+                                    or any(e.busy for e in self._engines), timeout=0.1)
+                if self._paused:
+                    continue
             try:
                 if self._fault is not None:
                     fault, self._fault = self._fault, None
                     raise fault
-                self._refresh()
-                for r in batch:
-                    self._admit(r)
-                batch = []
-                if self._engine.step():
-                    self.counters.add("rollout_steps")
+                self.step()
             except BaseException as e:  # noqa: BLE001 - every waiting episode gets the error, then we die
-                for r in batch:
-                    if not r.future.done():
-                        r.future.set_exception(e)
                 self.counters.add("rollout_worker_deaths")
                 self._die(e)
                 log.error("rollout worker died: %s: %s", type(e).__name__, e)
                 return
-        if self._engine is not None:  # stopped: replies still inside the engine would never finish
-            self._engine.fail_all(RuntimeError("the rollout worker stopped"))
+        for engine in self._engines:  # stopped: replies still inside the engines would never finish
+            engine.fail_all(RuntimeError("the rollout worker stopped"))
+
+    def step(self) -> bool:
+        """One serving round (the serving thread's loop body; tests call it directly): the newest weights, the queued
+        requests into the engines, one step of every engine; False when no engine had anything to do. An error
+        fails the requests this round took."""
+        with self._cond:
+            batch, self._pending = self._pending, []
+        try:
+            self._refresh()
+            for r in batch:
+                self._admit(r)
+        except BaseException as e:
+            for r in batch:
+                if not r.future.done():
+                    r.future.set_exception(e)
+            raise
+        ran = sum(e.step() for e in self._engines) > 0
+        if ran:
+            self.counters.add("rollout_steps")
+        return ran
 
     def close(self, error: BaseException) -> None:
-        """Refuse new requests with `error` and fail the queued ones and those inside the engine (the loop is
-        stopping: nothing will step the engine again)."""
+        """Refuse new requests with `error` and fail the queued ones and those inside the engines (the loop is
+        stopping: nothing will step the engines again)."""
         with self._cond:
             self._closed = error
         self.fail_pending(error)
-        if self._engine is not None:
-            self._engine.fail_all(error)
+        for engine in self._engines:
+            engine.fail_all(error)
 
     def fail_pending(self, error: BaseException) -> None:
         """Fail every queued request (the worker is going away)."""
@@ -197,56 +280,65 @@ class RolloutWorker:
             r.future.set_exception(error)
 
     def _die(self, error: BaseException) -> None:
-        """Fail queued requests and the replies inside the engine; drop the engine (a restart rebuilds it)."""
+        """Fail queued requests and the replies inside the engines; drop the engines (a restart rebuilds them)."""
         self.fail_pending(error)
-        engine, self._engine, self._weights, self._sessions = self._engine, None, None, {}
-        if engine is not None:
+        engines, self._engines, self._weights, self._sessions = self._engines, [], None, {}
+        for engine in engines:
             engine.fail_all(error)
 
     def _refresh(self) -> None:
-        """Build the engine on first use; later, swap in the newest published weights between steps."""
+        """Build the engines on first use; later, swap in the newest published weights between steps (each engine
+        reshards them onto its own mesh)."""
         newest = self.store.latest()
-        if self._engine is None:
-            self._engine = self._engine_factory(self.model_cfg, newest, self.rc.engine_config())
+        if not self._engines:
+            ecfg = self.rc.engine_config()
+            self._engines = [self._engine_factory(self.model_cfg, newest, ecfg, mesh)
+                             for mesh in self.rc.engine_meshes()]
         elif newest.version != self._weights.version:
-            self._engine.update_weights(newest.params, newest.router_state, newest.version)
+            for engine in self._engines:
+                engine.update_weights(newest.params, newest.router_state, newest.version)
         else:
             return
         self._weights = newest
         self.counters.add("rollout_weight_updates")
 
+    def _least_loaded(self) -> int:
+        """The engine with the fewest replies waiting or running."""
+        return min(range(len(self._engines)),
+                   key=lambda i: sum(s.reply is not None for s in self._engines[i].sessions.values()))
+
     def _admit(self, r: _Request) -> None:
-        """Hand one request to the engine: its episode's session (context replaced: the common prefix is kept) or a
-        one-reply session; the engine's Future completes ours."""
-        eng = self._engine
-        sid = self._sessions.get(r.session) if r.session is not None else None
-        if sid is not None and sid in eng.sessions:
-            eng.set_context(sid, r.prompt)
+        """Hand one request to an engine: its episode's session (context replaced: the common prefix is kept) or a
+        one-reply session on the least loaded engine; the engine's Future completes ours."""
+        i, sid = self._sessions.get(r.session, (None, None)) if r.session is not None else (None, None)
+        if sid is not None and sid in self._engines[i].sessions:
+            self._engines[i].set_context(sid, r.prompt)
         else:
-            sid = eng.open(r.prompt)
+            i = self._least_loaded()
+            sid = self._engines[i].open(r.prompt)
             if r.session is not None:
-                self._sessions[r.session] = sid
+                self._sessions[r.session] = (i, sid)
         sp = SamplingParams(temperature=self.rc.temperature, max_tokens=r.max_new_tokens, stop=((self.stop_id,),),
                             seed=self.rc.seed, vocab_limit=self.vocab_limit)
         self.counters.add("rollout_requests")
-        done = eng.reply(sid, sp)
-        done.add_done_callback(lambda f, r=r, sid=sid: self._resolve(r, sid, f))
+        done = self._engines[i].reply(sid, sp)
+        done.add_done_callback(lambda f, r=r, i=i, sid=sid: self._resolve(r, i, sid, f))
 
-    def _resolve(self, r: _Request, sid: int, f: Future) -> None:
+    def _resolve(self, r: _Request, i: int, sid: int, f: Future) -> None:
         """Our Future from the engine's (runs on the serving thread, under the engine's lock)."""
         if f.exception() is not None:
             r.future.set_exception(f.exception())
             return
         c = f.result()
         if r.session is None:
-            self._engine.end(sid)
+            self._engines[i].end(sid)
         r.future.set_result(Generation(tuple(c.tokens), tuple(c.policy_logprobs), min(c.versions), c.routing,
                                        c.prompt_routing, tuple(c.versions)))
 
 
-def _default_engine(model_cfg: Any, weights: Weights, ecfg: EngineConfig) -> RolloutEngine:
-    """A rollout engine over the published params (single device)."""
-    return RolloutEngine(model_cfg, weights.params, weights.router_state, ecfg, version=weights.version)
+def _default_engine(model_cfg: Any, weights: Weights, ecfg: EngineConfig, mesh=None) -> RolloutEngine:
+    """A rollout engine over the published params, on `mesh` (its devices) or unsharded on the default device."""
+    return RolloutEngine(model_cfg, weights.params, weights.router_state, ecfg, mesh, version=weights.version)
 
 
 class RolloutPolicy:

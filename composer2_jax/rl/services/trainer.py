@@ -239,6 +239,26 @@ class Trainer:
         self.state, self.version = state, version
         self._published_host = None
 
+    @property
+    def optimizer_resident(self) -> bool:
+        """Whether the optimizer state is on the trainer's devices (False after `offload_optimizer`)."""
+        return all(isinstance(x, jax.Array) for x in jax.tree.leaves(self.state.opt_state))
+
+    def offload_optimizer(self) -> None:
+        """Colocated placement: move the optimizer state to host memory while the rollout engines hold the devices
+        (their page pools and the optimizer state are never resident together)."""
+        host = jax.device_get(self.state.opt_state)
+        for x in {id(x): x for x in jax.tree.leaves(self.state.opt_state)}.values():
+            x.delete()
+        self.state = self.state.replace(opt_state=host)
+
+    def reload_optimizer(self) -> None:
+        """The optimizer state back onto the trainer's mesh (a no-op when it is there)."""
+        if not self.optimizer_resident:
+            with activate(self.mesh):
+                self.state = self.state.replace(opt_state=jax.device_put(self.state.opt_state,
+                                                                         self.shardings.opt_state))
+
     def weights(self) -> Weights:
         """The current weights as a publishable version."""
         return Weights(self.version, self.state.params, self.state.router_state)
