@@ -29,15 +29,33 @@ def release_diff(old: str, new: str, paths: list[str]) -> str:
             trees.append(root)
         out = []
         for path in paths:
+            sides = [os.path.join(tree, path) for tree in "ab"]
+            present = [os.path.exists(os.path.join(tmp, side)) for side in sides]
+            if not any(present):
+                raise SystemExit(f"{path}: in neither release")
+            sides = [side if here else os.devnull for side, here in zip(sides, present)]  # a file one release adds
             run = subprocess.run(["git", "diff", "--no-index", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/",
-                                  os.path.join("a", path), os.path.join("b", path)],
-                                 cwd=tmp, capture_output=True, text=True, check=False)
-            if run.returncode not in (0, 1):
+                                  *sides], cwd=tmp, capture_output=True, text=True, check=False)
+            if run.returncode not in (0, 1) or run.stderr.strip():
                 raise SystemExit(f"git diff failed on {path}: {run.stderr}")
             if "Binary files" in run.stdout:
                 raise SystemExit(f"{path}: binary files differ; name text paths only")
-            out.append(run.stdout.replace("a/a/", "a/").replace("b/b/", "b/"))
+            out.append(_strip_tree_names(run.stdout))
         return "".join(out)
+
+
+def _strip_tree_names(diff: str) -> str:
+    """Headers of `git diff --no-index a/P b/P` with the tree folders dropped: a/a/P -> a/P, b/b/P -> b/P; a file
+    only one release has is named after that tree on both sides of its `diff --git` line (a/b/P b/b/P), so there
+    either tree's name is dropped."""
+    def fix(line: str) -> str:
+        if line.startswith("diff --git "):
+            _, _, old, new = line.split(" ", 3)
+            return "diff --git a/%s b/%s" % (old[4:], new[4:])
+        if line.startswith(("--- a/", "+++ b/")):
+            return line[:4] + line[4] + "/" + line[8:]
+        return line
+    return "".join(fix(line) for line in diff.splitlines(keepends=True))
 
 
 if __name__ == "__main__":

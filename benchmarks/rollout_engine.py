@@ -7,6 +7,9 @@
     ... --gpu --only both                                    adds the static baseline at --static-slots (2: the most
                                                             rows of its fixed [rows, 18,736] program one H200 holds)
     ... --only static | --only rollout                       one engine (halves a slow run; no output comparison)
+    ... --num-draft 2                                        MTP speculative decoding: the rollout engine without
+                                                            and with 2 drafts per slot (the model gets that many MTP
+                                                            depths), same outputs checked, acceptance reported
 
 Workload (seeded): E episodes, each a shared system prompt + its own task, then T turns of (reply, observation);
 reply budgets are long-tailed (lognormal, capped), observations uniform in [obs_min, obs_max] tokens. Greedy
@@ -141,7 +144,8 @@ def run_rollout(cfg, v, wl: Workload, ecfg: EngineConfig) -> dict:
     rep = eng.report()
     line = _line("rollout", wall, gen, computed, distinct, lat, rep["pool_bytes"])
     line.update(adopted=rep["adopted"], preemptions=rep["preemptions"], compilations_traced=warm.compilations,
-                steps=rep["steps"], referenced_pages_at_end=rep["referenced"])
+                steps=rep["steps"], referenced_pages_at_end=rep["referenced"], num_draft=ecfg.num_draft,
+                acceptance=None if rep["acceptance"] is None else round(rep["acceptance"], 3))
     return line, outs
 
 
@@ -201,6 +205,8 @@ def main():
     ap.add_argument("--only", choices=("static", "rollout", "both"),
                     help="which engines (default: both on CPU; rollout under --gpu, where the static baseline at "
                          "the engine's 16 slots needs 787 GB, benchmarks/RESULTS.md)")
+    ap.add_argument("--num-draft", type=int, default=0,
+                    help="compare the rollout engine without and with this many MTP drafts per slot (no static run)")
     ap.add_argument("--static-slots", type=int,
                     help="rows of the static baseline's fixed batch (default: --slots on CPU, "
                          f"{GPU_STATIC_SLOTS} under --gpu)")
@@ -210,13 +216,24 @@ def main():
         slots = args.static_slots or GPU_STATIC_SLOTS
         only = args.only or "rollout"
     else:
-        cfg = get_model_config("toy", **PRESETS[args.preset])
+        cfg = get_model_config("toy", **dict(PRESETS[args.preset], num_mtp_layers=args.num_draft))
         wl = Workload(episodes=args.episodes, turns=args.turns, obs_max=args.obs_max)
         slots, ecfg = args.static_slots or args.slots, engine_config(wl, args.slots, args.chunk)
         only = args.only or "both"
     v = random_variables(cfg, seed=0, head_scale=20.0, on_device=args.gpu)
     head = dict(bench="rollout_engine", preset="gpu_small" if args.gpu else args.preset,
                 params=count_params(v["params"], cfg)[0], **dataclasses.asdict(wl), chunk=ecfg.chunk)
+    if args.num_draft:
+        lines = []
+        for d in (0, args.num_draft):
+            line, out = run_rollout(cfg, v, wl, dataclasses.replace(ecfg, num_draft=d))
+            print(json.dumps(dict(head, slots=ecfg.slots, **line)), flush=True)
+            lines.append((line, out))
+        (plain, p_out), (spec, d_out) = lines
+        print(json.dumps(dict(head, engine="compare_drafts", same_outputs=p_out == d_out,
+                              speedup_tokens_per_s=round(spec["tokens_per_s"] / plain["tokens_per_s"], 2))),
+              flush=True)
+        return
     if only != "rollout":
         static, s_out = run_static(cfg, v, wl, slots)
         print(json.dumps(dict(head, slots=slots, **static)), flush=True)

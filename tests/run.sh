@@ -27,4 +27,4 @@ python -m ruff check .
 WORKERS="${PYTEST_WORKERS:-2}"
 XDIST=(-n "$WORKERS" --dist loadfile --max-worker-restart=0)
 timeout 2400 python -m pytest -q "${XDIST[@]}" -m "not slow" --durations=15 "$@"
-timeout 2700 python -m pytest -q "${XDIST[@]}" -m slow "$@" || { rc=$?; [ "$rc" = 5 ] || exit "$rc"; }
+timeout 3000 python -m pytest -q "${XDIST[@]}" -m slow "$@" || { rc=$?; [ "$rc" = 5 ] || exit "$rc"; }

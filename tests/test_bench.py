@@ -13,10 +13,8 @@ from composer2_jax.bench.engine_policy import EnginePolicy
 from composer2_jax.bench.runner import SnapshotCache, run_suite
 from composer2_jax.bench.task import Suite, Task, TaskError, Unsupported, load_suite, load_task
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.env import testing as envtest
 from composer2_jax.env.harness import HarnessConfig
-
-needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
+from tests.markers import needs_sandbox
 
 TEST_SH = """#!/usr/bin/env bash
 mkdir -p "$LOGS_DIR/verifier"

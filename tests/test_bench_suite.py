@@ -15,13 +15,12 @@ import pytest
 from composer2_jax.bench import agents
 from composer2_jax.bench.runner import SnapshotCache, run_suite
 from composer2_jax.bench.task import SUITES_DIR, load_suite
-from composer2_jax.env import testing as envtest
 from composer2_jax.env.harness import HarnessConfig
+from tests.markers import needs_sandbox
 
 SUITE = load_suite("v0")
 TASKS = [t.name for t in SUITE.tasks]
 CATEGORIES = ("bug", "logs", "refactor", "feature", "config", "tests")
-needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
 
 
 @functools.cache

@@ -11,13 +11,12 @@ from composer2_jax.bench import sdist_repo, validate
 from composer2_jax.bench.negatives import FOLDER, negatives
 from composer2_jax.bench.task import load_suite
 from composer2_jax.bench.verdict import HOST_ONLY, RUNNER
-from composer2_jax.env import testing as envtest
 from composer2_jax.env.transfer import pack_dir
+from tests.markers import needs_sandbox
 
 SUITE = load_suite("v1")
 TASKS = [t.name for t in SUITE.tasks]
 FAST_TASK = "real-semver-subclass-replace"  # the one task validated end to end in the fast suite (≈ 30 s)
-needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
 
 
 def _validate(names):
@@ -252,3 +251,35 @@ def test_f1_bound_of_label_specs():
     one_false_alarm_each = [True] * 10 + [True] * 3 + [False] * 87  # F1 = 20 / 23 < 0.9
     assert vr.judge({"d": nine_of_ten}, spec)["reward"] == 1.0
     assert vr.judge({"d": one_false_alarm_each}, spec)["reward"] == 0.0
+
+
+def test_release_diff_adds_and_removes_files(tmp_path):
+    """A file only the later release has (or only the earlier) is diffed against /dev/null with plain a/ b/ names,
+    so `patch -p1` creates (or deletes) it in the earlier release's tree."""
+    import tarfile
+
+    from benchmarks.release_diff import release_diff
+
+    def sdist(name, files):
+        src = tmp_path / name
+        for rel, text in files.items():
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            (src / rel).write_text(text)
+        archive = tmp_path / f"{name}.tar.gz"
+        with tarfile.open(archive, "w:gz") as tf:
+            tf.add(src, arcname=name)
+        return str(archive)
+
+    old = sdist("p-1", {"src/p/a.py": "A = 1\n", "src/p/gone.py": "G = 1\n"})
+    new = sdist("p-2", {"src/p/a.py": "A = 2\n", "src/p/version.py": "V = '2'\n"})
+    diff = release_diff(old, new, ["src/p/a.py", "src/p/gone.py", "src/p/version.py"])
+    headers = [line for line in diff.splitlines() if line.startswith(("diff --git", "--- ", "+++ "))]
+    assert headers == ["diff --git a/src/p/a.py b/src/p/a.py", "--- a/src/p/a.py", "+++ b/src/p/a.py",
+                       "diff --git a/src/p/gone.py b/src/p/gone.py", "--- a/src/p/gone.py", "+++ /dev/null",
+                       "diff --git a/src/p/version.py b/src/p/version.py", "--- /dev/null", "+++ b/src/p/version.py"]
+    repo = tmp_path / "repo"
+    sdist_repo.unpack(old, str(repo))
+    subprocess.run(["patch", "-p1", "-s", "-d", str(repo)], input=diff, text=True, check=True)
+    assert sorted(str(p.relative_to(repo)) for p in repo.rglob("*.py")) == ["src/p/a.py", "src/p/version.py"]
+    with pytest.raises(SystemExit, match="in neither release"):
+        release_diff(old, new, ["src/p/missing.py"])

@@ -11,7 +11,6 @@ import pytest
 
 from composer2_jax.bench.agents import call
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.env import testing as envtest
 from composer2_jax.env.harness import Completion, HarnessConfig, fork_checkpoint, resume_episode, run_episode
 from composer2_jax.env.observation import Observation
 from composer2_jax.env.tool_schemas import parse_arguments
@@ -26,6 +25,7 @@ from composer2_jax.rl.branching import (
     next_action_entropy,
 )
 from composer2_jax.rl.trajectory import pack_segments
+from tests.markers import needs_sandbox
 from tests.tolerances import FP32_FN
 
 TOK = tk.ByteTokenizer()
@@ -306,7 +306,6 @@ def test_concurrent_first_episodes_of_a_task_import_its_repository_once(tmp_path
 
 # ------------------------------------------------------------------------------------------------ real sandboxes
 
-needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
 
 
 @needs_sandbox

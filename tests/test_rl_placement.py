@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.env import testing as envtest
 from composer2_jax.infer.testing import random_variables
 from composer2_jax.rl.config import RLConfig, RLExperimentConfig, check_placement
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutWorker
@@ -22,6 +21,7 @@ from composer2_jax.rl.services.trainer import Trainer, TrainerConfig
 from composer2_jax.rl.services.weights import Weights, WeightStore
 from composer2_jax.sharding import MeshConfig
 from composer2_jax.train.optim import OptimConfig
+from tests.markers import needs_sandbox
 from tests.test_rl_sharded import _groups
 
 CFG = micro_model_config(vocab_size=272)  # the byte tokenizer's 267 ids padded to split over tensor=2
@@ -125,7 +125,6 @@ def test_placements_that_do_not_fit_are_named():
                       PLACEMENTS["colocated"], stop_id=0).step()
 
 
-needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
 
 
 @needs_sandbox

@@ -36,12 +36,12 @@ from composer2_jax.rl.services.testing import CountingTrainer, FaultyEnv, Script
 from composer2_jax.rl.services.weight_delta import delta_stats
 from composer2_jax.rl.services.weights import Weights, WeightStore
 from composer2_jax.rl.trajectory import pack_segments
+from tests.markers import needs_sandbox
 
 TOK = tk.ByteTokenizer()
 HARNESS = HarnessConfig(max_turns=4, max_new_tokens=192, max_total_tokens=1024, context_budget=352,
                         summary_tokens=64, system_prompt="Fix the bug.", summary_prompt="Summarize your progress.")
 TOOLS = ("read_file", "edit_file", "submit")
-needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
 
 
 # ------------------------------------------------------------------------------------------------ the task family

@@ -11,7 +11,6 @@ import pytest
 
 from composer2_jax import schema
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.env import testing as envtest
 from composer2_jax.episode import SegmentBuilder
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl import orchestrator
@@ -19,15 +18,15 @@ from composer2_jax.rl.services.records import EpisodeRecord, GroupRecord
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutPolicy, RolloutWorker
 from composer2_jax.rl.services.routing import episode_routing
 from composer2_jax.rl.services.testing import micro_model_config
-from composer2_jax.rl.services.trainer import PolicyLaw, Trainer, TrainerConfig
+from composer2_jax.rl.services.trainer import RL_LOSS, PolicyLaw, Trainer, TrainerConfig
 from composer2_jax.rl.services.weights import Weights, WeightStore
 from composer2_jax.train.optim import OptimConfig
+from tests.markers import needs_sandbox
 from tests.tolerances import FP32_FN, ROLLOUT_VS_TRAINER_LOGP_ATOL
 
 TOK = tk.ByteTokenizer()
 CFG = micro_model_config()
 RC = RolloutConfig(batch_size=4, prompt_len=64, max_new_tokens=16, temperature=1.0)
-needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +109,43 @@ def test_padded_vocabulary_is_never_sampled_and_the_trainer_uses_the_same_softma
     np.testing.assert_allclose(logp[m], packed.behav_logprobs[m], atol=ROLLOUT_VS_TRAINER_LOGP_ATOL)
     logp_free = free.token_logprobs(packed, slice(0, 4), routing)
     assert np.abs(logp_free[m] - packed.behav_logprobs[m]).min() > 0.05  # the padded ids hold real mass at init
+
+
+@pytest.mark.slow  # 1–4 min on the shared 2-core machine (two micro models compile: drafting engine, trainer)
+def test_drafting_rollouts_record_the_same_law_and_the_trainer_redistills_the_mtp_heads():
+    """Rollouts with MTP drafts (RolloutConfig.num_draft): every reply token's μ and routing, drafted-and-accepted or
+    not, match the trainer's recomputation under router replay; the worker counts drafted and accepted tokens. The
+    RL update's self-distillation term (PolicyLossConfig.mtp_distill_weight) moves the MTP depths only: with equal
+    rewards (zero advantages) the trunk keeps its weights, the MTP block's change, and the KL is reported."""
+    cfg = micro_model_config(num_mtp_layers=1)
+    oc = OptimConfig(lr=1e-3, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
+    tr = Trainer(cfg, oc, TrainerConfig(rows=4, seq_len=96), dataclasses.replace(RL_LOSS, mtp_distill_weight=1.0),
+                 seed=3)
+    store = WeightStore()
+    store.publish(tr.weights())
+    worker = RolloutWorker(cfg, store, dataclasses.replace(RC, num_draft=1), stop_id=TOK.special_id(tk.IM_END))
+    assert worker.rc.engine_config().num_draft == 1
+    stop = threading.Event()
+    worker.start(stop)
+    try:
+        eps = [two_turn_episode(RolloutPolicy(worker.generate, TOK.vocab_size), s, 1.0, cfg) for s in range(3)]
+    finally:
+        stop.set()
+        worker.close(RuntimeError("test over"))
+    counts = worker.counters.snapshot()
+    assert counts["rollout_drafted"] > 0 and 0 <= counts.get("rollout_accepted", 0) <= counts["rollout_drafted"]
+    packed, routing = tr.pack([GroupRecord(0, "t", 0, eps)])
+    m = packed.loss_mask > 0
+    logp = tr.token_logprobs(packed, slice(0, 4), routing)
+    np.testing.assert_allclose(logp[m], packed.behav_logprobs[m], atol=ROLLOUT_VS_TRAINER_LOGP_ATOL)
+    before = jax.device_get(tr.state.params)
+    metrics = tr.train([GroupRecord(0, "t", 0, eps)])
+    after = jax.device_get(tr.state.params)
+    assert metrics["mtp_distill_kl"] > 0 and 0 < metrics["mtp_alpha"] < 1, metrics
+    moved = lambda tree_a, tree_b: any(not np.array_equal(a, b)  # noqa: E731
+                                       for a, b in zip(jax.tree.leaves(tree_a), jax.tree.leaves(tree_b)))
+    assert moved(before["mtp"], after["mtp"])
+    assert not moved({k: v for k, v in before.items() if k != "mtp"}, {k: v for k, v in after.items() if k != "mtp"})
 
 
 def test_policy_gradient_raises_the_better_rollout_and_publishes_versions(trainer, rollout):

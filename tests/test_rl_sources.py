@@ -12,7 +12,6 @@ from composer2_jax.bench.agents import scripted_factory
 from composer2_jax.bench.task import load_suite
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment, SandboxLimits
-from composer2_jax.env import testing as envtest
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import orchestrator, sources
 from composer2_jax.rl.config import RLExperimentConfig
@@ -20,8 +19,8 @@ from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.services.sampler import CurriculumSampler, TaskSampler
 from experiments import rl as rl_experiment
+from tests.markers import needs_sandbox
 
-needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
 TOK = tk.ByteTokenizer()
 
 

@@ -17,9 +17,7 @@ import pytest
 from composer2_jax.bench import forging, verdict, verdict_record
 from composer2_jax.bench import verdict_runner as vr
 from composer2_jax.env import testing as envtest
-
-needs_sandbox = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
-
+from tests.markers import needs_sandbox
 
 # ------------------------------------------------------------------------------------------------ encoding
 

@@ -129,18 +129,25 @@ def delete_function(source: str, cand: Candidate) -> str:
     return "".join(lines[:cand.start - 1] + lines[cand.end:])
 
 
-def _run_tests(python: str, repo: Path, tests_dir: Path, module: str, classes: tuple[str, ...],
-               timeout: float) -> tuple[int, str]:
-    """(exit code, output) of the named test classes run from the repo like the hidden verifier runs them."""
+def run_test_classes(python: str, repo: Path, tests_dir: Path, test_module: str, classes: tuple[str, ...],
+                     timeout: float) -> tuple[int, str]:
+    """(exit code, output) of the named unittest classes of `test_module` (on PYTHONPATH `tests_dir`), run from
+    `repo` like the hidden verifier runs them; (-1, "timed out") past `timeout` seconds."""
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tests_dir), "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp",
            "LANG": "C.UTF-8"}
-    ids = [f"test_{module}.{c}" for c in classes]
+    ids = [f"{test_module}.{c}" for c in classes]
     try:
         r = subprocess.run([python, "-m", "unittest", *ids], cwd=repo, capture_output=True, text=True, env=env,
                            timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return -1, "timed out"
     return r.returncode, r.stdout + r.stderr
+
+
+def _run_tests(python: str, repo: Path, tests_dir: Path, module: str, classes: tuple[str, ...],
+               timeout: float) -> tuple[int, str]:
+    """The stdlib layout's test classes: tests/test_M.py."""
+    return run_test_classes(python, repo, tests_dir, f"test_{module}", classes, timeout)
 
 
 def _layout(work: Path, cand: Candidate, module_source: str, test_source: str) -> tuple[Path, Path]:

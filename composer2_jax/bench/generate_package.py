@@ -34,7 +34,6 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -292,16 +291,8 @@ def _layout(work: Path, cand: Candidate, deleted: bool) -> tuple[Path, Path, str
 
 def _run_tests(python: str, repo: Path, tests_dir: Path, cand: Candidate, classes: tuple[str, ...],
                timeout: float) -> tuple[int, str]:
-    """(exit code, output) of the named test classes, run from the repo like the hidden check runs them."""
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tests_dir), "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp",
-           "LANG": "C.UTF-8"}
-    ids = [f"{cand.test_module}.{c}" for c in classes]
-    try:
-        r = subprocess.run([python, "-m", "unittest", *ids], cwd=repo, capture_output=True, text=True, env=env,
-                           timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return -1, "timed out"
-    return r.returncode, r.stdout + r.stderr
+    """(exit code, output) of the candidate's test classes, run from the repo like the hidden check runs them."""
+    return generate.run_test_classes(python, repo, tests_dir, cand.test_module, classes, timeout)
 
 
 def verify(cand: Candidate, python: str, timeout: float = 120.0) -> tuple[str, ...] | None:

@@ -1,4 +1,9 @@
-"""The inference engine: batched prefill and decode over the MLA latent cache, optional MTP speculative decoding.
+"""The static inference engine: batched prefill and decode over the MLA latent cache, optional MTP speculative decoding.
+
+Not for serving: RL rollouts and the benchmark's model agent use `RolloutEngine` (infer/rollout_engine.py: sessions,
+continuous batching, paged cache, MTP drafts — `EngineConfig.num_draft`). This engine stays as the independent
+reference the rollout engine is tested against (tests/test_rollout_engine.py, tests/test_speculative.py) and as the
+baseline of benchmarks/rollout_engine.py and benchmarks/decode.py (whose --gpu stage benchmarks/gpu_fit.py sizes).
 
     engine = Engine(cfg, params, router_state, mesh=None, num_draft=0)      # num_draft ≤ cfg.num_mtp_layers
     outs = engine.generate([[1, 2, 3], [4, 5]], SamplingParams(temperature=1.0, max_tokens=64, stop=((7,),)))

@@ -78,6 +78,36 @@ def with_table(pools: Sequence[Pool], table_BA) -> tuple[PagedLayerCache, ...]:
     return tuple(PagedLayerCache(p.ckv, p.kr, table_BA) for p in pools)
 
 
+def gather_rows(pool_AYX, table_BA, pos_BT):
+    """pool[table[b, s // Y], s % Y] for each row's positions [B, T] (positions are clipped into the table)."""
+    y = pool_AYX.shape[1]
+    a_row = table_BA.shape[1]
+    pos_BT = jnp.clip(pos_BT, 0, a_row * y - 1)
+    return pool_AYX[jnp.take_along_axis(table_BA, pos_BT // y, axis=1), pos_BT % y]
+
+
+def scatter_rows(pool_AYX, table_BA, pos_BT, write_BT, x_BTX):
+    """The pool with x written at each row's positions (write=False or out of the table: dropped)."""
+    a, y = pool_AYX.shape[:2]
+    a_row = table_BA.shape[1]
+    ok_BT = write_BT & (pos_BT >= 0) & (pos_BT < a_row * y)
+    page_BT = jnp.take_along_axis(table_BA, jnp.clip(pos_BT // y, 0, a_row - 1), axis=1)
+    return pool_AYX.at[jnp.where(ok_BT, page_BT, a), pos_BT % y].set(x_BTX.astype(pool_AYX.dtype), mode="drop")
+
+
+class DraftPools(NamedTuple):
+    """What MTP drafting keeps beside the trunk's pools, under the same page tables (infer/step.py)."""
+
+    mtp: tuple  # Pool per drafting MTP depth: the depth's block latents
+    hidden: jax.Array  # [A, Y, D] the trunk's h_0 (last hidden state before the final norm) of every position
+
+
+def init_draft_pools(cfg: ModelConfig, num_draft: int, num_pages: int, page_size: int, dtype) -> DraftPools:
+    """Zero pools for `num_draft` MTP depths and the h_0 pool."""
+    return DraftPools(init_pools(cfg, num_draft, num_pages, page_size, dtype),
+                      jnp.zeros((num_pages, page_size, cfg.hidden_size), dtype))
+
+
 def bytes_per_token(cfg: ModelConfig, n_layers: int, dtype_bytes: int = 2) -> int:
     """Latent cache bytes per token: (L + R) values per attention layer."""
     return n_layers * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) * dtype_bytes

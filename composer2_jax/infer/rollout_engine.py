@@ -25,6 +25,15 @@ Pages for the positions a program writes are taken just before it; when the pool
 used session outside the program is preempted (its pages released, registered ones stay cached; it recomputes
 whatever is gone when it next runs). Two compiled programs, of fixed shapes, whatever the mix (`compilations`).
 
+MTP speculative decoding (`EngineConfig.num_draft` = D ≥ 1, infer/step.py): step 3 becomes the drafting program
+[slots, 1 + D]: each slot's MTP depths draft D tokens from the trunk's h_0 (kept in a paged pool) and their own paged
+latent caches, the trunk verifies them in the same pass, and the acceptance rule (infer/speculative.py) emits the
+accepted drafts plus one token — greedy outputs are the plain decode's, sampled ones follow the same law. Positions
+of rejected drafts are rolled back (length and page table); every emitted token records its version and log-probs
+as a plainly decoded one would. The prefill program also runs the MTP depths over its chunk so their caches cover
+the whole context; full pages are registered for sharing only 2D positions after they fill (their MTP entries are
+final by then). `report()["acceptance"]` = accepted / drafted.
+
 Weights (`update_weights`) change between steps without draining: each generated token records the version that
 sampled it (`Completion.versions`). With `recompute_on_update` every session's cache is dropped and recomputed under
 the new weights; the RL default keeps it (docs/rl.md: PipelineRL's in-flight updates; the trainer's importance
@@ -67,7 +76,7 @@ from composer2_jax.infer.engine import (
     moe_layers,
     param_shardings,
 )
-from composer2_jax.infer.step import TRACES, engine_step
+from composer2_jax.infer.step import TRACES, draft_step, engine_step
 from composer2_jax.model.layers import dtype_of
 
 
@@ -83,10 +92,13 @@ class EngineConfig:
     max_len: int = 2048  # the longest session context; a page table has max_len / page_size entries
     max_sessions: int = 1024  # open sessions beyond this evict (end) the least recently used idle one
     recompute_on_update: bool = False  # new weights: keep the cached contexts (False: the RL default) or recompute
+    num_draft: int = 0  # MTP speculative decoding: tokens drafted per slot per decode step (≤ model.num_mtp_layers)
 
     def __post_init__(self):
         if min(self.slots, self.chunk, self.prefill_rows, self.page_size, self.num_pages, self.max_sessions) < 1:
             raise ValueError(f"EngineConfig sizes must all be ≥ 1, got {self}")
+        if self.num_draft < 0:
+            raise ValueError(f"EngineConfig.num_draft must be ≥ 0 (0 = plain decoding), got {self.num_draft}")
         if self.max_len % self.page_size:
             raise ValueError(f"max_len={self.max_len} must be a multiple of page_size={self.page_size}")
         if self.prefill_rows > self.slots:
@@ -173,12 +185,16 @@ class RolloutEngine:
         self.cfg, self.ecfg, self.mesh, self.absorb = cfg, ecfg, mesh, absorb
         if mesh is not None:
             check_engine_mesh(cfg, ecfg, mesh)
+        if ecfg.num_draft > cfg.num_mtp_layers:
+            raise ValueError(f"EngineConfig.num_draft={ecfg.num_draft} exceeds model.num_mtp_layers="
+                             f"{cfg.num_mtp_layers} (each drafted token needs its MTP depth)")
         self._lock = threading.RLock()
         self._shardings = None if mesh is None else param_shardings(cfg, mesh)
         self.sync_s: list[float] = []  # seconds of each `update_weights` placement (reshard + transfer)
         self._set_weights(params, router_state, version)
         self.pool = paged_cache.PagePool(ecfg.num_pages, ecfg.page_size)
-        self._pools = self._new_pools()
+        # the trunk's page pool, and the MTP depths' and h_0 pools under the same page tables when drafting
+        self._pools, self._draft_pools = self._new_pools()
         self._routed = (moe_layers(cfg), cfg.num_experts_per_tok) if moe_layers(cfg) else None
         self.sessions: dict[int, Session] = {}
         self._uids = itertools.count()
@@ -187,7 +203,7 @@ class RolloutEngine:
         self._clock = 0
         self._warp: Optional[sampler.Warp] = None
         self.stats = dict(steps=0, prefill_programs=0, decode_programs=0, computed=0, adopted=0, generated=0,
-                          preemptions=0, evictions=0, weight_updates=0, suspensions=0)
+                          preemptions=0, evictions=0, weight_updates=0, suspensions=0, drafted=0, accepted=0)
 
     # ------------------------------------------------------------------------------------------- sessions
 
@@ -313,8 +329,12 @@ class RolloutEngine:
             if pre:
                 self._program(pre, self.ecfg.chunk, self.ecfg.prefill_rows)
                 self.stats["prefill_programs"] += 1
-            dec = [s for s in self._slots if s is not None and s.pending == 1 and s not in pre]
-            if dec:
+            fed = {id(s) for s in pre}  # by identity: Session's dataclass equality compares whole contexts
+            dec = [s for s in self._slots if s is not None and s.pending == 1 and id(s) not in fed]
+            if dec and self.ecfg.num_draft:
+                self._draft_program(dec)
+                self.stats["decode_programs"] += 1
+            elif dec:
                 self._program(dec, 1, self.ecfg.slots)
                 self.stats["decode_programs"] += 1
             return True
@@ -331,14 +351,14 @@ class RolloutEngine:
             for s in self.sessions.values():
                 self._release(s)
             self.pool.drop_registry()
-            self._pools = None
+            self._pools = self._draft_pools = None
             self.stats["suspensions"] += 1
 
     def resume(self) -> None:
         """Allocate the page pool again after `suspend`."""
         with self._lock:
             if self._pools is None:
-                self._pools = self._new_pools()
+                self._pools, self._draft_pools = self._new_pools()
 
     def fail_all(self, error: BaseException) -> None:
         """Fail every waiting or running reply with `error` (the server is going away); sessions stay open."""
@@ -358,7 +378,9 @@ class RolloutEngine:
         """Counters, pool occupancy and cache bytes (per token, pool total, held by sessions)."""
         bpt = paged_cache.bytes_per_token(self.cfg, self.cfg.num_layers, jnp.dtype(dtype_of(self.cfg.dtype)).itemsize)
         occ = self.pool.occupancy()
-        return dict(self.stats, **occ, bytes_per_token=bpt, pool_bytes=bpt * self.ecfg.num_pages * self.ecfg.page_size,
+        d = self.stats["drafted"]
+        return dict(self.stats, **occ, acceptance=self.stats["accepted"] / d if d else None,
+                    bytes_per_token=bpt, pool_bytes=bpt * self.ecfg.num_pages * self.ecfg.page_size,
                     held_bytes=bpt * occ["referenced"] * self.ecfg.page_size, sessions=len(self.sessions))
 
     # ------------------------------------------------------------------------------------------- internals
@@ -414,7 +436,7 @@ class RolloutEngine:
     def _adopt(self, s: Session) -> None:
         """Take registered pages for the session's next full pages (never its last token: it must be fed)."""
         y = self.ecfg.page_size
-        while len(s.pages) * y == s.n_cached and s.n_cached + y <= len(s.tokens) - 1:
+        while (len(s.pages) * y == s.n_cached == len(s.digests) * y) and s.n_cached + y <= len(s.tokens) - 1:
             parent = s.digests[-1] if s.digests else b""
             digest = paged_cache.page_digest(parent, s.tokens[s.n_cached:s.n_cached + y], self.version)
             page = self.pool.lookup(digest)
@@ -450,7 +472,7 @@ class RolloutEngine:
         """Pages for every position the program writes; preempt least recently used sessions when none is left."""
         y = self.ecfg.page_size
         for s, n in zip(rows, fed):
-            while len(s.pages) * y < s.n_cached + n:
+            while len(s.pages) * y < min(s.n_cached + n, self.ecfg.max_len):
                 page = self.pool.alloc()
                 while page is None:
                     self._preempt(exclude=rows)
@@ -487,31 +509,124 @@ class RolloutEngine:
             table[i, :len(s.pages)] = s.pages
             sp = s.reply.sp
             seed[i], uid[i], temp[i], top_p[i] = sp.seed, s.uid, max(sp.temperature, 1e-6), sp.top_p
-        out = self._call(tok, pos, valid, table, seed, uid, temp, top_p)
+        extra = ()
+        if self.ecfg.num_draft:
+            extra = (self._draft_pools, *self._mtp_inputs(rows, fed, t, b))
+        out = self._call(engine_step, (tok, pos, valid, table, seed, uid, temp, top_p), extra)
         self._pools = out.pools
-        host = jax.device_get(out._replace(pools=()))
+        if self.ecfg.num_draft:
+            self._draft_pools = out.draft_pools
+        host = jax.device_get(out._replace(pools=(), draft_pools=None))
         for i, (s, n) in enumerate(zip(rows, fed)):
             self._commit(s, n, host, i)
 
-    def _call(self, *arrays):
-        """The jitted step under the mesh when there is one."""
+    def _mtp_inputs(self, rows: list[Session], fed: list[int], t: int, b: int):
+        """The prefill program's MTP block per row: positions [c − 2D, c + t) (c = first fed position), each depth's
+        input token t_{j+k} where the context has it, written where all D next tokens are in the context, the
+        trunk has computed the position, and its page is the session's own (infer/step.py)."""
+        d = self.ecfg.num_draft
+        width = t + 2 * d
+        mtp_pos = np.zeros((b, width), np.int32)
+        mtp_tok = np.zeros((b, width, d), np.int32)
+        mtp_write = np.zeros((b, width), bool)
+        for i, (s, n) in enumerate(zip(rows, fed)):
+            c = s.n_cached
+            j = c - 2 * d + np.arange(width)
+            mtp_pos[i] = j
+            ctx = np.asarray(s.tokens, np.int32)
+            for m in range(d):
+                at = j + m + 1
+                ok = (at >= 0) & (at < len(ctx))
+                mtp_tok[i, ok, m] = ctx[at[ok]]
+            mtp_write[i] = ((j >= self.ecfg.page_size * len(s.digests)) & (j < c + n) & (j + d <= len(ctx) - 1))
+        return mtp_tok, mtp_pos, mtp_write
+
+    def _draft_program(self, rows: list[Session]) -> None:
+        """The drafting decode program [slots, 1 + D] over these rows (each with one pending token), then commit."""
+        d, b, y = self.ecfg.num_draft, self.ecfg.slots, self.ecfg.page_size
+        for s in rows:
+            self._adopt(s)
+        self._reserve(rows, [1 + d] * len(rows))
+        tail = np.zeros((b, 3 * d), np.int32)
+        n_b, live = np.zeros((b,), np.int32), np.zeros((b,), bool)
+        table = np.zeros((b, self.ecfg.table_pages), np.int32)
+        mtp_from = np.zeros((b,), np.int32)
+        seed, uid = np.zeros((b,), np.uint32), np.zeros((b,), np.int32)
+        temp, top_p = np.ones((b,), np.float32), np.ones((b,), np.float32)
+        for i, s in enumerate(rows):
+            n = s.n_cached
+            lo = n - 2 * d + 1
+            got = s.tokens[max(lo, 0):n + 1]
+            tail[i, 2 * d - len(got):2 * d] = got
+            n_b[i], live[i] = n, True
+            table[i, :len(s.pages)] = s.pages
+            mtp_from[i] = y * len(s.digests)
+            sp = s.reply.sp
+            seed[i], uid[i], temp[i], top_p[i] = sp.seed, s.uid, max(sp.temperature, 1e-6), sp.top_p
+        out = self._call(draft_step, (tail, n_b, live, table, mtp_from, seed, uid, temp, top_p), (),
+                         pools=(self._pools, self._draft_pools))
+        self._pools, self._draft_pools = out.pools, out.draft_pools
+        host = jax.device_get(out._replace(pools=(), draft_pools=()))
+        for i, s in enumerate(rows):
+            self._commit_drafted(s, host, i)
+
+    def _commit_drafted(self, s: Session, out, i: int) -> None:
+        """Commit the a accepted drafts and the replacement/bonus token one by one (a stop sequence or max_tokens may
+        end the reply before the last), then roll back: the session keeps positions < its new length − 1."""
+        r, a = s.reply, int(out.accepted[i])
+        self.stats["drafted"] += self.ecfg.num_draft
+        self.stats["accepted"] += a
+        for j in range(a + 1):
+            start = s.n_cached  # position n + j, fed this step: x_n, then the accepted drafts
+            self._grow(s, start + 2)
+            if self._routed is not None:
+                s.routing[start] = out.routing[:, i, j]
+            s.cached_version[start] = self.version
+            s.n_cached += 1
+            s.computed += 1
+            self.stats["computed"] += 1
+            tok = int(out.token[i, j])
+            r.tokens.append(tok)
+            r.logprobs.append(float(out.logprob[i, j]))
+            r.policy.append(float(out.policy_logprob[i, j]))
+            r.raw.append(float(out.raw_logprob[i, j]))
+            r.versions.append(self.version)
+            s.tokens.append(tok)
+            self.stats["generated"] += 1
+            stopped = _stops_at(r.tokens, r.sp.stop)
+            if stopped or len(r.tokens) >= r.sp.max_tokens:
+                self._finish(s, "stop" if stopped else "length")
+                break
+        keep = -(-s.n_cached // self.ecfg.page_size)  # pages past the committed length held only rejected positions
+        for page in s.pages[keep:]:
+            self.pool.release(page)
+        del s.pages[keep:]
+        self._register(s)
+        self._touch(s)
+
+    def _call(self, fn, arrays, extra=(), pools=None):
+        """A jitted step program under the mesh when there is one (batch-sharded host arrays)."""
         kw = dict(cfg=self.cfg, w=self._warp, absorb=self.absorb, mesh=self.mesh)
+        pools = (self._pools,) if pools is None else pools
         if self.mesh is None:
-            return engine_step(self.params, self.router_state, self._pools, *arrays, **kw)
+            return fn(self.params, self.router_state, *pools, *arrays, *extra, **kw)
         from composer2_jax.train.state import activate
 
         with activate(self.mesh):
             batch = jax.sharding.NamedSharding(self.mesh, shd.logical_to_spec(("activation_batch",)))
-            return engine_step(self.params, self.router_state, self._pools,
-                               *(jax.device_put(a, batch) for a in arrays), **kw)
+            put = lambda a: a if not isinstance(a, np.ndarray) else jax.device_put(a, batch)  # noqa: E731
+            return fn(self.params, self.router_state, *pools, *(put(a) for a in arrays),
+                      *(put(a) for a in extra), **kw)
 
     def _new_pools(self):
-        """Empty page pools, replicated over the mesh (page ids are global)."""
-        pools = paged_cache.init_pools(self.cfg, self.cfg.num_layers, self.ecfg.num_pages, self.ecfg.page_size,
-                                       dtype_of(self.cfg.dtype))
+        """Empty page pools — the trunk's, and the MTP depths' and h_0 pools when drafting (else None) — replicated
+        over the mesh (page ids are global)."""
+        c, e, dt = self.cfg, self.ecfg, dtype_of(self.cfg.dtype)
+        pools = paged_cache.init_pools(c, c.num_layers, e.num_pages, e.page_size, dt)
+        draft = paged_cache.init_draft_pools(c, e.num_draft, e.num_pages, e.page_size, dt) if e.num_draft else None
         if self.mesh is None:
-            return pools
-        return jax.device_put(pools, jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec()))
+            return pools, draft
+        return jax.device_put((pools, draft), jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec()))
 
     def _commit(self, s: Session, n: int, out, i: int) -> None:
         """Record the fed positions (routing, version, full pages), then the sampled token if the row sampled."""
@@ -543,7 +658,7 @@ class RolloutEngine:
     def _register(self, s: Session) -> None:
         """Register the session's pages that became full (computed entirely by the current weights)."""
         y = self.ecfg.page_size
-        while (len(s.digests) + 1) * y <= s.n_cached:
+        while (len(s.digests) + 1) * y <= s.n_cached - 2 * self.ecfg.num_draft:  # drafting: MTP entries final
             i = len(s.digests)
             parent = s.digests[-1] if s.digests else b""
             same = bool(np.all(s.cached_version[i * y:(i + 1) * y] == self.version))
@@ -562,6 +677,6 @@ class RolloutEngine:
             routing, prompt_routing = s.routing[p - 1:p - 1 + n].copy(), s.routing[:p - 1].copy()
         c = Completion(list(r.tokens), r.logprobs, routing, reason, r.policy, r.raw, prompt_routing,
                        versions=list(r.versions))
-        self._slots[self._slots.index(s)] = None
+        self._slots[next(i for i, x in enumerate(self._slots) if x is s)] = None
         s.reply = None
         r.future.set_result(c)

@@ -71,6 +71,9 @@ class PolicyLossConfig:
     value_coef: float = 0.0
     # ε of the clipped value loss; None = unclipped squared error.
     value_clip_eps: float | None = 0.2
+    # Weight of the MTP self-distillation term on the rollout tokens (rl/services/rl_step.py): mean over depths of
+    # KL(sg[p_main] ‖ q_k), trunk detached, so the drafting heads follow the moving policy; 0 = off (or no MTP).
+    mtp_distill_weight: float = 0.0
 
     def __post_init__(self):
         _check_choice("aggregation", self.aggregation, AGGREGATIONS)
@@ -96,6 +99,8 @@ class PolicyLossConfig:
             raise ValueError(f"max_len must be a positive int (or None), got {self.max_len}")
         if self.value_clip_eps is not None and self.value_clip_eps <= 0.0:
             raise ValueError(f"value_clip_eps must be > 0 (or None), got {self.value_clip_eps}")
+        if self.mtp_distill_weight < 0.0:
+            raise ValueError(f"mtp_distill_weight must be ≥ 0 (0 = off), got {self.mtp_distill_weight}")
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

@@ -11,6 +11,12 @@ The objective is `losses.rl.policy_loss` (decoupled PPO: (π_prox/μ)·min(r·Â
 sampler's recorded log-probs and π_prox recomputed here before the update; Dr. GRPO's constant normaliser).
 Router replay: the MoE layers use the experts the sampler used (`routing` [L_moe, B, T, k], aligned with the
 forward positions); the aux-loss-free bias update is off in RL (routing is replayed, not chosen).
+
+MTP self-distillation (`PolicyLossConfig.mtp_distill_weight` > 0 on a model with MTP depths): the same forward also
+runs the depths on the rollout tokens, trunk and shared embedding/head detached, and adds
+w · 1/D Σ_k KL(sg[p_main(·|x≤i+k)] ‖ q_k(·|i)) over the loss-masked (sampled) tokens (losses/mtp.py, temperature 1),
+so the heads that draft in the rollout engine keep up with the policy as it moves; metrics `mtp_distill_kl` and
+`mtp_alpha` (Σ min(p_main, q_k): the expected acceptance of a draft at temperature 1).
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from composer2_jax.losses.lm import chunked_token_logprobs
+from composer2_jax.losses.lm import after, chunked_token_logprobs
+from composer2_jax.losses.mtp import chunked_mtp_sums, teacher_hidden
 from composer2_jax.losses.rl import PolicyLossConfig, policy_loss
 from composer2_jax.model import Transformer
+from composer2_jax.model.mtp import layout_context, mtp_batch, mtp_head, shift_left
 from composer2_jax.train.state import TrainState
 
 RL_BATCH_KEYS = ("tokens", "targets", "positions", "segment_ids", "loss_mask", "behav_logprobs", "advantages")
@@ -53,11 +61,34 @@ def make_update_fn(model: Transformer, tx: optax.GradientTransformation, loss_cf
     """`(state, batch, routing, old_logp, ref_logp) -> (state, metrics)`: one optimizer step on the policy loss;
     `ref_logp` [B, T] = log π_ref of the reference policy (needed when loss_cfg.kl_coef > 0, else None)."""
 
+    depth = model.cfg.num_mtp_layers if loss_cfg.mtp_distill_weight > 0 else 0
+    context = layout_context(model.cfg, model.mesh)
+
     def loss_fn(params, router_state, batch, routing, old_logp, ref_logp):
-        logp, entropy = token_logprobs(model, params, router_state, batch, routing, temperature, vocab_limit,
-                                       with_entropy=True)
-        return policy_loss(logp, old_logp, batch["behav_logprobs"], batch["advantages"], batch["loss_mask"],
-                           loss_cfg, segment_ids=batch["segment_ids"], entropy=entropy, ref_logp=ref_logp)
+        if not depth:
+            logp, entropy = token_logprobs(model, params, router_state, batch, routing, temperature, vocab_limit,
+                                           with_entropy=True)
+            return policy_loss(logp, old_logp, batch["behav_logprobs"], batch["advantages"], batch["loss_mask"],
+                               loss_cfg, segment_ids=batch["segment_ids"], entropy=entropy, ref_logp=ref_logp)
+        mb = mtp_batch({k: batch[k] for k in ("tokens", "targets", "positions", "segment_ids", "loss_mask")}, depth,
+                       context)
+        out = model.apply({"params": params, "router_state": router_state}, batch["tokens"], batch["positions"],
+                          batch["segment_ids"], routing, compute_logits=False, mtp_tokens=mb["mtp_tokens"],
+                          mtp_detach=True)
+        logp, entropy = chunked_token_logprobs(out.normed, params["lm_head"], batch["targets"], LOGPROB_CHUNK,
+                                               temperature, vocab_limit, True)
+        loss, metrics = policy_loss(logp, old_logp, batch["behav_logprobs"], batch["advantages"], batch["loss_mask"],
+                                    loss_cfg, segment_ids=batch["segment_ids"], entropy=entropy, ref_logp=ref_logp)
+        teacher = teacher_hidden(jax.lax.stop_gradient(out.normed), depth,
+                                 lambda x, k: shift_left(x, k, context=context))
+        heads = [jax.lax.stop_gradient(mtp_head(params, m)) for m in range(depth)]
+        student = after(out.mtp.normed, logp)  # its scans after the log-prob scan (losses/lm.py `after`)
+        sums = chunked_mtp_sums(student, teacher, heads, jax.lax.stop_gradient(params["lm_head"]),
+                                mb["mtp_targets"], mb["mtp_mask"], chunk=LOGPROB_CHUNK)
+        count_M = jnp.maximum(sums.count, 1.0)
+        kl = jnp.mean(sums.kl / count_M)
+        return loss + loss_cfg.mtp_distill_weight * kl, dict(metrics, mtp_distill_kl=kl,
+                                                             mtp_alpha=jnp.mean(sums.accept / count_M))
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
 

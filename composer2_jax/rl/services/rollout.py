@@ -63,11 +63,13 @@ class RolloutConfig:
     devices: int = 0  # devices of all engines together (0 = one unsharded engine on the default device)
     replicas: int = 1  # data-parallel engines, each on its own devices / replicas contiguous devices
     mesh: shd.MeshConfig = shd.MeshConfig(fsdp=1, expert=-1)  # each engine's mesh over its devices (expert, tensor)
+    num_draft: int = 0  # MTP speculative decoding: tokens drafted per slot per step (≤ model.num_mtp_layers; 0 = off)
 
     def __post_init__(self):
         if min(self.batch_size, self.prompt_len, self.max_new_tokens, self.chunk, self.prefill_rows,
-               self.page_size, self.max_sessions) < 1 or self.temperature <= 0 or self.num_pages < 0:
-            raise ValueError(f"RolloutConfig {self}: sizes must be ≥ 1 (num_pages ≥ 0) and temperature > 0")
+               self.page_size, self.max_sessions) < 1 or self.temperature <= 0 or min(self.num_pages,
+                                                                                          self.num_draft) < 0:
+            raise ValueError(f"RolloutConfig {self}: sizes must be ≥ 1 (num_pages, num_draft ≥ 0) and temperature > 0")
         if self.prefill_rows > self.batch_size:
             raise ValueError(f"prefill_rows={self.prefill_rows} exceeds batch_size={self.batch_size}")
         if self.first_device < 0 or self.devices < 0 or self.replicas < 1:
@@ -99,7 +101,8 @@ class RolloutConfig:
         pages = self.num_pages or 2 * self.batch_size * max_len // self.page_size
         return EngineConfig(slots=self.batch_size, chunk=self.chunk, prefill_rows=self.prefill_rows,
                             page_size=self.page_size, num_pages=pages, max_len=max_len,
-                            max_sessions=self.max_sessions, recompute_on_update=self.recompute_on_update)
+                            max_sessions=self.max_sessions, recompute_on_update=self.recompute_on_update,
+                            num_draft=self.num_draft)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +140,7 @@ class RolloutWorker:
         self._engines: list[RolloutEngine] = []
         self._weights: Optional[Weights] = None
         self._sessions: dict[Hashable, tuple[int, int]] = {}  # episode key → (engine index, engine session id)
+        self._drafts_seen: dict[tuple[int, str], int] = {}  # engine draft counters already added to `counters`
         self._pending: list[_Request] = []
         self._cond = threading.Condition()
         self._fault: BaseException | None = None
@@ -261,6 +265,7 @@ class RolloutWorker:
         ran = sum(e.step() for e in self._engines) > 0
         if ran:
             self.counters.add("rollout_steps")
+            self._count_drafts()
         return ran
 
     def close(self, error: BaseException) -> None:
@@ -283,8 +288,19 @@ class RolloutWorker:
         """Fail queued requests and the replies inside the engines; drop the engines (a restart rebuilds them)."""
         self.fail_pending(error)
         engines, self._engines, self._weights, self._sessions = self._engines, [], None, {}
+        self._drafts_seen = {}
         for engine in engines:
             engine.fail_all(error)
+
+    def _count_drafts(self) -> None:
+        """Drafted and accepted MTP tokens since the last count (counters `rollout_drafted`, `rollout_accepted`:
+        their ratio between two snapshots is the acceptance under the versions served in between)."""
+        for i, engine in enumerate(self._engines):
+            for name in ("drafted", "accepted"):
+                seen, now = self._drafts_seen.get((i, name), 0), engine.stats[name]
+                if now > seen:
+                    self.counters.add(f"rollout_{name}", now - seen)
+                    self._drafts_seen[(i, name)] = now
 
     def _refresh(self) -> None:
         """Build the engines on first use; later, swap in the newest published weights between steps (each engine
