@@ -14,8 +14,8 @@ Method:
      of the abstract train state (what `init_train_state` allocates).
   2. FLOPs, HBM bytes and collectives: XLA's cost analysis counts a while-loop body once, so two unrolled
      models with 1 and 2 scan units are compiled and the per-unit cost is extrapolated linearly to all units;
-     inside them the attention query-chunk loops are unrolled and the cross-entropy is one chunk
-     (`model/planning.py: counting_loops`).
+     inside them the attention query chunks and the cross-entropy chunks are taken as one piece (every chunk
+     costs the same, so one piece counts their FLOPs exactly: `model/planning.py: counting_loops`).
   Kernels: the planner compiles what an accelerator run executes where the CPU backend has a naive stand-in:
      blockwise attention (`xla_chunked`, and the query-chunked block kernel inside the ring: no [T, S] logits;
      it counts the masked half of causal blocks, as an XLA kernel would) and the padded grouped matmul for
@@ -185,6 +185,39 @@ def compile_train_step(cfg, mesh, batch: int, seq: int, optimizer: str, count_lo
                        in_shardings=(shardings, bs), out_shardings=(shardings, None))
         compiled = step.lower(abstract, batch_abs).compile()
     return compiled, abstract
+
+
+def _optimizer_cost(cfg, mesh, batch: int, seq: int, optimizer: str, node_size: int) -> dict:
+    """Per-device cost of the optimizer update alone (gradients → new params and state) for the model's real
+    (scanned) train state on `mesh`: FLOPs, HBM bytes and collective bytes inside / across nodes. The update has
+    no loop XLA's cost analysis would count once (Muon's Newton–Schulz steps are unrolled in Python), so the
+    whole step's optimizer work is counted without an unrolled model."""
+    import jax
+    import optax
+
+    from composer2_jax.model import Transformer
+    from composer2_jax.train import optim
+    from composer2_jax.train.state import abstract_train_state, activate
+
+    model = Transformer(cfg, mesh)
+    oc = optim.OptimConfig(name=optimizer)
+    abstract, shardings, tx = abstract_train_state(model, lambda p, n: optim.make_optimizer(oc, p, n), mesh,
+                                                   (batch, seq))
+
+    def update(params, opt_state, grads):
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    with activate(mesh):
+        compiled = jax.jit(update, donate_argnums=(0, 1),
+                           in_shardings=(shardings.params, shardings.opt_state, shardings.params),
+                           out_shardings=(shardings.params, shardings.opt_state)) \
+            .lower(abstract.params, abstract.opt_state, abstract.params).compile()
+    cost = _cost(compiled)
+    colls = collectives(compiled.as_text(), node_size)
+    cost["ici"] = sum(c.wire_bytes for c in colls if not c.crosses_nodes)
+    cost["dcn"] = sum(c.wire_bytes for c in colls if c.crosses_nodes)
+    return cost
 
 
 def _shard_bytes(tree) -> int:
@@ -369,12 +402,15 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     inner = shd.make_mesh(inner_shape, devices=jax.devices()[: n // s_])
     flat = dataclasses.replace(cfg, pipeline_microbatches=0)
     # Per-pass costs from AdamW (elementwise, no collectives of its own); a matrix optimizer's extra work (Muon's
-    # Newton–Schulz and its gathers) runs once per step on a stage's U/S units, not once per microbatch pass.
+    # Newton–Schulz and its gathers) runs once per step on a stage's U/S units, not once per microbatch pass: it is
+    # the difference of the optimizer update alone, Muon − AdamW, compiled for the real state on the whole mesh.
     base, delta, n_units, raw = _unit_costs(flat, inner, batch // s_, seq, "adamw", chip.node_size)
     opt_once = dict(flops=0.0, bytes=0.0, ici=0.0, dcn=0.0)
     if optimizer != "adamw":
-        base_o, delta_o, _, _ = _unit_costs(flat, inner, batch // s_, seq, optimizer, chip.node_size)
-        opt_once = {k: (base_o[k] - base[k]) + (n_units / s_) * (delta_o[k] - delta[k]) for k in opt_once}
+        mesh = shd.make_mesh(mesh_shape)
+        c_opt = _optimizer_cost(cfg, mesh, batch, seq, optimizer, chip.node_size)
+        c_adamw = _optimizer_cost(cfg, mesh, batch, seq, "adamw", chip.node_size)
+        opt_once = {k: c_opt[k] - c_adamw[k] for k in opt_once}
     per_mb = s_ / m_  # one microbatch's share of Δ (Δ was compiled at M/S microbatches)
     passes = spec.iterations * l_  # unit-on-a-microbatch passes a stage executes
     useful_passes = m_ * r_ * l_
