@@ -136,7 +136,7 @@ def test_block_results_merge_through_their_lse_and_block_grads_sum_to_the_exact_
 @pytest.mark.parametrize("causal,packed", [(True, True), (True, False), (False, True)])
 def test_chunked_block_kernel_equals_the_plain_one_forward_and_backward(monkeypatch, causal, packed):
     """The query-chunked XLA block kernel (the planner's stand-in for a fused kernel) ≡ the plain one, scanned
-    and unrolled (planning.counting_loops)."""
+    and in the planner's one-piece counting mode (planning.counting_loops)."""
     from composer2_jax.model import planning
 
     monkeypatch.setattr(kernels, "CHUNK", 8)
