@@ -175,3 +175,12 @@ def test_requests_of_a_tool_call_are_appended_to_its_observation(env, upstream):
     assert "network:" not in quiet.content and "egress" not in quiet.fields
     assert len(env.egress_log(sid)) == 3
     env.close(sid)
+
+
+def test_a_socket_path_too_long_for_unix_is_refused_by_name(tmp_path):
+    from composer2_jax.env.egress import MAX_SOCKET_PATH, EgressProxy
+
+    deep = tmp_path / ("d" * (MAX_SOCKET_PATH - len(str(tmp_path))))
+    proxy = EgressProxy()
+    with pytest.raises(ValueError, match=r"egress socket path '.*dddd/e\.sock' is \d+ bytes; .* at most 107"):
+        proxy.add("s", str(deep / "e.sock"), EgressPolicy(), 0, 0)

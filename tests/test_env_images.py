@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -338,6 +339,19 @@ def test_egress_of_an_image_sandbox_follows_its_policy(env, apt_image):
     assert code != 0 or out.strip() in ("000", "403")
     assert any(not e["allowed"] for e in env.egress_log(closed))
     env.close(closed)
+
+
+@needs_images
+def test_a_cache_deep_in_the_file_system_still_reaches_the_network(tmp_path):
+    """Build steps' egress sockets do not live under the cache: a Unix socket path holds at most 107 bytes."""
+    deep = tmp_path / ("c" * 60) / ("c" * 60)
+    builder = ImageBuilder(cache_dir=deep)
+    log = tmp_path / "log"
+    try:
+        builder._run_networked([sys.executable, "-c", "print('inside the build namespace')"], str(log), "probe")
+    finally:
+        builder.close()
+    assert "inside the build namespace" in log.read_text()
 
 
 @pytest.mark.slow

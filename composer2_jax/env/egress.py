@@ -22,6 +22,7 @@ HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-authori
               b"te", b"trailer", b"upgrade"}
 CHUNK = 1 << 16
 MAX_CONNECTIONS = 64  # concurrent connections served per sandbox; more are closed at once
+MAX_SOCKET_PATH = 107  # bytes in a Unix socket path (sun_path holds 108 with the terminating NUL)
 
 
 class _Route:
@@ -42,6 +43,9 @@ class EgressProxy:
 
     def add(self, sid: str, path: str, policy: EgressPolicy, uid: int, gid: int) -> None:
         """Listen on a new Unix socket for sandbox sid (owned by the sandbox user, who must connect to it)."""
+        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+            raise ValueError(f"egress socket path {path!r} is {len(os.fsencode(path))} bytes; a Unix socket's path "
+                             f"must be at most {MAX_SOCKET_PATH} bytes (put it in a shorter directory)")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(path)
         os.chown(path, uid, gid)

@@ -362,7 +362,8 @@ class ImageBuilder:
     def _run_networked(self, argv: list[str], log: str, what: str, timeout_s: float | None = None) -> None:
         """Run argv inside buildnet.py: a fresh network namespace reaching only the registry policy's hosts."""
         proxy, route = self._egress(), f"build-{secrets.token_hex(6)}"
-        sock_dir = tempfile.mkdtemp(prefix="egress-", dir=os.path.join(self.cache, "work"))
+        # In the system's temp dir, not the cache: a Unix socket's path must fit in 107 bytes, a cache path need not.
+        sock_dir = tempfile.mkdtemp(prefix="c2-egress-")
         sock = os.path.join(sock_dir, "egress.sock")
         proxy.add(route, sock, self.policy, 0, 0)
         try:

@@ -32,3 +32,15 @@ def initialize() -> bool:
         return False
     _done = True
     return True
+
+
+def barrier(name: str, timeout_s: int = 3600) -> None:
+    """Every process waits here for the others (no-op in a single process). A barrier of the coordination service,
+    not a device collective: CPU collectives (gloo) give up on a peer that arrives more than 30 s late, so processes
+    that finish compiling a program far apart (a loaded host, one process hitting the compilation cache) meet here
+    before the program's first collective. `name` must be unique within the run."""
+    if jax.process_count() == 1:
+        return
+    from orbax.checkpoint import multihost
+
+    multihost.sync_global_processes(name, timeout=timeout_s)

@@ -28,6 +28,7 @@ from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.model.mtp import layout_context
 from composer2_jax.model.pipeline import pipeline_spec
 from composer2_jax.params import count_params
+from composer2_jax.train import distributed
 from composer2_jax.train import optim as optim_lib
 from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer
 from composer2_jax.train.metrics import LogConfig, MetricWriter, Progress, flops_per_token, mfu
@@ -248,6 +249,9 @@ def train(config) -> RunResult:
     with activate(mesh):
         for step in range(start, run.steps):
             batch = _put_batch(next(it), batch_shardings(mesh), layout_context(cfg, mesh))
+            if step == start:  # compile once, then meet the other processes before the step's first collective
+                step_fn = step_fn.lower(state, batch).compile()
+                distributed.barrier(f"train-step-compiled:{workdir}:{start}")
             state, metrics = step_fn(state, batch)
             pending.append((step, metrics))
             done = step + 1
