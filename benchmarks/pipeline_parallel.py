@@ -1,6 +1,7 @@
 """Pipeline parallelism benchmark: JSON lines of ratios measured in one run.
 
-  python benchmarks/pipeline_parallel.py          # CPU, 8 fake devices, ~2 minutes
+  python benchmarks/pipeline_parallel.py          # CPU, 8 fake devices, stage=2 and 4 (minutes of compile each)
+  python benchmarks/pipeline_parallel.py --stages 4 --layers 9   # the stage=4 rows only, on 8 scanned units
   python benchmarks/pipeline_parallel.py --gpu    # every visible GPU (needs ≥ 2: stage = device count)
 
 Each line times one jitted forward+backward of a toy MoE stack (the train step's gradient, no optimizer) at equal
@@ -91,6 +92,7 @@ def main(argv=None):
     ap.add_argument("--gpu", action="store_true", help="run on the visible GPUs (stage = device count)")
     ap.add_argument("--layers", type=int, default=17, help="decoder layers (1 dense + the scanned MoE stack)")
     ap.add_argument("--seq", type=int, default=64, help="tokens per sequence")
+    ap.add_argument("--stages", default="2,4", help="CPU: the stage counts to run (stage=4 compiles take minutes)")
     args = ap.parse_args(argv)
     n = len(jax.devices())
     if args.gpu:
@@ -102,6 +104,8 @@ def main(argv=None):
         layouts = [dict(stage=2, fsdp=4, mb=2, r=1), dict(stage=2, fsdp=4, mb=8, r=1),
                    dict(stage=4, fsdp=2, mb=4, r=1), dict(stage=4, fsdp=2, mb=4, r=2),
                    dict(stage=4, fsdp=2, mb=8, r=2)]
+        wanted = {int(x) for x in args.stages.split(",") if x}
+        layouts = [lay for lay in layouts if lay["stage"] in wanted]
         batch, seq, base = 32, args.seq, dict(fsdp=n)
     ref_fn, ref_params, _ = grad_step(cfg, shd.make_mesh(base), batch, seq)
     t_ref = timed(ref_fn, ref_params)

@@ -14,8 +14,8 @@ Method:
      of the abstract train state (what `init_train_state` allocates).
   2. FLOPs, HBM bytes and collectives: XLA's cost analysis counts a while-loop body once, so two unrolled
      models with 1 and 2 scan units are compiled and the per-unit cost is extrapolated linearly to all units;
-     inside them the attention query-chunk loops are unrolled and the cross-entropy is one chunk
-     (`model/planning.py: counting_loops`).
+     inside them the attention query chunks and the cross-entropy chunks are taken as one piece (every chunk
+     costs the same, so one piece counts their FLOPs exactly: `model/planning.py: counting_loops`).
   Kernels: the planner compiles what an accelerator run executes where the CPU backend has a naive stand-in:
      blockwise attention (`xla_chunked`, and the query-chunked block kernel inside the ring: no [T, S] logits;
      it counts the masked half of causal blocks, as an XLA kernel would) and the padded grouped matmul for
@@ -187,6 +187,39 @@ def compile_train_step(cfg, mesh, batch: int, seq: int, optimizer: str, count_lo
     return compiled, abstract
 
 
+def _optimizer_cost(cfg, mesh, batch: int, seq: int, optimizer: str, node_size: int) -> dict:
+    """Per-device cost of the optimizer update alone (gradients → new params and state) for the model's real
+    (scanned) train state on `mesh`: FLOPs, HBM bytes and collective bytes inside / across nodes. The update has
+    no loop XLA's cost analysis would count once (Muon's Newton–Schulz steps are unrolled in Python), so the
+    whole step's optimizer work is counted without an unrolled model."""
+    import jax
+    import optax
+
+    from composer2_jax.model import Transformer
+    from composer2_jax.train import optim
+    from composer2_jax.train.state import abstract_train_state, activate
+
+    model = Transformer(cfg, mesh)
+    oc = optim.OptimConfig(name=optimizer)
+    abstract, shardings, tx = abstract_train_state(model, lambda p, n: optim.make_optimizer(oc, p, n), mesh,
+                                                   (batch, seq))
+
+    def update(params, opt_state, grads):
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    with activate(mesh):
+        compiled = jax.jit(update, donate_argnums=(0, 1),
+                           in_shardings=(shardings.params, shardings.opt_state, shardings.params),
+                           out_shardings=(shardings.params, shardings.opt_state)) \
+            .lower(abstract.params, abstract.opt_state, abstract.params).compile()
+    cost = _cost(compiled)
+    colls = collectives(compiled.as_text(), node_size)
+    cost["ici"] = sum(c.wire_bytes for c in colls if not c.crosses_nodes)
+    cost["dcn"] = sum(c.wire_bytes for c in colls if c.crosses_nodes)
+    return cost
+
+
 def _shard_bytes(tree) -> int:
     """Bytes of one device's shards of an abstract tree (max over devices)."""
     import jax
@@ -219,6 +252,7 @@ def _unit_costs(cfg, mesh, batch, seq, optimizer, node_size):
         cost["ici"] = sum(c.wire_bytes for c in colls if not c.crosses_nodes)
         cost["dcn"] = sum(c.wire_bytes for c in colls if c.crosses_nodes)
         cost["kinds"] = _by_kind(colls)
+        cost["colls"] = colls
         out.append(cost)
     delta = {k: out[1][k] - out[0][k] for k in ("flops", "bytes", "ici", "dcn")}
     return out[0], delta, n_units, out
@@ -265,12 +299,10 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
                          f"(run through the CLI, which simulates exactly the mesh's device count)")
     mesh = shd.make_mesh(mesh_shape)
     stages = mesh_shape.get("stage", 1)
-    if stages > 1 and estimate:
-        raise ValueError(f"mesh stage={stages}: the roofline extrapolates per-unit costs from unrolled (unscanned) "
-                         f"compiles, which a pipelined stack does not have; plan pipelined meshes with estimate=False "
-                         f"(CLI --memory_only) for memory and the bubble")
     dp = mesh_shape["data"] * mesh_shape["fsdp"] * mesh_shape["expert"]
-    batch = batch or dp * STAGES[stage][2] * (stages if stages > 1 and not microbatches else max(microbatches, 1))
+    if not batch:  # one sequence per data-parallel shard; pipelined: per shard and microbatch, split over `stage`
+        m = (microbatches or stages) if stages > 1 else 1
+        batch = dp * STAGES[stage][2] * m * stages // math.gcd(m, stages)
     validate_layout(cfg, mesh, batch, seq, 1)
     shd.validate_model_mesh(cfg, mesh, batch, seq)
     t0 = time.time()
@@ -296,6 +328,9 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
                                   units_per_stage=spec.units_per_stage, bubble=spec.bubble)
     if not estimate:
         return report
+    if stages > 1:
+        report.update(_pipelined_roofline(cfg, mesh_shape, spec, chip, batch, seq, optimizer, abstract))
+        return report
     base, delta, n_units, raw = _unit_costs(cfg, mesh, batch, seq, optimizer, chip.node_size)
     tot = {k: base[k] + (n_units - 1) * delta[k] for k in delta}
     t_compute = tot["flops"] / chip.peak_bf16_flops
@@ -315,8 +350,120 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
         model_flops=model_flops, est_mfu=model_flops / (step_s * chip.peak_bf16_flops * n),
         tokens_per_s=batch * seq / step_s,
         est_mfu_calibrated=model_flops / (step_cal_s * chip.peak_bf16_flops * n),
-        tokens_per_s_calibrated=batch * seq / step_cal_s)
+        tokens_per_s_calibrated=batch * seq / step_cal_s,
+        executed_over_useful_flops=tot["flops"] * n / model_flops)
     return report
+
+
+# Collective kinds whose bytes are set by the parameters (FSDP gathers of weights, reduction of their gradients),
+# not by the tokens; the rest (expert all-to-all, ...) scale with the tokens a unit processes.
+_PARAM_COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce")
+
+
+def _split_collectives(colls) -> dict:
+    """Wire bytes per device by (parameter vs token collective) × (inside a node: ICI / NVLink, across: DCN / IB)."""
+    out = dict(param_ici=0.0, param_dcn=0.0, token_ici=0.0, token_dcn=0.0)
+    for c in colls:
+        out[("param_" if c.kind in _PARAM_COLLECTIVES else "token_") + ("dcn" if c.crosses_nodes else "ici")] += \
+            c.wire_bytes
+    return out
+
+
+def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int, optimizer: str, abstract) -> dict:
+    """Roofline of a pipelined mesh from the unrolled compiles of one stage's sub-mesh.
+
+    A pipelined program's stack is a loop (the schedule) around a loop (the units), which XLA's cost analysis
+    counts once, so the costs come from the stage's own sub-mesh (the mesh without `stage`, n/S devices, which
+    keeps the device order and so which collectives cross nodes): the 1- and 2-unit unrolled models at the
+    stage's share of the batch, B/S, give per device
+      outer  = cost(1 unit) − Δ: embedding, dense prefix, head, MTP, loss — outside the pipeline the batch is split
+               over `stage` too, so a device's share is the same as on the sub-mesh at B/S;
+      unit   = Δ at B/S = M/S microbatches: one unit on one microbatch costs Δ·S/M in FLOPs, HBM bytes and
+               token-proportional collectives (expert all-to-all), and the full parameter collectives (FSDP
+               gathers, gradient reductions: they repeat for every microbatch a stage runs).
+    A stage runs L units at each of the M·R + S − 1 iterations (M·R of them on real microbatches): executed stack
+    work = (M·R + S − 1)·L units-on-a-microbatch, useful = M·R·L, i.e. compute × (1 + (S − 1)/(M·R)). The stage
+    step's checkpoint (model/pipeline.py) adds one forward of the stack: Δ/4 of the FLOPs under per-layer remat
+    (forward, recompute, backward ≈ 2 forwards), Δ/3 without. The stage sends: one [mb, T, D] bf16 activation per
+    device and iteration forward and one gradient backward, over `stage` (the outermost axis: across nodes), plus
+    the batch's move into and out of the schedule's buffer (twice [B/S, T, D] per stage group, forward and back).
+    Then, as for unpipelined meshes: t = max(compute, HBM) + comm, the optimistic bound max(compute, comm), and
+    the calibrated estimate = bound / REFERENCE_EFFICIENCY.
+    """
+    import jax
+
+    from composer2_jax import sharding as shd
+    from composer2_jax.params import count_params
+    from composer2_jax.train.metrics import flops_per_token
+
+    s_, m_, r_, l_ = spec.stages, spec.microbatches, spec.repeats, spec.units_per_stage
+    n = math.prod(mesh_shape.values())
+    inner_shape = dict(mesh_shape, stage=1)
+    inner = shd.make_mesh(inner_shape, devices=jax.devices()[: n // s_])
+    flat = dataclasses.replace(cfg, pipeline_microbatches=0)
+    # Per-pass costs from AdamW (elementwise, no collectives of its own); a matrix optimizer's extra work (Muon's
+    # Newton–Schulz and its gathers) runs once per step on a stage's U/S units, not once per microbatch pass: it is
+    # the difference of the optimizer update alone, Muon − AdamW, compiled for the real state on the whole mesh.
+    base, delta, n_units, raw = _unit_costs(flat, inner, batch // s_, seq, "adamw", chip.node_size)
+    opt_once = dict(flops=0.0, bytes=0.0, ici=0.0, dcn=0.0)
+    if optimizer != "adamw":
+        mesh = shd.make_mesh(mesh_shape)
+        c_opt = _optimizer_cost(cfg, mesh, batch, seq, optimizer, chip.node_size)
+        c_adamw = _optimizer_cost(cfg, mesh, batch, seq, "adamw", chip.node_size)
+        opt_once = {k: c_opt[k] - c_adamw[k] for k in opt_once}
+    per_mb = s_ / m_  # one microbatch's share of Δ (Δ was compiled at M/S microbatches)
+    passes = spec.iterations * l_  # unit-on-a-microbatch passes a stage executes
+    useful_passes = m_ * r_ * l_
+    remat_extra = 1 / 4 if cfg.remat_policy != "none" else 0.0  # the stage step's own recompute (see above)
+    split = {k: _split_collectives(raw[1]["colls"])[k] - _split_collectives(raw[0]["colls"])[k]
+             for k in ("param_ici", "param_dcn", "token_ici", "token_dcn")}  # one unit's increment
+    param_ici, param_dcn, tok_ici, tok_dcn = (split[k] for k in ("param_ici", "param_dcn", "token_ici", "token_dcn"))
+    outer = {k: base[k] - delta[k] for k in ("flops", "bytes", "ici", "dcn")}
+    unit_flops = delta["flops"] * per_mb
+    stack_flops = passes * unit_flops * (1 + remat_extra)
+    useful_stack_flops = useful_passes * unit_flops
+    stack_bytes = passes * delta["bytes"] * per_mb * (1 + remat_extra)
+    stack_ici = passes * (param_ici + tok_ici * per_mb)
+    stack_dcn = passes * (param_dcn + tok_dcn * per_mb)
+    mb = batch // m_
+    inner_batch = shd.axis_size(inner, shd.mesh_axes_of("activation_batch", shd.within_stage()))
+    send = mb * seq * cfg.hidden_size * 2 / inner_batch  # bf16 [mb, T, D] per device
+    pipe_bytes = 2 * spec.iterations * send + 2 * 2 * (batch // s_) * seq * cfg.hidden_size * 2 / inner_batch
+    pipe_crosses = n > chip.node_size  # `stage` is outermost: its neighbours sit n/S devices apart
+    pipe_dcn, pipe_ici = (pipe_bytes, 0.0) if pipe_crosses else (0.0, pipe_bytes)
+    flops = outer["flops"] + stack_flops + opt_once["flops"]
+    hbm = outer["bytes"] + stack_bytes + opt_once["bytes"]
+    ici = outer["ici"] + stack_ici + pipe_ici + opt_once["ici"]
+    dcn = outer["dcn"] + stack_dcn + pipe_dcn + opt_once["dcn"]
+    t_compute = flops / chip.peak_bf16_flops
+    t_memory = hbm / chip.hbm_bw
+    t_comm = ici / chip.ici_bw + dcn / chip.dcn_bw
+    step_s = max(t_compute, t_memory) + t_comm
+    step_lower_s = max(t_compute, t_comm)
+    step_cal_s = step_lower_s / REFERENCE_EFFICIENCY
+    _, active = count_params(abstract.params, cfg)
+    model_flops = flops_per_token(cfg, active, seq) * batch * seq
+    return dict(
+        compiled_flops_per_device=flops, hbm_bytes_per_device=hbm, ici_bytes_per_device=ici, dcn_bytes_per_device=dcn,
+        collectives_per_unit=raw[1]["kinds"],
+        pipeline_costs=dict(
+            outer_flops=outer["flops"], stack_flops_executed=stack_flops, stack_flops_useful=useful_stack_flops,
+            bubble_flops=(passes - useful_passes) * unit_flops, stage_remat_flops=passes * unit_flops * remat_extra,
+            stage_send_bytes=pipe_bytes, stage_sends_cross_nodes=pipe_crosses,
+            fsdp_and_grad_ici_bytes=passes * param_ici,
+            fsdp_and_grad_dcn_bytes=passes * param_dcn, token_ici_bytes=passes * tok_ici * per_mb,
+            token_dcn_bytes=passes * tok_dcn * per_mb, outer_ici_bytes=outer["ici"], outer_dcn_bytes=outer["dcn"],
+            optimizer_extra_flops=opt_once["flops"], optimizer_extra_ici_bytes=opt_once["ici"],
+            optimizer_extra_dcn_bytes=opt_once["dcn"],
+            comm_ici_s=ici / chip.ici_bw, comm_dcn_s=dcn / chip.dcn_bw),
+        roofline=dict(compute_s=t_compute, memory_s=t_memory, comm_s=t_comm, step_s=step_s,
+                      step_lower_s=step_lower_s, step_calibrated_s=step_cal_s,
+                      bound="compute" if t_compute >= t_memory else "memory"),
+        model_flops=model_flops, est_mfu=model_flops / (step_s * chip.peak_bf16_flops * n),
+        tokens_per_s=batch * seq / step_s,
+        est_mfu_calibrated=model_flops / (step_cal_s * chip.peak_bf16_flops * n),
+        tokens_per_s_calibrated=batch * seq / step_cal_s,
+        executed_over_useful_flops=flops * n / model_flops)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -366,20 +513,29 @@ def validate(references=REFERENCES, optimizer: str = "adamw") -> list[dict]:
     return rows
 
 
-def factorizations(n: int, cfg, seq: int, context_options=(1,)) -> list[dict]:
-    """Meshes of n devices that the model's dimensions allow (experts by expert, heads by tensor, ...)."""
+def factorizations(n: int, cfg, seq: int, context_options=(1,), stage_options=(1,)) -> list[dict]:
+    """Meshes of n devices that the model's dimensions allow (experts by expert, heads by tensor, pipeline stages
+    by the scanned stack's units, ...)."""
+    from composer2_jax.model.layer_plan import layer_plan
+
+    n_units = layer_plan(cfg)[2]
     out = []
-    for expert in _divisors(n):
-        if cfg.n_routed_experts and cfg.n_routed_experts % expert:
+    for stage in stage_options:
+        if n % stage or (stage > 1 and (not n_units or n_units % stage)):
             continue
-        for tensor in _divisors(n // expert):
-            if cfg.num_heads % tensor or tensor > 8:
+        per_stage = n // stage
+        for expert in _divisors(per_stage):
+            if cfg.n_routed_experts and cfg.n_routed_experts % expert:
                 continue
-            for context in context_options:
-                rest = n // (expert * tensor)
-                if rest % context or seq % (2 * context):
+            for tensor in _divisors(per_stage // expert):
+                if cfg.num_heads % tensor or tensor > 8:
                     continue
-                out.append(dict(data=1, fsdp=rest // context, expert=expert, tensor=tensor, context=context))
+                for context in context_options:
+                    rest = per_stage // (expert * tensor)
+                    if rest % context or seq % (2 * context):
+                        continue
+                    out.append(dict(stage=stage, data=1, fsdp=rest // context, expert=expert, tensor=tensor,
+                                    context=context))
     return out
 
 
@@ -388,15 +544,17 @@ def _divisors(n: int) -> list[int]:
 
 
 def search(preset: str, stage: str, n: int, chip_name: str, optimizer: str = "muon", limit: int = 6,
-           seq_len: Optional[int] = None) -> dict:
+           seq_len: Optional[int] = None, stages=(1,)) -> dict:
     """Fastest fitting mesh of n chips among the allowed factorizations: up to `limit` meshes that fit (memory
     from the compile, most expert parallelism and least tensor parallelism first), then ranked by the roofline's
-    calibrated tokens/s (meshes with a context axis train fewer sequences per step, so step time would mislead)."""
+    calibrated tokens/s (meshes with a context axis train fewer sequences per step, so step time would mislead).
+    `stages`: the pipeline sizes to include (mesh axis `stage`; each must divide n and the scanned units)."""
     cfg, seq = _stage_config(preset, stage)
     seq = seq_len or seq
     ctx = (1, 2, 4, 8, 16) if stage == "cpt_long" else (1, 2, 4, 8)
-    cands = factorizations(n, cfg, seq, ctx)
-    cands.sort(key=lambda m: (m["tensor"], -m["expert"], m["context"]))  # favour EP, little TP (MoE practice)
+    cands = factorizations(n, cfg, seq, ctx, stages)
+    # favour EP, little TP (MoE practice); pipelined meshes after the unpipelined ones of the same shape
+    cands.sort(key=lambda m: (m["tensor"], -m["expert"], m["context"], m["stage"]))
     tried = []
     for m in cands[: limit * 3]:
         r = plan(preset, stage, m, chip_name, seq_len=seq, optimizer=optimizer, estimate=False)
@@ -432,6 +590,21 @@ def _human(report: dict) -> str:
                      f"{r['step_s']:.3f}: compute {r['compute_s']:.3f}, memory {r['memory_s']:.3f}, comm "
                      f"{r['comm_s']:.3f}); est. MFU {report['est_mfu_calibrated']:.1%}; "
                      f"{report['tokens_per_s_calibrated']:,.0f} tok/s")
+        lines.append(f"  executed / useful FLOPs {report['executed_over_useful_flops']:.2f}")
+        if "pipeline_costs" in report:
+            c = report["pipeline_costs"]
+            lines.append(f"  pipelined stack: {c['stack_flops_executed'] / 1e15:.1f} PFLOP executed per device "
+                         f"({c['stack_flops_useful'] / 1e15:.1f} useful, bubble {c['bubble_flops'] / 1e15:.1f}, stage "
+                         f"remat {c['stage_remat_flops'] / 1e15:.1f}); outside it {c['outer_flops'] / 1e15:.1f}")
+            gb = lambda k: f"{c[k] / 1e9:.1f}"  # noqa: E731
+            lines.append(f"  comm: intra-node {c['comm_ici_s']:.2f} s, inter-node {c['comm_dcn_s']:.2f} s — stage "
+                         f"sends {gb('stage_send_bytes')} GB ({'inter' if c['stage_sends_cross_nodes'] else 'intra'}), "
+                         f"FSDP gathers + grad reductions "
+                         f"{gb('fsdp_and_grad_ici_bytes')} GB intra / {gb('fsdp_and_grad_dcn_bytes')} GB inter, "
+                         f"token collectives (expert all-to-all) {gb('token_ici_bytes')} GB intra / "
+                         f"{c['token_dcn_bytes'] / 1e9:.1f} GB inter, outside the stack "
+                         f"{c['outer_ici_bytes'] / 1e9:.1f} / {c['outer_dcn_bytes'] / 1e9:.1f} GB, optimizer once "
+                         f"{c['optimizer_extra_ici_bytes'] / 1e9:.1f} / {c['optimizer_extra_dcn_bytes'] / 1e9:.1f} GB")
         for k, v in sorted(report["collectives_per_unit"].items()):
             lines.append(f"  per layer unit: {v['count']:3d} × {k:<18} {v['wire_bytes'] / 1e6:10.1f} MB on the wire")
     if "rollout" in report:
@@ -450,7 +623,7 @@ def main(argv=None):
     ap.add_argument("--stage", default="cpt_bulk", choices=sorted(STAGES))
     ap.add_argument("--mesh", default="", help="stage=..,data=..,fsdp=..,expert=..,tensor=..,context=..")
     ap.add_argument("--memory_only", action="store_true",
-                    help="compile for memory (and the pipeline bubble) only: no roofline; needed for stage > 1")
+                    help="compile for memory (and the pipeline bubble) only: no roofline")
     ap.add_argument("--chip", default="h200")
     ap.add_argument("--batch", type=int, default=None, help="global batch in sequences (default: one per DP shard)")
     ap.add_argument("--seq_len", type=int, default=None)
@@ -461,6 +634,8 @@ def main(argv=None):
     ap.add_argument("--microbatches", type=int, default=0, help="pipeline microbatches (0: one per stage)")
     ap.add_argument("--repeats", type=int, default=1, help="pipeline virtual stages per stage (circular schedule)")
     ap.add_argument("--search", type=int, default=0, help="chip count: propose the fastest fitting mesh")
+    ap.add_argument("--search_stages", default="1",
+                    help="pipeline stage counts --search includes, e.g. 1,2,4 (pipelined compiles are slow)")
     ap.add_argument("--validate", action="store_true",
                     help="check the roofline against published MaxText step times (REFERENCES); one JSON line each")
     ap.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
@@ -500,7 +675,8 @@ def main(argv=None):
             print(json.dumps(row), flush=True)
         return rows
     if a.search:
-        out = search(a.preset, a.stage, a.search, a.chip, a.optimizer, seq_len=a.seq_len)
+        out = search(a.preset, a.stage, a.search, a.chip, a.optimizer, seq_len=a.seq_len,
+                     stages=tuple(int(x) for x in a.search_stages.split(",") if x))
         print(json.dumps(out, indent=1, default=str) if a.json or out["best"] is None else _human(out["best"]))
         return out
     rep = plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer,

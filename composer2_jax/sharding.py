@@ -20,7 +20,7 @@ pipeline sends and the pure data-parallel gradient all-reduce cross the slow net
 
 Start-up check: `validate_model_mesh(cfg, mesh, batch, seq_len)` checks every model dimension against the mesh
 axes the table maps it to (experts by `expert`, heads and FFN widths by `tensor`, sequence by `context`, batch by
-data×fsdp×expert, ...) and raises one error naming both numbers; the trainer calls it before building state.
+stage×data×fsdp×expert, ...) and raises one error naming both numbers; the trainer calls it before building state.
 """
 
 from __future__ import annotations
@@ -43,7 +43,9 @@ MESH_AXES = ("stage", "data", "fsdp", "expert", "tensor", "context")
 # The one rules table: logical axis name -> mesh axes (None = replicated). Parameters and activations both.
 LOGICAL_RULES: tuple[tuple[str, Optional[str | tuple[str, ...]]], ...] = (
     # activations
-    ("activation_batch", ("data", "fsdp", "expert")),
+    # the batch: also over `stage` outside a pipelined stack (embedding, dense prefix, head, MTP and loss are not
+    # repeated per stage); inside a stage (`within_stage`) the stage vmap owns `stage`
+    ("activation_batch", ("stage", "data", "fsdp", "expert")),
     ("activation_length", "context"),
     ("activation_embed", None),
     ("activation_heads", "tensor"),
@@ -147,6 +149,18 @@ def device_grid(shape: Sequence[int], devices: Sequence) -> np.ndarray:
     return mesh_utils.create_hybrid_device_mesh(ici, dcn, devices, allow_split_physical_axes=True)
 
 
+def within_stage(rules=LOGICAL_RULES):
+    """The rules inside one pipeline stage's body (model/pipeline.py): every rule with `stage` dropped, since the
+    stage `vmap` (`spmd_axis_name='stage'`) already places its mapped axis on `stage`."""
+    def drop(axes):
+        if axes is None or isinstance(axes, str):
+            return None if axes == "stage" else axes
+        kept = tuple(a for a in axes if a != "stage")
+        return kept if len(kept) > 1 else (kept[0] if kept else None)
+
+    return tuple((name, drop(axes)) for name, axes in rules)
+
+
 def logical_to_spec(logical: Sequence[Optional[str]], rules=LOGICAL_RULES) -> P:
     """PartitionSpec of one array from its logical axis names."""
     return nn.logical_to_mesh_axes(tuple(logical), rules)
@@ -224,6 +238,7 @@ def validate_model_mesh(cfg, mesh, batch: int, seq_len: int, rules=LOGICAL_RULES
         axes = mesh_axes_of(logical, rules)
         n = axis_size(mesh, axes)
         if size % n:
-            names = "×".join(f"{a}={dict(mesh.shape).get(a, 1)}" for a in axes)
+            sizes = {a: dict(mesh.shape).get(a, 1) for a in axes}
+            names = "×".join(f"{a}={k}" for a, k in sizes.items() if k > 1)  # axes of size 1 split nothing
             raise ValueError(f"{what}={size} is not divisible by mesh axes {names} (= {n}), which shard "
                              f"logical axis {logical!r}")

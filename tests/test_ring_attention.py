@@ -14,7 +14,7 @@ from composer2_jax.model import kernels
 from composer2_jax.model.attention import xla_attention
 from composer2_jax.model.ring_attention import ring_attention, ring_mla_attention
 from composer2_jax.sharding import make_mesh
-from tests.tolerances import SHARDED_FP32
+from tests.tolerances import PLANNER_FLOP_COUNT_RTOL, SHARDED_FP32
 
 B, T, H, N, R, L, V = 2, 32, 2, 8, 4, 6, 4  # K = N + R
 SCALE = 0.3
@@ -136,7 +136,7 @@ def test_block_results_merge_through_their_lse_and_block_grads_sum_to_the_exact_
 @pytest.mark.parametrize("causal,packed", [(True, True), (True, False), (False, True)])
 def test_chunked_block_kernel_equals_the_plain_one_forward_and_backward(monkeypatch, causal, packed):
     """The query-chunked XLA block kernel (the planner's stand-in for a fused kernel) ≡ the plain one, scanned
-    and unrolled (planning.counting_loops)."""
+    and in the planner's one-piece counting mode (planning.counting_loops)."""
     from composer2_jax.model import planning
 
     monkeypatch.setattr(kernels, "CHUNK", 8)
@@ -299,3 +299,31 @@ def test_per_device_temporary_memory_falls_with_the_context_axis():
     for n in (2, 4):
         assert ring[2 * n] <= 0.55 * ring[n], ring
     assert ring[8] < _temp_bytes(8, t, allgather=True) / 2  # all-gather keeps O(T·T/n) logits per device
+
+
+def test_counting_mode_attention_counts_every_query_chunk():
+    """The planner's counting mode takes the query chunks of `chunked_attention` as one piece: XLA's cost analysis
+    of value-and-gradient then counts the FLOPs of all chunks, i.e. those of an explicit Python loop over the
+    chunks (independent reference: n rematerialised `xla_attention` calls); the scanned program counts one."""
+    from composer2_jax.model import attention, planning
+
+    t, chunk, kdim, vdim = 128, 32, 64, 64  # head dims large enough that the einsums dominate, as at scale
+    q, k, v = _normal(0, (B, t, H, kdim)), _normal(1, (B, t, H, kdim)), _normal(2, (B, t, H, vdim))
+    idx = jnp.broadcast_to(jnp.arange(t), (B, t))
+
+    def looped(q, k, v):
+        one = jax.checkpoint(lambda q_, qi_: xla_attention(q_, k, v, scale=SCALE, q_idx=qi_, kv_idx=idx))
+        return jnp.concatenate([one(q[:, i:i + chunk], idx[:, i:i + chunk]) for i in range(0, t, chunk)], 1)
+
+    def flops(fn):
+        loss = lambda q, k, v: jnp.sum(fn(q, k, v) ** 2)  # noqa: E731
+        ca = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2))).lower(q, k, v).compile().cost_analysis()
+        return (ca[0] if isinstance(ca, (list, tuple)) else ca)["flops"]
+
+    chunked = lambda q, k, v: attention.chunked_attention(q, k, v, scale=SCALE, chunk=chunk)  # noqa: E731
+    scanned = flops(chunked)
+    with planning.counting_loops():
+        counted = flops(chunked)
+    want = flops(looped)
+    np.testing.assert_allclose(counted, want, rtol=PLANNER_FLOP_COUNT_RTOL)
+    assert scanned < want / 2  # the scan's body counted once: why counting mode exists

@@ -33,7 +33,7 @@ def test_mesh_errors_name_the_values():
 
 def test_rules_table_maps_model_axes():
     assert shd.logical_to_spec(("activation_batch", "activation_length", "activation_embed")) == \
-        P(("data", "fsdp", "expert"), "context", None)
+        P(("stage", "data", "fsdp", "expert"), "context", None)
     assert shd.logical_to_spec(("exp", "embed", "moe_mlp")) == P("expert", ("fsdp", "context"), "tensor")
     assert shd.mesh_axes_of("exp") == ("expert",) and shd.mesh_axes_of("kv_lora") == ()
     names = [n for n, _ in shd.LOGICAL_RULES]

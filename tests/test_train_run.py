@@ -149,7 +149,7 @@ def test_startup_errors_name_the_problem(tmp_path):
     with pytest.raises(ValueError, match=r"seq_len 34 is not divisible by 2×context = 4"):
         train(_config(tmp_path / "b", **{"data.seq_len": 34, "mesh.fsdp": 4, "mesh.context": 2,
                                          "model.attention_kernel": "ring"}))
-    with pytest.raises(ValueError, match=r"global batch 4 is not divisible by data×fsdp×expert = 8"):
+    with pytest.raises(ValueError, match=r"global batch 4 is not divisible by stage×data×fsdp×expert = 8"):
         train(_config(tmp_path / "c", **{"data.batch_size": 4}))
 
 

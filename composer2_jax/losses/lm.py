@@ -7,6 +7,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from composer2_jax.model.layers import constrain
+
 
 class CEResult(NamedTuple):
     """Summed loss and counts; divide outside so gradient accumulation weights every token equally."""
@@ -37,6 +39,9 @@ def _chunk_ce(h_CD, w_DV, y_C, m_C):
     return jnp.stack([jnp.sum((lse_C - gold_C) * m_C), jnp.sum(lse_C * lse_C * m_C), jnp.sum(correct_C * m_C)])
 
 
+CHUNK_BCD = ("activation_batch", "activation_length", "activation_embed")  # a chunk of the residual stream
+
+
 def chunked_cross_entropy(normed_BTD, w_head_DV, targets_BT, mask_BT, chunk: int = 1024) -> CEResult:
     """Σ mask·(logsumexp(h·W) − (h·W)[y]) over tokens, computed about `chunk` tokens (B rows × T/n) at a time.
 
@@ -48,15 +53,20 @@ def chunked_cross_entropy(normed_BTD, w_head_DV, targets_BT, mask_BT, chunk: int
 
     b, t, d = normed_BTD.shape
     # One chunk in the planner's cost compiles: XLA's cost analysis counts a scan body once.
-    n = 1 if planning.count_loops() else _num_chunks(t, max(1, chunk // b))
+    n = 1 if planning.count_loops() else num_chunks(t, max(1, chunk // b))
     # [B, T, D] → [n, B, T/n, D] with token t = i·n + j in chunk j: each chunk keeps the batch (and context) sharding,
     # so every device works on every step of the scan (scanning over a sharded axis would serialise the devices).
+    # The chunks are constrained to the residual stream's batch (and context) split: left to propagation, GSPMD
+    # splits them like the head's FSDP-sharded D instead and replicates the [n, B, T/n, D] stack to get there
+    # (224 GiB buffers per device in kimi_k2_5's pipelined plan, docs/scaling.md).
     split = lambda x: jnp.moveaxis(x.reshape((b, t // n, n) + x.shape[2:]), 2, 0)  # noqa: E731
-    xs = (split(normed_BTD), split(targets_BT.astype(jnp.int32)), split(mask_BT.astype(jnp.float32)))
+    xs = (constrain(split(normed_BTD), (None,) + CHUNK_BCD), split(targets_BT.astype(jnp.int32)),
+          split(mask_BT.astype(jnp.float32)))
     w_DV = w_head_DV.astype(normed_BTD.dtype)
 
     def body(carry, x):
         h_BCD, y_BC, m_BC = x
+        h_BCD = constrain(h_BCD, CHUNK_BCD)
         sums = _chunk_ce(h_BCD.reshape(-1, d), w_DV, y_BC.reshape(-1), m_BC.reshape(-1))
         return carry + sums, None
 
@@ -64,7 +74,7 @@ def chunked_cross_entropy(normed_BTD, w_head_DV, targets_BT, mask_BT, chunk: int
     return CEResult(sums[0], sums[1], sums[2], jnp.sum(mask_BT.astype(jnp.float32)))
 
 
-def _num_chunks(t: int, per_row: int) -> int:
+def num_chunks(t: int, per_row: int) -> int:
     """The smallest divisor n of T with T/n ≤ per_row tokens per row per chunk."""
     for n in range(max(1, -(-t // per_row)), t + 1):
         if t % n == 0:
@@ -93,7 +103,7 @@ def chunked_token_logprobs(normed_BTD, w_head_DV, targets_BT, chunk: int = 1024,
     from composer2_jax.model import planning
 
     b, t, d = normed_BTD.shape
-    n = 1 if planning.count_loops() else _num_chunks(t, max(1, chunk // b))
+    n = 1 if planning.count_loops() else num_chunks(t, max(1, chunk // b))
     split = lambda x: jnp.moveaxis(x.reshape((b, t // n, n) + x.shape[2:]), 2, 0)  # noqa: E731  [n, B, T/n, ...]
     w_DV = w_head_DV.astype(normed_BTD.dtype)
 

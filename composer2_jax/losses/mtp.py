@@ -25,7 +25,8 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from composer2_jax.losses.lm import after
+from composer2_jax.losses.lm import CHUNK_BCD, after, num_chunks
+from composer2_jax.model.layers import constrain
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,18 +106,28 @@ def _chunk_terms(h_CD, t_CD, w_student_DV, w_teacher_DV, y_C, m_C, top_n: int):
 
 
 def _depth_sums(h_BTD, t_BTD, w_student_DV, w_teacher_DV, y_BT, m_BT, top_n: int, chunk: int):
-    """[ce, kl, agree, accept] sums of one depth, `chunk` tokens at a time (recomputed in the backward pass)."""
+    """[ce, kl, agree, accept] sums of one depth, about `chunk` tokens at a time (recomputed in the backward pass).
+
+    Chunked like `chunked_cross_entropy`: [B, T, ...] → [n, B, T/n, ...], so every chunk keeps the batch (and
+    context) split and the scan runs over an unsharded axis. (Flattening B·T and scanning over [B·T/chunk] made
+    the scanned axis the batch-sharded one: GSPMD all-gathered the whole [B·T, D] stack onto every device, 224 GiB
+    buffers per device in kimi_k2_5's pipelined plan, docs/scaling.md.)
+    """
+    from composer2_jax.model import planning
+
     b, t, d = h_BTD.shape
-    n = b * t
-    chunk = min(chunk, n)
-    pad = (-n) % chunk
-    k = (n + pad) // chunk
-    rows = lambda x: jnp.pad(x.reshape((n,) + x.shape[2:]), ((0, pad),) + ((0, 0),) * (x.ndim - 2))  # noqa: E731
-    xs = (rows(h_BTD).reshape(k, chunk, d), rows(t_BTD).reshape(k, chunk, d),
-          rows(y_BT.astype(jnp.int32)).reshape(k, chunk), rows(m_BT.astype(jnp.float32)).reshape(k, chunk))
-    body = jax.checkpoint(lambda carry, x: (carry + _chunk_terms(x[0], x[1], w_student_DV, w_teacher_DV, x[2], x[3],
-                                                                 top_n), None))
-    sums, _ = jax.lax.scan(body, jnp.zeros(4, jnp.float32), xs)
+    n = 1 if planning.count_loops() else num_chunks(t, max(1, chunk // b))
+    split = lambda x: jnp.moveaxis(x.reshape((b, t // n, n) + x.shape[2:]), 2, 0)  # noqa: E731
+    xs = (constrain(split(h_BTD), (None,) + CHUNK_BCD), constrain(split(t_BTD), (None,) + CHUNK_BCD),
+          split(y_BT.astype(jnp.int32)), split(m_BT.astype(jnp.float32)))
+
+    def body(carry, x):
+        h_BCD, t_BCD, y_BC, m_BC = x
+        h_CD, t_CD = (constrain(a, CHUNK_BCD).reshape(-1, d) for a in (h_BCD, t_BCD))
+        return carry + _chunk_terms(h_CD, t_CD, w_student_DV, w_teacher_DV, y_BC.reshape(-1), m_BC.reshape(-1),
+                                    top_n), None
+
+    sums, _ = jax.lax.scan(jax.checkpoint(body), jnp.zeros(4, jnp.float32), xs)
     return sums
 
 

@@ -84,9 +84,12 @@ def chunked_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = Tr
         return _dense(q_, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=None if kv_seg is None
                       else qs_, kv_segment_ids=kv_seg, q_idx=qi_, kv_idx=kv_idx)
 
-    # lax.map is a scan; the planner's cost compiles unroll it (XLA's cost analysis counts a loop body once).
-    _, o_nBcHV = jax.lax.scan(lambda _, xs: (None, one(xs)), None, (split(q_BTHK), split(q_idx), split(q_seg)),
-                              unroll=n if planning.count_loops() else 1)
+    if planning.count_loops():
+        # The planner's cost compiles take the T query rows as one rematerialised piece: XLA's cost analysis counts
+        # a loop body once, and every chunk costs the same (each sees all S keys), so one piece counts the FLOPs of
+        # the n chunks without tracing n unrolled copies (model/planning.py).
+        return one((q_BTHK, q_idx, q_seg))
+    _, o_nBcHV = jax.lax.scan(lambda _, xs: (None, one(xs)), None, (split(q_BTHK), split(q_idx), split(q_seg)))
     return jnp.moveaxis(o_nBcHV, 0, 1).reshape((b, t) + o_nBcHV.shape[3:])
 
 

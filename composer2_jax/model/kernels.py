@@ -272,12 +272,15 @@ CHUNK = 512  # query rows per chunk of the chunked XLA kernel
 
 
 def _chunks(t: int, site: str) -> int:
-    """Query chunks of a T-row block (1: one piece, a fallback to full [T, S] logits when T > CHUNK)."""
+    """Query chunks of a T-row block (1: one piece, a fallback to full [T, S] logits when T > CHUNK).
+
+    In the planner's counting mode one piece: every chunk costs the same, so the whole block counts the FLOPs of
+    the chunks exactly (XLA's cost analysis would count a loop body once) without tracing them unrolled."""
     if t > CHUNK and t % CHUNK:
         kernel_paths.fallback(site, "xla", f"T = {t} is not a multiple of CHUNK = {CHUNK}: full [T, S] logits")
         return 1
     kernel_paths.record(site, "xla_chunked")
-    return max(t // CHUNK, 1)
+    return 1 if planning.count_loops() else max(t // CHUNK, 1)
 
 
 def _chunk_mask(i, c: int, s: int, causal: bool, qs_BC, kv_seg_BS):
@@ -288,11 +291,6 @@ def _chunk_mask(i, c: int, s: int, causal: bool, qs_BC, kv_seg_BS):
     rows = i * c + jnp.arange(c)
     tri = (rows[:, None] >= jnp.arange(s)[None, :])[None, None]  # diagonal block: row r sees keys ≤ r
     return tri if seg is None else tri & seg
-
-
-def _loop(body, init, xs, n: int):
-    """lax.scan over n chunks; unrolled in the planner's counting mode (planning.py)."""
-    return jax.lax.scan(body, init, xs, unroll=n if planning.count_loops() else 1)
 
 
 def _split(x, n: int):
@@ -319,7 +317,7 @@ def chunked_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=
         mask = _chunk_mask(i, c, s, causal, qs_c if q_seg_BT is not None else None, kv_seg_BS)
         return None, _masked_fwd(q_c, k_BSHK, v_BSHV, scale, mask)
 
-    _, (o, lse) = _loop(body, None, (jnp.arange(n), _split(q_BTHK, n), qs), n)
+    _, (o, lse) = jax.lax.scan(body, None, (jnp.arange(n), _split(q_BTHK, n), qs))
     return _merge(o), _merge(lse)
 
 
@@ -343,7 +341,7 @@ def chunked_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, sca
     # contributions (a scan's carry must keep its type).
     zeros = (jnp.zeros_like(k_BSHK, jnp.float32), jnp.zeros_like(v_BSHV, jnp.float32))
     xs = (jnp.arange(n), _split(q_BTHK, n), _split(lse_BTH, n), _split(do_BTHV, n), _split(delta_BTH, n), qs)
-    (dk, dv), dq = _loop(body, zeros, xs, n)
+    (dk, dv), dq = jax.lax.scan(body, zeros, xs)
     return _merge(dq), dk, dv
 
 

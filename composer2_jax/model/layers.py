@@ -32,6 +32,19 @@ def constrain(x, axes: Sequence[Optional[str]]):
     return nn.with_logical_constraint(x, tuple(axes))
 
 
+def embed_tokens(embed_VD, tokens_BT, dtype):
+    """Embedding lookup [V, D] × [B, T] → [B, T, D] in the residual stream's layout.
+
+    The table is constrained to (`vocab`, replicated D) first: gathering rows of an FSDP-sharded table yields rows
+    split over D, which GSPMD cannot move to the batch split of the residual stream except by replicating the whole
+    [B, T, D] activation ("involuntary full rematerialization"); an all-gather of the table (and a reduce-scatter of
+    its gradient) moves V·D elements, independent of the batch.
+    """
+    table_VD = constrain(embed_VD.astype(dtype), ("vocab", None))  # cast first: the gathered copy is in `dtype`
+    x_BTD = jnp.take(table_VD, tokens_BT, axis=0)
+    return constrain(x_BTD, ("activation_batch", "activation_length", "activation_embed"))
+
+
 class RMSNorm(nn.Module):
     """y = x / sqrt(mean(x²) + eps) · scale, computed in fp32 (Zhang & Sennrich 2019)."""
 

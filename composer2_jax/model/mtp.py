@@ -33,7 +33,7 @@ from flax import linen as nn
 
 from composer2_jax.config import ModelConfig
 from composer2_jax.model.block import DecoderLayer, remat
-from composer2_jax.model.layers import RMSNorm, dtype_of, param
+from composer2_jax.model.layers import RMSNorm, dtype_of, embed_tokens, param
 
 MTP_KEYS = ("mtp_tokens", "mtp_targets", "mtp_mask")  # batch keys, each [B, T, M], natural or zigzag like the batch
 
@@ -139,7 +139,7 @@ class MTPLayer(nn.Module):
             embed_VD = self.get_variable("params", "embedding")
         if detach:
             embed_VD = jax.lax.stop_gradient(embed_VD)
-        e_BTD = jnp.take(embed_VD, next_tokens_BT, axis=0).astype(dt)
+        e_BTD = embed_tokens(embed_VD, next_tokens_BT, dt)
         w_eh = param(self, "eh_proj", (2 * c.hidden_size, c.hidden_size), (None, "embed"),
                      nn.initializers.normal(c.initializer_range), dtype_of(c.param_dtype)).astype(dt)
         x_BTX = jnp.concatenate([norm("enorm")(e_BTD), norm("hnorm")(h_BTD.astype(dt))], axis=-1)  # [B, T, 2D]

@@ -23,7 +23,15 @@ Backward: autodiff of the scan replays the schedule in reverse (a ppermute trans
 sums each stage's parameter gradients over its microbatches.
 
 The buffer is kept per stage ([S, M, mb, T, D], sharded over `stage`) so reads and writes stay local; the final
-outputs leave stage 0 once, for the final norm, head, MTP and loss, which run outside the pipeline.
+outputs leave stage 0 once, for the final norm, head, MTP and loss, which run outside the pipeline with the batch
+split over `stage` as well (the rules table's `activation_batch`), so no stage repeats them.
+
+Memory. Each microbatch is split over the same mesh axes (`batch_axes`) in the buffers as inside the stage body,
+where the rules drop `stage` (sharding.within_stage): the stage vmap, the residual stream's constraints and the MoE
+shard_map's token split agree, so GSPMD needs no resharding (before, it replicated whole activations between them).
+Each stage step is checkpointed whole (`remat_stage`): per iteration the backward pass keeps the stage's input
+[S, mb, T, D] and recomputes its L units, instead of keeping L units' residuals for each of the M·R + S − 1
+iterations.
 """
 
 from __future__ import annotations
@@ -87,9 +95,9 @@ def pipeline_spec(cfg, mesh, n_units: int) -> Optional[PipelineSpec]:
     return PipelineSpec(s, r, m, n_units // (s * r))
 
 
-def _stage_sharded(x, mesh):
-    """Constrain the leading axis of `x` to `stage`, the others free for the partitioner."""
-    spec = P(STAGE_AXIS, *([P.UNCONSTRAINED] * (x.ndim - 1)))
+def _stage_sharded(x, mesh, inner: tuple = ()):
+    """Constrain the leading axis of `x` to `stage`, the next ones to `inner`, the rest free for the partitioner."""
+    spec = P(STAGE_AXIS, *inner, *([P.UNCONSTRAINED] * (x.ndim - 1 - len(inner))))
     return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
 
 
@@ -127,7 +135,7 @@ class _Carry(NamedTuple):
 
 
 def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, segment_ids_BT, spec: PipelineSpec,
-                 mesh):
+                 mesh, batch_axes: tuple[str, ...] = (), remat_stage: bool = True):
     """Run the scanned stack under the circular schedule (module docstring).
 
     Args:
@@ -137,6 +145,10 @@ def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, se
       x_BTD, positions_BT, segment_ids_BT: the whole batch entering the stack (segment ids may be None).
       spec: the schedule (`pipeline_spec`).
       mesh: the mesh with the `stage` axis.
+      batch_axes: the mesh axes (not `stage`) that split a microbatch inside a stage; the schedule's buffers are
+        constrained to them so they match the layout of `stage_fn`'s activations.
+      remat_stage: checkpoint each stage step whole (`jax.checkpoint`): the backward pass keeps only the stage's
+        input per schedule iteration and recomputes its L units (under their own remat policy) when it gets there.
 
     Returns:
       (y_BTD, aux): the stack's output and the per-unit aux summed over microbatches, leaves [U, ...].
@@ -146,7 +158,14 @@ def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, se
     if b % m_:
         raise ValueError(f"batch {b} is not divisible by model.pipeline_microbatches={m_}")
     mb = b // m_
-    split = lambda a: None if a is None else jnp.asarray(a).reshape((m_, mb) + a.shape[1:])  # noqa: E731  [M, mb, ...]
+    batch = tuple(batch_axes) or None
+
+    def split(a):  # [B, ...] → [M, mb, ...], each microbatch split like the activations inside a stage
+        if a is None:
+            return None
+        a = jnp.asarray(a).reshape((m_, mb) + a.shape[1:])
+        return jax.lax.with_sharding_constraint(a, NamedSharding(mesh, P(None, batch)))
+
     x_M, pos_M, seg_M = split(x_BTD), split(positions_BT), split(segment_ids_BT)
     params_S, router_S = to_stages(params_U, spec, mesh), to_stages(router_U, spec, mesh)
     stage_ids_S = jnp.arange(s_)
@@ -163,6 +182,9 @@ def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, se
             pick = lambda tree: jax.tree.map(lambda a: a[r], tree)  # noqa: E731  this repeat's L units
             seg = None if seg_M is None else seg_M[m]
             return stage_fn(pick(p), pick(rs), x, pos_M[m], seg)
+
+        if remat_stage:
+            one = jax.checkpoint(one, prevent_cse=False)  # inside a scan: no CSE across iterations to prevent
 
         y_S, aux = jax.vmap(one, spmd_axis_name=STAGE_AXIS)(params_S, router_S, x_S, m_S, r_S)
         return y_S, aux, valid_S, r_S
@@ -190,8 +212,8 @@ def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, se
             aux_S = jax.tree.map(add, c.aux_S, aux)
         return _Carry(state_S, buf_S, aux_S), None
 
-    buf_S = _stage_sharded(jnp.broadcast_to(x_M[None], (s_,) + x_M.shape), mesh)
-    state_S = _stage_sharded(jnp.zeros((s_, mb, t, d), x_BTD.dtype), mesh)
+    buf_S = _stage_sharded(jnp.broadcast_to(x_M[None], (s_,) + x_M.shape), mesh, (None, batch))
+    state_S = _stage_sharded(jnp.zeros((s_, mb, t, d), x_BTD.dtype), mesh, (batch,))
     aux0 = _aux_zeros(stage_fn, params_S, router_S, x_M, pos_M, seg_M, spec)
     carry, _ = jax.lax.scan(body, _Carry(state_S, buf_S, aux0), jnp.arange(spec.iterations))
     y_BTD = carry.buf_S[0].reshape(b, t, d)

@@ -7,9 +7,13 @@ The CPU compile stands in for an accelerator's, so two things that only matter t
                          (cuDNN / splash) kernel on the accelerator — so the compiled memory is not that of a
                          naive stand-in.
   counting_loops()       loops that XLA's cost analysis counts once whatever their trip count (the query chunks of
-                         chunked attention and of the chunked block kernel, the chunked cross-entropy) are unrolled
-                         or taken in one piece, so FLOPs, bytes and collectives are counted in full. Only for cost
-                         compiles: the programs are larger, and nothing is allocated.
+                         chunked attention and of the chunked block kernel, the chunked cross-entropy and MTP loss)
+                         are taken in one piece, so FLOPs and collectives are counted in full: the chunks of a
+                         loop cost the same, so one piece of all of them is the same arithmetic. (Unrolling them
+                         instead gave the same counts but made a kimi_k2_5 cost compile trace 64 attention chunks
+                         per layer, forward, recompute and backward.) HBM bytes differ slightly: one piece reads
+                         each K/V block once, n chunks read it n times. Only for cost compiles: the one-piece
+                         buffers are larger, and nothing is allocated.
 
 Both are context managers over context variables read while tracing; outside the planner both are off.
 """

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
+from composer2_jax import sharding as shd
 from composer2_jax.config import ModelConfig
 from composer2_jax.model.block import RESIDUAL, DecoderLayer, remat
 from composer2_jax.model.layer_plan import (
@@ -29,7 +30,7 @@ from composer2_jax.model.layer_plan import (
     unit_layer_name,
     unit_name,
 )
-from composer2_jax.model.layers import RMSNorm, constrain, dtype_of, param
+from composer2_jax.model.layers import RMSNorm, constrain, dtype_of, embed_tokens, param
 from composer2_jax.model.mtp import MTP, MTPOutput
 from composer2_jax.model.pipeline import pipeline_spec, run_pipeline
 
@@ -96,7 +97,7 @@ class Transformer(nn.Module):
             positions_BT = jnp.broadcast_to(jnp.arange(t, dtype=jnp.int32), (b, t))
         embed_VD = param(self, "embedding", (c.vocab_size, c.hidden_size), ("vocab", "embed"),
                          nn.initializers.normal(c.initializer_range), dtype_of(c.param_dtype))
-        x_BTD = constrain(jnp.take(embed_VD, tokens_BT, axis=0).astype(dtype_of(c.dtype)), RESIDUAL)
+        x_BTD = embed_tokens(embed_VD, tokens_BT, dtype_of(c.dtype))
         prefix, pattern, n_units, suffix = layer_plan(c)
         replay = _split_replay(routing, c, prefix, pattern, n_units)
         auxes = []
@@ -146,18 +147,25 @@ class Transformer(nn.Module):
             raise ValueError(f"routing replay is not supported under pipeline parallelism (mesh stage={spec.stages})")
         unit = Unit(c, pattern, mesh)
 
+        inner = shd.within_stage(tuple(nn.get_logical_axis_rules()) or shd.LOGICAL_RULES)
+
         def stage_fn(params_L, router_L, x_bTD, positions_bT, segment_ids_bT):
             # A plain lax.scan over `Unit.apply`, not nn.scan: flax's scan partially evaluates its body to find
             # loop invariants, and JAX 0.10 cannot partially evaluate the MoE shard_map under the stage vmap.
+            # Inside a stage the rules drop `stage` (the vmap's axis): the residual stream, the MoE shard_map's
+            # token split and every constraint of the units agree on one layout, batch over data×fsdp×expert.
             def one(x, variables):
                 y, aux = unit.apply(variables, x, positions_bT, segment_ids_bT, None)
-                return y, None if aux is None else {k: v for k, v in aux.items() if k != "indices"}
+                return constrain(y, RESIDUAL), None if aux is None else {k: v for k, v in aux.items() if k != "indices"}
 
-            return jax.lax.scan(one, x_bTD, {"params": params_L, "router_state": router_L})
+            with nn.logical_axis_rules(inner):
+                return jax.lax.scan(one, constrain(x_bTD, RESIDUAL), {"params": params_L, "router_state": router_L})
 
         router = self.variables.get("router_state", {}).get(SCANNED_STACK, {})
         y_BTD, aux = run_pipeline(stage_fn, self.variables["params"][SCANNED_STACK], router, x_BTD, positions_BT,
-                                  segment_ids_BT, spec, mesh)
+                                  segment_ids_BT, spec, mesh, batch_axes=shd.mesh_axes_of("activation_batch", inner),
+                                  remat_stage=c.remat_policy != "none")
+        y_BTD = constrain(y_BTD, RESIDUAL)  # back to the batch split over stage × data × fsdp × expert
         if aux is None:
             return y_BTD, None
         aux = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), aux)  # [U, P_moe, ...] → [U·P_moe, ...]

@@ -98,16 +98,19 @@ def stage_config(config) -> StageConfig:
 
 def validate_layout(cfg, mesh, batch: int, seq_len: int, process_count: int):
     """Start-up checks: the batch and sequence split over the mesh; errors name both numbers."""
+    pipe = pipeline_spec(cfg, mesh, layer_plan(cfg)[2])
+    if pipe is not None:  # each microbatch is split over the batch axes inside a stage
+        inner = shd.mesh_axes_of("activation_batch", shd.within_stage())
+        n_inner = shd.axis_size(mesh, inner)
+        if batch % (pipe.microbatches * n_inner):
+            raise ValueError(f"global batch {batch} is not divisible by model.pipeline_microbatches="
+                             f"{pipe.microbatches} × {'×'.join(inner)} = {pipe.microbatches * n_inner} (each pipeline "
+                             f"microbatch is split over the batch axes)")
     batch_axes = shd.mesh_axes_of("activation_batch")
     shd_batch = shd.axis_size(mesh, batch_axes)
     if batch % shd_batch:
         raise ValueError(f"global batch {batch} is not divisible by {'×'.join(batch_axes)} = {shd_batch} (the mesh "
                          f"axes the batch is split over)")
-    pipe = pipeline_spec(cfg, mesh, layer_plan(cfg)[2])
-    if pipe is not None and batch % (pipe.microbatches * shd_batch):
-        raise ValueError(f"global batch {batch} is not divisible by model.pipeline_microbatches={pipe.microbatches} "
-                         f"× {'×'.join(batch_axes)} = {pipe.microbatches * shd_batch} (each pipeline microbatch is "
-                         f"split over the batch axes)")
     context = layout_context(cfg, mesh)
     if context > 1 and seq_len % (2 * context):
         raise ValueError(f"seq_len {seq_len} is not divisible by 2×context = {2 * context} "
