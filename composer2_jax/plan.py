@@ -279,9 +279,7 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
 
     from composer2_jax import chips
     from composer2_jax import sharding as shd
-    from composer2_jax.params import count_params
     from composer2_jax.train.loop import validate_layout
-    from composer2_jax.train.metrics import flops_per_token
 
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; expected one of {sorted(STAGES)}")
@@ -333,17 +331,26 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
         return report
     base, delta, n_units, raw = _unit_costs(cfg, mesh, batch, seq, optimizer, chip.node_size)
     tot = {k: base[k] + (n_units - 1) * delta[k] for k in delta}
-    t_compute = tot["flops"] / chip.peak_bf16_flops
-    t_memory = tot["bytes"] / chip.hbm_bw
-    t_comm = tot["ici"] / chip.ici_bw + tot["dcn"] / chip.dcn_bw
+    report.update(collectives_per_unit=raw[1]["kinds"],
+                  **_roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip, n, batch, seq))
+    return report
+
+
+def _roofline(flops, hbm, ici, dcn, cfg, abstract, chip, n, batch, seq) -> dict:
+    """The per-device cost totals of one step turned into the roofline times and the MFU / tokens/s estimates."""
+    from composer2_jax.params import count_params
+    from composer2_jax.train.metrics import flops_per_token
+
+    t_compute = flops / chip.peak_bf16_flops
+    t_memory = hbm / chip.hbm_bw
+    t_comm = ici / chip.ici_bw + dcn / chip.dcn_bw
     step_s = max(t_compute, t_memory) + t_comm  # pessimistic: no overlap, XLA:CPU's unfused bytes
     step_lower_s = max(t_compute, t_comm)  # optimistic: perfect overlap, fused memory traffic
     step_cal_s = step_lower_s / REFERENCE_EFFICIENCY  # the headline estimate
     _, active = count_params(abstract.params, cfg)
     model_flops = flops_per_token(cfg, active, seq) * batch * seq
-    report.update(
-        compiled_flops_per_device=tot["flops"], hbm_bytes_per_device=tot["bytes"], ici_bytes_per_device=tot["ici"],
-        dcn_bytes_per_device=tot["dcn"], collectives_per_unit=raw[1]["kinds"],
+    return dict(
+        compiled_flops_per_device=flops, hbm_bytes_per_device=hbm, ici_bytes_per_device=ici, dcn_bytes_per_device=dcn,
         roofline=dict(compute_s=t_compute, memory_s=t_memory, comm_s=t_comm, step_s=step_s,
                       step_lower_s=step_lower_s, step_calibrated_s=step_cal_s,
                       bound="compute" if t_compute >= t_memory else "memory"),
@@ -351,8 +358,7 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
         tokens_per_s=batch * seq / step_s,
         est_mfu_calibrated=model_flops / (step_cal_s * chip.peak_bf16_flops * n),
         tokens_per_s_calibrated=batch * seq / step_cal_s,
-        executed_over_useful_flops=tot["flops"] * n / model_flops)
-    return report
+        executed_over_useful_flops=flops * n / model_flops)
 
 
 # Collective kinds whose bytes are set by the parameters (FSDP gathers of weights, reduction of their gradients),
@@ -393,8 +399,6 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     import jax
 
     from composer2_jax import sharding as shd
-    from composer2_jax.params import count_params
-    from composer2_jax.train.metrics import flops_per_token
 
     s_, m_, r_, l_ = spec.stages, spec.microbatches, spec.repeats, spec.units_per_stage
     n = math.prod(mesh_shape.values())
@@ -435,17 +439,8 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     hbm = outer["bytes"] + stack_bytes + opt_once["bytes"]
     ici = outer["ici"] + stack_ici + pipe_ici + opt_once["ici"]
     dcn = outer["dcn"] + stack_dcn + pipe_dcn + opt_once["dcn"]
-    t_compute = flops / chip.peak_bf16_flops
-    t_memory = hbm / chip.hbm_bw
-    t_comm = ici / chip.ici_bw + dcn / chip.dcn_bw
-    step_s = max(t_compute, t_memory) + t_comm
-    step_lower_s = max(t_compute, t_comm)
-    step_cal_s = step_lower_s / REFERENCE_EFFICIENCY
-    _, active = count_params(abstract.params, cfg)
-    model_flops = flops_per_token(cfg, active, seq) * batch * seq
     return dict(
-        compiled_flops_per_device=flops, hbm_bytes_per_device=hbm, ici_bytes_per_device=ici, dcn_bytes_per_device=dcn,
-        collectives_per_unit=raw[1]["kinds"],
+        _roofline(flops, hbm, ici, dcn, cfg, abstract, chip, n, batch, seq), collectives_per_unit=raw[1]["kinds"],
         pipeline_costs=dict(
             outer_flops=outer["flops"], stack_flops_executed=stack_flops, stack_flops_useful=useful_stack_flops,
             bubble_flops=(passes - useful_passes) * unit_flops, stage_remat_flops=passes * unit_flops * remat_extra,
@@ -455,15 +450,7 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
             token_dcn_bytes=passes * tok_dcn * per_mb, outer_ici_bytes=outer["ici"], outer_dcn_bytes=outer["dcn"],
             optimizer_extra_flops=opt_once["flops"], optimizer_extra_ici_bytes=opt_once["ici"],
             optimizer_extra_dcn_bytes=opt_once["dcn"],
-            comm_ici_s=ici / chip.ici_bw, comm_dcn_s=dcn / chip.dcn_bw),
-        roofline=dict(compute_s=t_compute, memory_s=t_memory, comm_s=t_comm, step_s=step_s,
-                      step_lower_s=step_lower_s, step_calibrated_s=step_cal_s,
-                      bound="compute" if t_compute >= t_memory else "memory"),
-        model_flops=model_flops, est_mfu=model_flops / (step_s * chip.peak_bf16_flops * n),
-        tokens_per_s=batch * seq / step_s,
-        est_mfu_calibrated=model_flops / (step_cal_s * chip.peak_bf16_flops * n),
-        tokens_per_s_calibrated=batch * seq / step_cal_s,
-        executed_over_useful_flops=flops * n / model_flops)
+            comm_ici_s=ici / chip.ici_bw, comm_dcn_s=dcn / chip.dcn_bw))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -44,6 +44,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--max-new-tokens", type=int, default=4096, help="tokens per reply")
     p.add_argument("--max-total-tokens", type=int, default=200_000, help="generated tokens per episode")
     p.add_argument("--context-budget", type=int, default=32_768, help="self-summarise past this context length")
+    p.add_argument("--summary-tokens", type=int, default=2048, help="most tokens a self-summary may take (kept free "
+                   "in a model's context, so a model agent's budget is its context minus this)")
     p.add_argument("--tokenizer", default="", help="byte | tiktoken (with --tokenizer-path); default: the "
                    "checkpoint's for model agents, byte otherwise")
     p.add_argument("--tokenizer-path", default="", help="tokenizer file for tiktoken")
@@ -78,7 +80,8 @@ def run(argv: list[str]) -> tuple[int, dict | None, dict]:
         return 1, None, {}
     tokenizer = tk.make_tokenizer(args.tokenizer, args.tokenizer_path or None) if args.tokenizer else None
     config = HarnessConfig(max_turns=args.max_turns, max_new_tokens=args.max_new_tokens,
-                           max_total_tokens=args.max_total_tokens, context_budget=args.context_budget)
+                           max_total_tokens=args.max_total_tokens, context_budget=args.context_budget,
+                           summary_tokens=args.summary_tokens)
     agent = agents.make_agent(args.agent, config, tokenizer)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = Path(args.out) / suite.name / agents.describe(args.agent) / stamp
@@ -111,8 +114,11 @@ def run(argv: list[str]) -> tuple[int, dict | None, dict]:
 # (a toy model fails them; the run must complete, and report any crash as an error). 8 workers: the episodes' ~4.8k-
 # token prompts batch into a few engine calls (each new padded shape compiles; on 2 busy cores two tasks at 2 turns
 # took 8.5 min, 2026-12-01).
+# One short reply per task, and summaries of at most 64 tokens: a model agent's context budget is its context less
+# the summary's room (bench/agents.py fit_context), and the default 2,048 would leave the toy's 8,192-token context
+# too small for suite v0's byte-level prompts (5,644–6,101 tokens).
 PIPELINE_ARGS = ("--suite", "v0", "--samples", "1", "--workers", "8", "--max-turns", "1", "--max-new-tokens", "16",
-                 "--no-plot")
+                 "--summary-tokens", "64", "--no-plot")
 
 
 def pipeline_stage(preset: str, root: str, prev: str) -> tuple[dict, str]:
