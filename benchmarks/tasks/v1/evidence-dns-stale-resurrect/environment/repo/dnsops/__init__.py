@@ -1,0 +1,1 @@
+"""Readers for the resolver fleet's exports and the weekly cache report."""

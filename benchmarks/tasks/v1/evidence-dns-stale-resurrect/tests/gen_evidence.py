@@ -1,0 +1,153 @@
+"""A week of a caching DNS resolver fleet's logs and the zone's change history, from a seed (stdlib only).
+
+    python generate.py REPO             writes REPO/logs/ (seed 8, 900 clients: 678 files, ≈ 38 MB)
+
+Three sources, joined by node, name and time:
+  logs/resolvers/NODE/dDAY-HH.log    one line per answer a resolver node sent: UTC seconds, node, client, name,
+                                     answer (an address, or SERVFAIL), the TTL left, how it was answered
+                                     (hit, miss: fetched upstream now, stale: expired entry served after a failed
+                                     fetch); lines are shipped at least once, so a line can repeat
+  logs/upstream/NODE.jsonl           every upstream fetch a node made: ts, node, name, ok, value and ttl when ok
+  logs/zone/snapshot.json, logs/zone/changes.jsonl
+                                     the authoritative zone at the start of the week and every record change
+
+The resolvers' bug (fixed server-side at a point of the week, in no repository): when the upstream fetch that
+should refresh an expired entry failed, the resolver re-armed the expired entry with a full TTL as if it had been
+fetched, logged the answer as a miss, and kept serving it as hits until that TTL ran out, without trying upstream
+again. After the fix it serves the expired entry marked stale (TTL 30) and retries on the next query. A client is
+hurt when such a re-armed entry sent it an address the record no longer had. Harmless anomalies: outdated answers
+still inside the TTL of a real fetch after a record change, stale-marked answers after the fix, SERVFAIL when no
+entry exists, entries re-armed while the record did not change, repeated log lines, clients moving between nodes.
+
+The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
+`write_logs` returns the true labels (client id -> sent an outdated address by a re-armed entry).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import random
+import sys
+
+START = 1_698_537_600  # 2023-10-29T00:00:00Z, the start of the week
+WEEK = 7 * 86400
+NODES = ("r1", "r2", "r3", "r4")
+TTLS = (60, 300, 900, 1800)
+STALE_TTL = 30  # the TTL a stale-marked answer carries
+
+
+def _address(rng: random.Random) -> str:
+    return "10.%d.%d.%d" % (rng.randrange(256), rng.randrange(256), rng.randrange(1, 255))
+
+
+def _zone(rng: random.Random, names: int) -> tuple[dict, list]:
+    """{name: {"value", "ttl"}} at the start, and the changes [(ts, name, value)] in time order."""
+    snapshot, changes = {}, []
+    for i in range(names):
+        name = "%s%02d.%s" % (rng.choice(("api", "cdn", "auth", "db", "mq", "img")), i,
+                              rng.choice(("example.net", "corp.example", "svc.example.org")))
+        snapshot[name] = {"value": _address(rng), "ttl": rng.choice(TTLS)}
+        for _ in range(rng.randint(2, 9)):
+            changes.append((START + rng.randrange(WEEK), name, _address(rng)))
+    changes.sort()
+    return snapshot, changes
+
+
+def _outages(rng: random.Random) -> dict:
+    """node -> sorted [(start, end)] windows in which every upstream fetch of that node fails."""
+    out = {}
+    for node in NODES:
+        spans = []
+        for _ in range(rng.randint(3, 6)):
+            s = START + rng.randrange(WEEK)
+            spans.append((s, s + rng.randint(120, 900)))
+        out[node] = sorted(spans)
+    return out
+
+
+def write_logs(folder: str, seed: int = 8, count: int = 900, fixed_at: float | None = None) -> dict:
+    """Write a week under folder/{resolvers,upstream,zone}; {client id: hurt by a re-armed entry} (the labels).
+
+    fixed_at (UTC seconds): when the resolver fix went out; by default on the third or the fourth day."""
+    rng = random.Random(seed)
+    if fixed_at is None:
+        fixed_at = START + rng.choice((2, 3)) * 86400 + rng.randrange(86400)
+    snapshot, changes = _zone(rng, 50)
+    names = sorted(snapshot)
+    weights = [1.0 / (k + 1) ** 0.7 for k in range(len(names))]
+    rng.shuffle(weights)
+    history = {n: ([START], [snapshot[n]["value"]]) for n in names}
+    for ts, name, value in changes:
+        history[name][0].append(ts)
+        history[name][1].append(value)
+
+    def authoritative(name, ts):
+        times, values = history[name]
+        return values[bisect.bisect_right(times, ts) - 1]
+
+    outages = _outages(rng)
+    clients, queries = [], []
+    for j in range(count):
+        cid = "c%04d%s%03d" % (rng.randrange(10000), chr(97 + j % 26), j)
+        clients.append(cid)
+        home = rng.choice(NODES)
+        for _ in range(rng.randint(300, 500)):
+            node = home if rng.random() < 0.9 else rng.choice(NODES)
+            queries.append((START + rng.randrange(WEEK), node, cid, rng.choices(names, weights)[0]))
+    queries.sort()
+    labels = dict.fromkeys(clients, False)
+    cache, lines, fetches = {}, {}, {n: [] for n in NODES}
+    for ts, node, cid, name in queries:
+        ttl = snapshot[name]["ttl"]
+        entry = cache.get((node, name))  # [value, fetched_at, rearmed]
+        if entry is not None and ts < entry[1] + ttl:
+            answer, left, how = entry[0], entry[1] + ttl - ts, "hit"
+            if entry[2] and answer != authoritative(name, ts):
+                labels[cid] = True
+        else:
+            down = any(s <= ts < e for s, e in outages[node]) or rng.random() < 0.002
+            if not down:
+                value = authoritative(name, ts)
+                fetches[node].append({"ts": ts, "node": node, "name": name, "ok": True, "value": value, "ttl": ttl})
+                cache[(node, name)] = [value, ts, False]
+                answer, left, how = value, ttl, "miss"
+            else:
+                fetches[node].append({"ts": ts, "node": node, "name": name, "ok": False})
+                if entry is None:
+                    answer, left, how = "SERVFAIL", 0, "fail"
+                elif ts < fixed_at:  # the bug: the expired entry re-armed as if fetched now
+                    cache[(node, name)] = [entry[0], ts, True]
+                    answer, left, how = entry[0], ttl, "miss"
+                    if answer != authoritative(name, ts):
+                        labels[cid] = True
+                else:  # the fix: serve stale, retry on the next query
+                    answer, left, how = entry[0], STALE_TTL, "stale"
+        line = "%d %s %s %s %s %d %s\n" % (ts, node, cid, name, answer, left, how)
+        hour = (ts - START) // 3600
+        bucket = lines.setdefault((node, hour), [])
+        bucket.append(line)
+        if rng.random() < 0.004:  # at-least-once shipping
+            bucket.append(line)
+    for node in NODES:
+        os.makedirs(os.path.join(folder, "resolvers", node), exist_ok=True)
+        for hour in range(WEEK // 3600):
+            with open(os.path.join(folder, "resolvers", node, "d%d-%02d.log" % divmod(hour, 24)), "w") as f:
+                f.writelines(lines.get((node, hour), []))
+    os.makedirs(os.path.join(folder, "upstream"), exist_ok=True)
+    for node, rows in fetches.items():
+        with open(os.path.join(folder, "upstream", node + ".jsonl"), "w") as f:
+            f.writelines(json.dumps(x, separators=(",", ":")) + "\n" for x in rows)
+    os.makedirs(os.path.join(folder, "zone"), exist_ok=True)
+    with open(os.path.join(folder, "zone", "snapshot.json"), "w") as f:
+        json.dump({"ts": START, "records": snapshot}, f, indent=0, sort_keys=True)
+    with open(os.path.join(folder, "zone", "changes.jsonl"), "w") as f:
+        f.writelines(json.dumps({"ts": ts, "name": n, "value": v}) + "\n" for ts, n, v in changes)
+    return labels
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: generate.py REPO")
+    write_logs(os.path.join(sys.argv[1], "logs"))
