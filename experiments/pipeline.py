@@ -115,9 +115,9 @@ def markdown_table(summary: list[dict], seconds: float, cpu: float | None = None
         if s["stage"] == "suite":
             evaluation = f"{'–' if evaluation is None else f'{evaluation:.3f}'} over {s['tasks']} tasks, " \
                          f"{s['errors']} errored"
-        drafts = s.get("draft_acceptance") or [None, None]
+        drafts = s.get("draft_acceptance")  # RL: the rollouts' acceptance per version that drafted
         accept = " / ".join(f"{a:.3f}" for a in s.get("mtp_accept", [])) or (
-            f"drafts {_arrow(drafts[0], drafts[-1])}" if None not in drafts else "–")
+            f"drafts {_arrow(drafts[0], drafts[-1])}" if drafts else "–")
         cells = [s["stage"], _arrow(s.get("first_loss"), s.get("last_loss")), accept,
                  _arrow(s.get("pass_start"), s.get("pass_end")), _arrow(s.get("reward_start"), s.get("reward_end")),
                  terms or "–", "–" if "summary_fraction" not in s else f"{s['summary_fraction']:.2f}",
