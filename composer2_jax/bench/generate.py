@@ -301,6 +301,18 @@ def generate(out_dir: str | os.PathLike, count: int, seed: int = 0, modules: tup
         found = find_sources(module, dirs)
         if found is not None:
             pool += candidates(module, *found)
+    return write_verified(pool, out, count, seed, per_module, lambda c: verify(c, python),
+                          lambda c, classes: write_task(out, c, classes, python))
+
+
+def write_verified(pool: list, out: Path, count: int, seed: int, per_module: int, verify_fn, write_fn,
+                   rejected: tuple[type[BaseException], ...] = (ValueError,)) -> list[Path]:
+    """The generators' selection (this module's and generate_package's): candidates (with `.module` and `.name`)
+    in a seeded random order; each one whose folder is not in `out` yet and whose module has fewer than per_module
+    tasks is verified (`verify_fn(cand)` → the test classes that tell the deletion apart, or none) and written
+    (`write_fn(cand, classes)` → its folder); a write raising one of `rejected` (the traced check cannot tell the
+    starting code from the original) is removed again. Stops at `count` tasks; their paths."""
+    pool = list(pool)
     random.Random(seed).shuffle(pool)
     written, per = [], {}
     for cand in pool:
@@ -308,12 +320,12 @@ def generate(out_dir: str | os.PathLike, count: int, seed: int = 0, modules: tup
             break
         if per.get(cand.module, 0) >= per_module or (out / cand.name).exists():
             continue
-        classes = verify(cand, python)
+        classes = verify_fn(cand)
         if not classes:
             continue
         try:
-            written.append(write_task(out, cand, classes, python))
-        except ValueError:  # the traced check cannot tell the starting module from the original
+            written.append(write_fn(cand, classes))
+        except rejected:
             shutil.rmtree(out / cand.name, ignore_errors=True)
             continue
         per[cand.module] = per.get(cand.module, 0) + 1

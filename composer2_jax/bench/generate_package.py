@@ -31,7 +31,6 @@ import dataclasses
 import importlib.util
 import json
 import os
-import random
 import re
 import shutil
 import sys
@@ -412,23 +411,9 @@ def generate_tasks(out_dir: str | os.PathLike, count: int, packages: tuple[str, 
     python = python or SandboxConfig().python
     out = Path(out_dir)
     pool = [c for spec in packages for c in candidates(open_package(spec, cache))]
-    random.Random(seed).shuffle(pool)
-    written, per = [], {}
-    for cand in pool:
-        if len(written) >= count:
-            break
-        if per.get(cand.module, 0) >= per_module or (out / cand.name).exists():
-            continue
-        classes = verify(cand, python)
-        if not classes:
-            continue
-        try:
-            written.append(write_task(out, cand, classes, python))
-        except (ValueError, verdict_record.VerdictError):  # the traced check cannot tell the two apart
-            shutil.rmtree(out / cand.name, ignore_errors=True)
-            continue
-        per[cand.module] = per.get(cand.module, 0) + 1
-    return written
+    return generate.write_verified(pool, out, count, seed, per_module, lambda c: verify(c, python),
+                                   lambda c, classes: write_task(out, c, classes, python),
+                                   rejected=(ValueError, verdict_record.VerdictError))
 
 
 def main(argv: list[str] | None = None) -> int:
