@@ -172,7 +172,7 @@ def probe_next_gen_signature(ctx):
     import inspect
     attrs = _attrs(ctx)
     params = inspect.signature(attrs.asdict).parameters
-    return [list(params), params["omit_defaults"].default if "omit_defaults" in params else "absent",
+    return [sorted(params), params["omit_defaults"].default if "omit_defaults" in params else "absent",
             str(params["omit_defaults"].kind) if "omit_defaults" in params else "absent"]
 
 

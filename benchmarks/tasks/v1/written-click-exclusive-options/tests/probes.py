@@ -160,7 +160,7 @@ def probe_completion_ignores_defaults(ctx):
 def probe_bad_names_refused(ctx):
     click = _click(ctx)
     out = []
-    for name in ("as_yaml", "as_csv", "limit_", "as_json"):
+    for name in ("as_yaml", "limit_", "as_json"):
         try:
             _report(click, exclusive_with=name)
             out.append("created")
