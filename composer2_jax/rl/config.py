@@ -45,6 +45,9 @@ class RayConfig:
     # CPU hosts: each RolloutActor process gets this many XLA host devices of its own (0 = the platform's devices;
     # on GPU nodes rollout_resources.num_gpus gives the process its GPUs); rollout.devices/mesh index them
     rollout_host_devices: int = 0
+    # publish each version after the first as a delta from the previous one (weight_delta.py: XOR+zlib, changed
+    # indices+values or raw per leaf, whichever is smallest; bit-exact); an actor that missed a version resyncs in full
+    weight_deltas: bool = False
     # per EnvActor: Ray actor options (0 = no requirement)
     env_resources: dict[str, Any] = dataclasses.field(
         default_factory=lambda: dict(num_cpus=0, resources=dict(sandbox=0)))

@@ -22,7 +22,7 @@ import ray
 
 from composer2_jax.rl.config import RayConfig, RLExperimentConfig
 from composer2_jax.rl.services.local import LocalOrchestrator
-from composer2_jax.rl.services.ray_actors import EnvActor, RolloutActor, WeightRegistry, host_weights
+from composer2_jax.rl.services.ray_actors import EnvActor, RegistryPublisher, RolloutActor, WeightRegistry
 from composer2_jax.rl.services.records import Counters, EpisodeRecord
 from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import Trainer
@@ -36,8 +36,10 @@ class RayOrchestrator(LocalOrchestrator):
                  stop_id: int, store: WeightStore | None = None):
         r, limit = run.rl.ray, trainer.law.vocab_limit
         self.registry = WeightRegistry.options(**_placement(r.registry_resources)).remote()
+        self.publisher = RegistryPublisher(self.registry, r.weight_deltas, counters)
         self.rollouts = [RolloutActor.options(**rollout_actor_options(r)).remote(
-            trainer.model_cfg, run.rollout, stop_id, self.registry, limit) for _ in range(r.rollout_actors)]
+            trainer.model_cfg, run.rollout, stop_id, self.registry, limit, r.weight_deltas)
+            for _ in range(r.rollout_actors)]
         tokens = run.tokenizer.build().vocab_size  # the EnvActor's policy cuts a reply at an id beyond them
         self.envs = [EnvActor.options(**_placement(r.env_resources)).remote(
             run, trainer.num_moe, trainer.model_cfg.num_experts_per_tok, tokens, run.rollout.prompt_len)
@@ -56,10 +58,11 @@ class RayOrchestrator(LocalOrchestrator):
         return ray.get(env.run.remote(task, version, rollout))
 
     def publish(self) -> None:
-        """The new version to the driver's store (admission) and to the registry (rollout actors)."""
+        """The new version to the driver's store (admission) and to the registry (rollout actors): in full, or as a
+        delta from the previous version with rl.ray.weight_deltas."""
         weights = self.trainer.weights()
         self.store.publish(weights)
-        ray.get(self.registry.publish.remote(host_weights(weights)))
+        self.publisher.publish(weights)
 
     def start_services(self) -> list[threading.Thread]:
         """Actors run themselves; nothing to start in the driver."""
