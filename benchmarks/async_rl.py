@@ -233,8 +233,9 @@ def pinned_child(eta: int, args) -> dict:
             "staleness_max": max(m["staleness_max"] for m in r.history),
             "train_s_mean": round(float(np.mean([m["train_s"] for m in r.history])), 3),
             "wait_s_mean": round(float(np.mean([m["wait_s"] for m in r.history])), 3),
-            "weight_bytes_sent_per_version": r.counters.get("weight_bytes_sent", 0) // (versions + 1),
-            "weight_bytes_full_per_version": r.counters.get("weight_bytes_full", 0) // (versions + 1),
+            "weight_publications": versions + 1,  # version 0 and one per update; the first always in full
+            "weight_bytes_sent": r.counters.get("weight_bytes_sent", 0),
+            "weight_bytes_full": r.counters.get("weight_bytes_full", 0),
             "weight_deltas": args.pinned_deltas, "cores": cores}
 
 
@@ -256,7 +257,9 @@ def pinned(args) -> list[dict]:
     print(json.dumps({"bench": "async_rl", "warm_start": rl_exp.prepare(c)}), flush=True)
     rows = []
     for eta in (int(e) for e in args.pinned_etas.split(",")):
-        flags = [a for a in sys.argv[1:] if not a.startswith("--pinned-etas")]
+        flags = ["--pinned", args.pinned, "--real-workdir", args.real_workdir, "--pinned-steps", str(args.pinned_steps),
+                 "--pinned-eval-tasks", str(args.pinned_eval_tasks), "--trainer-core", str(args.trainer_core),
+                 "--rollout-core", str(args.rollout_core)] + ["--pinned-deltas"] * args.pinned_deltas
         out = subprocess.run([sys.executable, "-m", "benchmarks.async_rl", *flags, "--pinned-child", str(eta)],
                              capture_output=True, text=True)
         if out.returncode:
