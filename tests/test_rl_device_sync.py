@@ -42,3 +42,43 @@ def test_device_sync_outside_one_distributed_job_is_an_error():
     for side in (DeviceWeightSender, DeviceWeightReceiver):
         with pytest.raises(ValueError, match=r"one jax.distributed job .* jax.process_count\(\)=1"):
             side()
+
+
+def test_the_weight_sync_choice_is_validated_and_a_driver_outside_a_job_is_named(monkeypatch):
+    pytest.importorskip("ray")
+    from composer2_jax.rl import orchestrator
+    from composer2_jax.rl.config import RayConfig
+    from composer2_jax.rl.services.ray_loop import join_device_sync_job
+    from tests.test_rl_ray import micro_config
+
+    with pytest.raises(ValueError, match=r"rl.ray.weight_sync='nccl'; expected one of \('object_store', 'device'\)"):
+        RayConfig(weight_sync="nccl")
+    with pytest.raises(ValueError, match="weight_deltas applies to weight_sync='object_store'"):
+        RayConfig(weight_sync="device", weight_deltas=True)
+    c = micro_config(Path("/tmp/unused"))
+    c.rl.ray.weight_sync = "device"
+    run = orchestrator.rl_config(c)
+    monkeypatch.delenv("C2J_COORDINATOR", raising=False)
+    with pytest.raises(ValueError, match=r"driver started as process 0 of a jax.distributed job of "
+                                         r"rl.ray.rollout_actors \+ 1 = 2 processes .* this driver has "
+                                         r"\{'C2J_COORDINATOR': None"):
+        join_device_sync_job(run, 0, 0)
+
+
+@pytest.mark.slow  # ~5 min on 2 shared cores: Ray, sandboxes, two JAX processes
+def test_the_ray_backend_syncs_weights_device_to_device_in_one_job(tmp_path):
+    """rl.ray.weight_sync='device': the driver is process 0 of a two-process job, the RolloutActor process 1; the run
+    trains 2 versions, every publication (versions 0, 1, 2) goes through the collective, and the processes leave the
+    job together."""
+    from launch.local import free_port
+
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env.update(C2J_COORDINATOR=f"127.0.0.1:{free_port()}", C2J_NUM_PROCESSES="2", C2J_PROCESS_ID="0",
+               JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    out = subprocess.run([sys.executable, "-m", "tests.ray_device_sync_driver", str(tmp_path)], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
+    r = json.loads((tmp_path / "result.json").read_text())
+    assert r["final_version"] == 2 and r["process_count"] == 2
+    assert r["counters"]["weight_syncs_device"] == 3 and "weight_bytes_sent" not in r["counters"]
+    assert all(s <= 1 for s in r["staleness_max"]) and sum(r["episodes"]) >= 2 * 2 * 2

@@ -136,7 +136,9 @@ class DeviceWeightSender:
             spec = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), tree)
             c._layout(spec)
             c.kv.key_value_set_bytes(c.key("spec"), pickle.dumps(spec))
-        rows = c.pack(*jax.tree.leaves(tree))
+        here = set(c.local.devices.flat)  # leaves on other devices (a one-device trainer) are copied onto these
+        rows = c.pack(*(x if isinstance(x, jax.Array) and x.sharding.device_set == here
+                        else jax.device_put(x, NamedSharding(c.local, P())) for x in jax.tree.leaves(tree)))
         c.kv.key_value_set(c.key("announce", c.seq), str(weights.version))
         c.kv.blocking_key_value_get(c.key("ready", c.seq), self.timeout_ms)
         jax.block_until_ready(c.run(rows))

@@ -134,10 +134,20 @@ class RolloutActor:
     """A RolloutWorker serving concurrent `generate` calls (a threaded actor: calls batch together)."""
 
     def __init__(self, model_cfg: Any, rc: RolloutConfig, stop_id: int, registry, vocab_limit: int = 0,
-                 weight_deltas: bool = False):
+                 weight_deltas: bool = False, device_sync: int = 0):
+        """`device_sync` > 0: this actor is that process of the driver's jax.distributed job (its runtime_env names
+        the job, ray_loop.rollout_actor_options) and receives each version device to device from process 0;
+        0: it pulls versions from `registry`."""
         counters = Counters()
-        self.worker = RolloutWorker(model_cfg, RegistryStore(registry, weight_deltas, counters), rc, stop_id,
-                                    counters=counters, vocab_limit=vocab_limit)
+        if device_sync:
+            from composer2_jax.rl.services.device_sync import DeviceWeightReceiver
+            from composer2_jax.train import distributed
+
+            distributed.initialize()  # returns once the driver joined too
+            store = DeviceWeightReceiver(f"rollout{device_sync}", 0, device_sync)
+        else:
+            store = RegistryStore(registry, weight_deltas, counters)
+        self.worker = RolloutWorker(model_cfg, store, rc, stop_id, counters=counters, vocab_limit=vocab_limit)
         self._stop = threading.Event()
         self.worker.start(self._stop)
 
@@ -149,6 +159,11 @@ class RolloutActor:
 
     def max_prompt(self) -> int:
         return self.worker.max_prompt
+
+    def leave_job(self) -> None:
+        """weight_sync='device', at the end: leave the jax.distributed job (its shutdown barrier needs every
+        process, so the driver leaves at the same time)."""
+        jax.distributed.shutdown()
 
     def stats(self) -> dict[str, int]:
         """The worker's counters."""
