@@ -68,6 +68,23 @@ def test_ray_backend_trains_publishes_by_version_and_survives_a_killed_env_actor
 
 
 @pytest.mark.slow
+def test_tree_groups_on_ray_branch_on_the_actor_that_holds_the_snapshot(cluster, tmp_path):
+    """Tree groups under Ray with two EnvActors: a branch can only fork its checkpoint's snapshot in the actor that
+    took it (a round-robin pick would fail about half the branches: counted failures), and each finished group's
+    snapshots are deleted by the actors holding them."""
+    c = micro_config(tmp_path)
+    c.rl.update(group_mode="tree", eta=0, steps=2)
+    c.rl.tree.update(initial=2, branches=2, token_budget=96, node_choice="uniform")
+    c.harness.max_summaries = 0
+    r = orchestrator.run_rl(c)
+    assert r.final_version == 2 and all(m["staleness_max"] == 0 for m in r.history)
+    assert r.counters.get("episode_failures", 0) == 0 and r.counters.get("groups_dropped", 0) == 0
+    assert r.counters["tree_branches"] >= 2 * 2  # the consumed groups grew beyond their initial episodes
+    taken, released = r.counters["tree_checkpoints"], r.counters.get("tree_snapshots_released", 0)
+    assert 0 < released <= taken  # deleted by their actors (those of groups in flight at the end died with them)
+
+
+@pytest.mark.slow
 def test_ray_backend_evaluates_in_its_own_actor(cluster, tmp_path):
     """The evaluator under Ray: an EvalActor with its own environment evaluates versions 0 and 2 (the last) from its
     own registry while the driver trains; results come back through the driver's writer."""

@@ -127,8 +127,6 @@ class RLConfig:
                              f"backend only, got backend={self.backend!r}")
         if self.group_mode not in GROUP_MODES:
             raise ValueError(f"rl.group_mode={self.group_mode!r}; expected one of {GROUP_MODES}")
-        if self.group_mode == "tree" and self.backend != "local":
-            raise ValueError(f"rl.group_mode='tree' runs on the local backend only; got backend={self.backend!r}")
         if min(self.steps, self.groups_per_batch, self.samples, self.episode_threads) < 1:
             raise ValueError(f"rl.steps={self.steps}, groups_per_batch={self.groups_per_batch}, samples="
                              f"{self.samples}, episode_threads={self.episode_threads}; expected >= 1")

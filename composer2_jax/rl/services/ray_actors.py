@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
 import ray
 
+from composer2_jax.env.harness import TurnCheckpoint
 from composer2_jax.rl.config import RLExperimentConfig
-from composer2_jax.rl.services.records import Counters, EpisodeRecord
+from composer2_jax.rl.services.records import CallRecord, Counters, EpisodeRecord
 from composer2_jax.rl.services.rollout import Generation, RolloutConfig, RolloutPolicy, RolloutWorker
 from composer2_jax.rl.services.routing import episode_routing
 from composer2_jax.rl.services.weight_delta import WeightDelta, apply_delta, encode_delta, full_bytes
@@ -191,13 +192,24 @@ class EnvActor:
         self.worker = env_worker_for(run, self.env, run.tokenizer.build())
         self.num_moe, self.k, self.vocab_limit, self.max_prompt = num_moe, k, vocab_limit, max_prompt
 
-    def run(self, task: RLTask, version: int, rollout) -> EpisodeRecord:
-        """One graded episode; every reply is a `rollout.generate` call."""
+    def run(self, task: RLTask, version: int, rollout, checkpoint: TurnCheckpoint | None = None,
+            checkpoints: bool = False, inherited: Sequence[CallRecord] = ()) -> tuple[EpisodeRecord, list[CallRecord]]:
+        """One graded episode, every reply a `rollout.generate` call: (record, the episode's own generate calls).
+
+        Tree groups: `checkpoints` keeps one per turn boundary (their snapshots live in this actor's environment
+        until `release`), and `checkpoint`, one of this actor's, resumes an episode from it with `inherited`, the
+        calls up to that boundary (router replay of the shared prefix)."""
         policy = RolloutPolicy(lambda p, n: ray.get(rollout.generate.remote(p, n)), self.vocab_limit, self.max_prompt)
         record = self.worker.run(task, policy, version,
-                                 lambda ep: episode_routing(ep, policy.calls, self.num_moe, self.k))
+                                 lambda ep: episode_routing(ep, list(inherited) + policy.calls, self.num_moe, self.k),
+                                 checkpoint=checkpoint, checkpoints=checkpoints)
         record.routing = [None if r is None else np.ascontiguousarray(r) for r in record.routing]
-        return record
+        return record, (policy.calls if checkpoints else [])
+
+    def release(self, checkpoints: Sequence[TurnCheckpoint]) -> int:
+        """Delete the snapshots of these checkpoints (a tree group is done with them); how many it still held."""
+        return self.worker.release(checkpoints)
+
 
     def pid(self) -> int:
         """This actor's process id (tests kill it)."""

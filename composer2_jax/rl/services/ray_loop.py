@@ -22,10 +22,12 @@ import contextlib
 import itertools
 import os
 import threading
+from collections.abc import Sequence
 
 import jax
 import ray
 
+from composer2_jax.env.harness import TurnCheckpoint
 from composer2_jax.rl.config import RayConfig, RLExperimentConfig
 from composer2_jax.rl.services.device_sync import DeviceWeightSender, check_one_job
 from composer2_jax.rl.services.local import LocalOrchestrator
@@ -58,16 +60,37 @@ class RayOrchestrator(LocalOrchestrator):
             for _ in range(r.env_actors)]
         super().__init__(trainer, None, None, sampler, run.rl, store if store is not None else WeightStore(), counters)
         self._next = itertools.count()
+        self._owner: dict[str, int] = {}  # tree groups: checkpoint snapshot -> index of the EnvActor holding it
         self._lock = threading.Lock()
 
-    def execute(self, task, version: int, checkpoint=None) -> EpisodeRecord:
-        """One episode on the next EnvActor, its replies from the next RolloutActor (round robin); plain groups only
-        (`checkpoint` is always None: rl/config.py refuses tree groups on Ray)."""
-        assert checkpoint is None, checkpoint
+    def execute(self, task, version: int, checkpoint: TurnCheckpoint | None = None) -> EpisodeRecord:
+        """One episode on the next EnvActor, its replies from the next RolloutActor (round robin).
+
+        Tree groups: a branch resumes on the EnvActor that holds its checkpoint's snapshot (an actor's sandboxes
+        and snapshots are its own); its boundaries are recorded as that actor's. If that actor died, the snapshot
+        died with it and the branch fails (retried, then dropped with its group, as any failed episode)."""
+        tree = self.rl.group_mode == "tree"
         with self._lock:
-            i = next(self._next)
+            i = next(self._next) if checkpoint is None else self._owner[checkpoint.snapshot]
         env, rollout = self.envs[i % len(self.envs)], self.rollouts[i % len(self.rollouts)]
-        return ray.get(env.run.remote(task, version, rollout))
+        inherited = self.inherited_calls(checkpoint)
+        record, calls = ray.get(env.run.remote(task, version, rollout, checkpoint, tree, inherited))
+        if tree:
+            with self._lock:
+                self._owner.update((c.snapshot, i % len(self.envs)) for c in record.harness.checkpoints)
+            self.remember_calls(record, inherited + calls)
+        return record
+
+    def release_checkpoints(self, checkpoints: Sequence[TurnCheckpoint]) -> None:
+        """Each checkpoint's snapshot deleted by the EnvActor that holds it; a dead actor's are already gone."""
+        by_actor: dict[int, list[TurnCheckpoint]] = {}
+        with self._lock:
+            for c in checkpoints:
+                by_actor.setdefault(self._owner.pop(c.snapshot), []).append(c)
+        for i, ckpts in by_actor.items():
+            with contextlib.suppress(Exception):  # a dead actor's snapshots died with it
+                self.counters.add("tree_snapshots_released", ray.get(self.envs[i].release.remote(ckpts), timeout=60))
+        self.forget_calls(checkpoints)
 
     def publish(self) -> None:
         """The new version to the driver's store (admission) and to the registry (rollout actors): in full, or as a
