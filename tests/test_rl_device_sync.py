@@ -15,7 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow  # ~165 s on 2 shared cores: two JAX processes each compile a trainer or an engine
+@pytest.mark.slow  # 31–165 s on 2 shared cores: two JAX processes each compile a trainer or an engine
 def test_two_processes_sync_weights_device_to_device(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     cmd = [sys.executable, "-m", "launch.local", "--processes", "2", "--devices_per_process", "4",
