@@ -73,7 +73,7 @@ class ScriptedRolloutActor:
     read, then the fix, so their episodes have mid-episode boundaries to branch from (a random model ends every
     episode at its first reply)."""
 
-    def __init__(self, model_cfg, rc, stop_id, registry, vocab_limit=0):
+    def __init__(self, model_cfg, rc, stop_id, registry, *rest):
         from composer2_jax.rl.services.ray_actors import RegistryStore
         from composer2_jax.rl.services.testing import ScriptedRollout
 
