@@ -191,6 +191,9 @@ class LocalOrchestrator:
                 self._drops.success()
                 return record
             except Exception as e:  # noqa: BLE001 - any failure of a worker is retried or dropped, never fatal
+                if self.stop.is_set():  # cut short by the loop's own stop (its sandboxes closing): not a failure
+                    self.counters.add("episodes_cut_at_stop")
+                    return None
                 self.counters.add("episode_failures")
                 log.warning("episode of %s failed (attempt %d): %s: %s", task.task_id, attempt + 1,
                             type(e).__name__, e)

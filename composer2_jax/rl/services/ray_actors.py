@@ -24,9 +24,9 @@ import ray
 
 from composer2_jax.env.harness import TurnCheckpoint
 from composer2_jax.rl.config import RLExperimentConfig
-from composer2_jax.rl.services.records import CallRecord, EpisodeRecord
+from composer2_jax.rl.services.records import EpisodeRecord
 from composer2_jax.rl.services.rollout import Generation, RolloutConfig, RolloutPolicy, RolloutWorker
-from composer2_jax.rl.services.routing import episode_routing
+from composer2_jax.rl.services.routing import CallRecord, episode_routing
 from composer2_jax.rl.services.weights import Weights
 from composer2_jax.rl.sources import RLTask
 

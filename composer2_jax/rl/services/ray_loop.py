@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import threading
 from collections.abc import Sequence
 
@@ -29,6 +30,8 @@ from composer2_jax.rl.services.records import Counters, EpisodeRecord
 from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import Trainer
 from composer2_jax.rl.services.weights import WeightStore
+
+log = logging.getLogger(__name__)
 
 
 class RayOrchestrator(LocalOrchestrator):
@@ -74,8 +77,10 @@ class RayOrchestrator(LocalOrchestrator):
             for c in checkpoints:
                 by_actor.setdefault(self._owner.pop(c.snapshot), []).append(c)
         for i, ckpts in by_actor.items():
-            with contextlib.suppress(Exception):  # a dead actor's snapshots died with it
+            try:
                 self.counters.add("tree_snapshots_released", ray.get(self.envs[i].release.remote(ckpts), timeout=60))
+            except Exception as e:  # noqa: BLE001 - a dead actor's snapshots died with it
+                log.warning("EnvActor %d could not release %d checkpoints: %s: %s", i, len(ckpts), type(e).__name__, e)
         self.forget_calls(checkpoints)
 
     def publish(self) -> None:
