@@ -1,0 +1,1 @@
+"""Readers and reports over the contacts API's exports (docs/formats.md)."""

@@ -1,0 +1,1 @@
+"""Readers and reports over the shop's pricing exports (docs/formats.md)."""
