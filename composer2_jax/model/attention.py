@@ -7,6 +7,8 @@ Algorithm for x [B, T, D]:
   4. q_R, k_R = RoPE(q_R), RoPE(k_R); k = [k_N; k_R broadcast over heads]
   5. o = softmax(q·kᵀ · scale + mask) · v; out = W_o · o                                [B, T, D]
 The kernel (step 5) is chosen by name from `KERNELS`; fused and ring kernels register themselves there.
+'xla_causal_skip' (model/causal_attention.py) visits only the n(n+1)/2 causally visible blocks of the query-chunked
+kernel, for plain (unpermuted) causal self-attention; other layouts fall back to 'xla_chunked'.
 Context-parallel kernels ('ring', 'ring_latent', 'allgather_cp', 'allgather_cp_latent') load on first use; the
 `*_latent` ones take c_kv, k_R and W_kvb instead of step 3 (the latent is what travels between devices).
 """
@@ -113,6 +115,7 @@ _LAZY_KERNELS: dict[str, tuple[str, str]] = {
     "ring_latent": ("composer2_jax.model.ring_attention", "ring_latent_kernel"),
     "allgather_cp": ("composer2_jax.model.context_parallel", "allgather_kernel"),
     "allgather_cp_latent": ("composer2_jax.model.context_parallel", "allgather_latent_kernel"),
+    "xla_causal_skip": ("composer2_jax.model.causal_attention", "causal_skip_attention"),
 }
 
 
