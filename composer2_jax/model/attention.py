@@ -21,6 +21,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 from flax import linen as nn
+from jax.ad_checkpoint import checkpoint_name
 
 from composer2_jax.config import ModelConfig
 from composer2_jax.model import kernel_paths, planning
@@ -30,6 +31,7 @@ from composer2_jax.model.layers import RMSNorm, apply_rope, constrain, dtype_of,
 # rms_norm_eps the decoder norms use (Kimi K2.5: 1e-5).
 LATENT_NORM_EPS = 1e-6
 NEG_INF = -1e30  # finite, so a fully masked row gives a uniform (not NaN) softmax
+ATTENTION_OUT = "attention_out"  # checkpoint name of the attention block's output (remat 'save_attention_out')
 
 
 def attention_mask(q_idx_BT, kv_idx_BS, q_seg_BT=None, kv_seg_BS=None, causal: bool = True):
@@ -192,6 +194,10 @@ class MLAttention(nn.Module):
 
     @nn.compact
     def __call__(self, x_BTD, positions_BT, segment_ids_BT=None):
+        """Attention output [B, T, D], named ATTENTION_OUT for remat policies that save it."""
+        return checkpoint_name(self._attend(x_BTD, positions_BT, segment_ids_BT), ATTENTION_OUT)
+
+    def _attend(self, x_BTD, positions_BT, segment_ids_BT):
         c = self.cfg
         x_BTD = x_BTD.astype(dtype_of(c.dtype))
         q_BTHK = self.queries(x_BTD)
