@@ -273,8 +273,12 @@ def _by_kind(colls) -> dict:
 
 def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optional[int] = None,
          seq_len: Optional[int] = None, optimizer: str = "muon", estimate: bool = True,
-         moe_impl: str = "capacity", microbatches: int = 0, repeats: int = 1) -> dict:
+         moe_impl: str = "capacity", microbatches: int = 0, repeats: int = 1,
+         execution: Optional["Execution"] = None) -> dict:
     """Compile the stage on the mesh (devices must exist) and return the memory/cost/roofline report.
+
+    `execution` (remat policy, expert capacity factor, causal block skipping) overrides the stage's defaults (full
+    remat, factor 1.25, the masked chunked kernel); `search_execution` searches them on an unpipelined mesh.
 
     With a `stage` axis > 1 the scanned stack is pipelined (model/pipeline.py) with `microbatches` (0: one per
     stage) and `repeats` virtual stages per stage; the report gains the schedule and its bubble."""
@@ -294,6 +298,8 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
         cfg = dataclasses.replace(cfg, attention_kernel="xla_chunked")
     if mesh_shape.get("context", 1) > 1 and cfg.attention_kernel != "ring":  # a split sequence needs the ring
         cfg = dataclasses.replace(cfg, attention_kernel="ring")
+    if execution is not None:
+        cfg = execution.apply(cfg)
     n = math.prod(mesh_shape.values())
     if n != jax.device_count():
         raise ValueError(f"mesh {mesh_shape} needs {n} devices; this process has {jax.device_count()} "
@@ -585,6 +591,14 @@ class Execution:
                                    attention_kernel=kernel)
 
 
+def parse_execution(text: str) -> Execution:
+    """`remat,capacity,skip` (e.g. `save_attention_out,1.0,1`) → Execution."""
+    parts = text.split(",")
+    if len(parts) != 3 or parts[2] not in ("0", "1"):
+        raise ValueError(f"execution {text!r} is not remat,capacity,skip; expected e.g. save_attention_out,1.0,1")
+    return Execution(parts[0], float(parts[1]), parts[2] == "1")
+
+
 def _attention_cost(cfg, mesh, batch: int, seq: int) -> dict:
     """Per-device FLOPs and HBM bytes of one attention kernel call, forward and backward under the layer's remat
     policy, at one device's shard shape (batch over `activation_batch`, heads over `activation_heads`; packed
@@ -830,6 +844,9 @@ def main(argv=None):
     ap.add_argument("--capacity", default=",".join(map(str, EXECUTION_CAPACITIES)),
                     help="expert capacity factors --search_execution tries")
     ap.add_argument("--causal_skip", default="0,1", help="causal block skipping off/on values it tries (0,1)")
+    ap.add_argument("--execution", default="",
+                    help="one plan's execution as remat,capacity,skip (e.g. save_attention_out,1.0,1); default: "
+                         "full remat, capacity 1.25, no causal skipping")
     ap.add_argument("--validate", action="store_true",
                     help="check the roofline against published MaxText step times (REFERENCES); one JSON line each")
     ap.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
@@ -883,7 +900,8 @@ def main(argv=None):
         print(json.dumps(out, indent=1, default=str) if a.json or out["best"] is None else _human(out["best"]))
         return out
     rep = plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer,
-               estimate=not a.memory_only, moe_impl=a.moe_impl, microbatches=a.microbatches, repeats=a.repeats)
+               estimate=not a.memory_only, moe_impl=a.moe_impl, microbatches=a.microbatches, repeats=a.repeats,
+               execution=parse_execution(a.execution) if a.execution else None)
     if a.stage == "rl" and "roofline" in rep:
         rep["rollout"] = _rollout_plan(a, rep["roofline"]["step_calibrated_s"], rep["chips"], rep["global_batch"])
     print(json.dumps(rep, indent=1, default=str) if a.json else _human(rep))
