@@ -184,25 +184,43 @@ def rollout_static(slots: int | None = None):
                          mtp_layers=0)
 
 
-def _rollout_step(rows_of, tokens_of):
-    """benchmarks/rollout_engine.py --gpu: RolloutEngine's fixed-shape step [rows, tokens] over its whole page pool
-    (donated), greedy as the benchmark samples."""
+def _rollout_setup(num_draft: int):
+    """The --gpu rollout engine's model, engine config, abstract variables and (abstract) page pools: the trunk's,
+    and with drafting the MTP depths' and the h_0 pool (infer/paged_cache.py)."""
     from benchmarks.rollout_engine import gpu_setup
-    from composer2_jax.infer import SamplingParams
-    from composer2_jax.infer.paged_cache import init_pools
-    from composer2_jax.infer.step import engine_step
+    from composer2_jax.infer.paged_cache import init_draft_pools, init_pools
     from composer2_jax.model import Transformer
     from composer2_jax.model.layers import dtype_of
 
-    cfg, _, ecfg = gpu_setup()
-    b, t = rows_of(ecfg), tokens_of(ecfg)
+    cfg, _, ecfg = gpu_setup(num_draft)
     params, rest = _abstract_variables(Transformer(cfg), jnp.zeros((1, 4), jnp.int32))
-    pools = jax.eval_shape(lambda: init_pools(cfg, cfg.num_layers, ecfg.num_pages, ecfg.page_size,
-                                              dtype_of(cfg.dtype)))
-    i32, f32 = jnp.int32, jnp.float32
-    args = (params, rest.get("router_state", {}), pools, _sds((b, t), i32), _sds((b, t), i32), _sds((b, t), jnp.bool_),
-            _sds((b, ecfg.table_pages), i32), _sds((b,), jnp.uint32), _sds((b,), i32), _sds((b,), f32),
-            _sds((b,), f32))
+    dt = dtype_of(cfg.dtype)
+    pools = jax.eval_shape(lambda: init_pools(cfg, cfg.num_layers, ecfg.num_pages, ecfg.page_size, dt))
+    draft = jax.eval_shape(lambda: init_draft_pools(cfg, num_draft, ecfg.num_pages, ecfg.page_size, dt)) \
+        if num_draft else None
+    return cfg, ecfg, params, rest.get("router_state", {}), pools, draft
+
+
+def _row_sampling(b: int) -> tuple:
+    """Per-row seed, session id, temperature and top-p of an engine program."""
+    return _sds((b,), jnp.uint32), _sds((b,), jnp.int32), _sds((b,), jnp.float32), _sds((b,), jnp.float32)
+
+
+def _rollout_step(rows_of, tokens_of, num_draft: int = 0):
+    """benchmarks/rollout_engine.py --gpu: RolloutEngine's fixed-shape step [rows, tokens] over its whole page pool
+    (donated), greedy as the benchmark samples; with `num_draft`, the step also writes h_0 and runs the MTP depths
+    over its [rows, tokens + 2D] block (the prefill program of a drafting engine)."""
+    from composer2_jax.infer import SamplingParams
+    from composer2_jax.infer.step import engine_step
+
+    cfg, ecfg, params, router_state, pools, draft = _rollout_setup(num_draft)
+    b, t = rows_of(ecfg), tokens_of(ecfg)
+    i32 = jnp.int32
+    args = (params, router_state, pools, _sds((b, t), i32), _sds((b, t), i32), _sds((b, t), jnp.bool_),
+            _sds((b, ecfg.table_pages), i32), *_row_sampling(b))
+    if num_draft:
+        width = t + 2 * num_draft
+        args += (draft, _sds((b, width, num_draft), i32), _sds((b, width), i32), _sds((b, width), jnp.bool_))
     w = SamplingParams(temperature=0.0).warp()
     return engine_step.lower(*args, cfg=cfg, w=w).compile()
 
@@ -217,9 +235,34 @@ def rollout_prefill():
     return _rollout_step(lambda e: e.prefill_rows, lambda e: e.chunk)
 
 
+def rollout_prefill_draft(num_draft: int | None = None):
+    """--gpu --num-draft: the drafting engine's prefill program, [prefill_rows, chunk] over the trunk, MTP and h_0
+    pools."""
+    from benchmarks.rollout_engine import GPU_NUM_DRAFT
+
+    return _rollout_step(lambda e: e.prefill_rows, lambda e: e.chunk, num_draft or GPU_NUM_DRAFT)
+
+
+def rollout_draft_decode(num_draft: int | None = None):
+    """--gpu --num-draft: the drafting decode program — D drafts per slot from the MTP depths, verified by the trunk
+    at [slots, 1 + D] — over the trunk, MTP and h_0 pools (all donated)."""
+    from benchmarks.rollout_engine import GPU_NUM_DRAFT
+    from composer2_jax.infer import SamplingParams
+    from composer2_jax.infer.step import draft_step
+
+    d = num_draft or GPU_NUM_DRAFT
+    cfg, ecfg, params, router_state, pools, draft = _rollout_setup(d)
+    b, i32 = ecfg.slots, jnp.int32
+    args = (params, router_state, pools, draft, _sds((b, 3 * d), i32), _sds((b,), i32), _sds((b,), jnp.bool_),
+            _sds((b, ecfg.table_pages), i32), _sds((b,), i32), *_row_sampling(b))
+    w = SamplingParams(temperature=0.0).warp()
+    return draft_step.lower(*args, cfg=cfg, w=w).compile()
+
+
 PROGRAMS = {"block_tflops": block_tflops, "device_program": device_program, "moe_layer": moe_layer,
             "model_step": model_step, "train": train, "decode_static": decode_static,
-            "rollout_decode": rollout_decode, "rollout_prefill": rollout_prefill, "rollout_static": rollout_static}
+            "rollout_decode": rollout_decode, "rollout_prefill": rollout_prefill, "rollout_static": rollout_static,
+            "rollout_prefill_draft": rollout_prefill_draft, "rollout_draft_decode": rollout_draft_decode}
 
 
 def fit(name: str, **kw) -> dict:

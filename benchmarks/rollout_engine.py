@@ -184,13 +184,19 @@ def engine_config(wl: Workload, slots: int, chunk: int, page: int = 16) -> Engin
 GPU_STATIC_SLOTS = 2
 
 
-def gpu_setup():
-    """--gpu: (model config, workload, engine config) — gpu_small bf16, 64 episodes × 8 turns, 16 slots, chunk 256
-    (benchmarks/gpu_fit.py compiles these programs on CPU against one H200)."""
-    cfg = get_model_config("gpu_small", num_mtp_layers=0, dtype="bfloat16", param_dtype="bfloat16")
+# --gpu --num-draft's depth: benchmarks/gpu_fit.py compiles the drafting programs (prefill writing the MTP and h_0
+# pools, the [16, 1 + D] draft-and-verify decode) at it, next to the page pool.
+GPU_NUM_DRAFT = 2
+
+
+def gpu_setup(num_draft: int = 0):
+    """--gpu: (model config, workload, engine config) — gpu_small bf16, 64 episodes × 8 turns, 16 slots, chunk 256,
+    `num_draft` MTP depths on the model and drafts per slot in the engine (benchmarks/gpu_fit.py compiles these
+    programs on CPU against one H200)."""
+    cfg = get_model_config("gpu_small", num_mtp_layers=num_draft, dtype="bfloat16", param_dtype="bfloat16")
     wl = Workload(episodes=64, turns=8, system=512, task=128, obs_min=50, obs_max=2000, reply_median=64,
                   reply_max=512)
-    return cfg, wl, engine_config(wl, slots=16, chunk=256)
+    return cfg, wl, dataclasses.replace(engine_config(wl, slots=16, chunk=256), num_draft=num_draft)
 
 
 def main():
@@ -212,7 +218,10 @@ def main():
                          f"{GPU_STATIC_SLOTS} under --gpu)")
     args = ap.parse_args()
     if args.gpu:
-        cfg, wl, ecfg = gpu_setup()
+        if args.num_draft > GPU_NUM_DRAFT:
+            raise SystemExit(f"--gpu --num-draft {args.num_draft}: the drafting programs are sized for one H200 at "
+                             f"num_draft ≤ {GPU_NUM_DRAFT} (benchmarks/gpu_fit.py)")
+        cfg, wl, ecfg = gpu_setup(args.num_draft)
         slots = args.static_slots or GPU_STATIC_SLOTS
         only = args.only or "rollout"
     else:

@@ -81,6 +81,23 @@ def test_rollout_engine_programs_fit_with_their_page_pool(program):
     assert rec["peak_gb"] * 1e9 > 6.5e9 * 2 + _pool_bytes()  # bf16 params and the pool, at least
 
 
+def _draft_pool_bytes() -> int:
+    """The drafting engine's extra pools: D MTP depths' latents and the trunk's h_0 per cached token, bf16."""
+    from benchmarks.rollout_engine import GPU_NUM_DRAFT, gpu_setup
+
+    cfg, _, e = gpu_setup(GPU_NUM_DRAFT)
+    return e.num_pages * e.page_size * (GPU_NUM_DRAFT * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) + cfg.hidden_size) * 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", ["rollout_draft_decode", "rollout_prefill_draft"])
+def test_drafting_rollout_engine_programs_fit_with_their_pools(program):
+    """benchmarks/rollout_engine.py --gpu --num-draft 2: the [16, 3] draft-and-verify decode and the [2, 256]
+    prefill that also fills the MTP and h_0 pools, over the trunk's page pool and both draft pools (donated)."""
+    rec = _check(program)
+    assert rec["peak_gb"] * 1e9 > 6.5e9 * 2 + _pool_bytes() + _draft_pool_bytes()
+
+
 @pytest.mark.slow
 def test_rollout_benchmark_static_baseline_fits_at_its_gpu_rows():
     """benchmarks/rollout_engine.py --gpu --only both: the static baseline's fixed [2, 18,736] program, 512 new
