@@ -599,42 +599,6 @@ def parse_execution(text: str) -> Execution:
     return Execution(parts[0], float(parts[1]), parts[2] == "1")
 
 
-def _attention_cost(cfg, mesh, batch: int, seq: int) -> dict:
-    """Per-device FLOPs and HBM bytes of one attention kernel call, forward and backward under the layer's remat
-    policy, at one device's shard shape (batch over `activation_batch`, heads over `activation_heads`; packed
-    segment ids as in training): a single-device compile in counting mode, no mesh and no collectives (the kernel
-    runs per device when the sequence is not split)."""
-    import jax
-    import jax.numpy as jnp
-
-    from composer2_jax import sharding as shd
-    from composer2_jax.model import planning
-    from composer2_jax.model.attention import get_kernel
-    from composer2_jax.model.block import checkpoint_policy
-    from composer2_jax.model.layers import dtype_of, softmax_scale
-
-    b = batch // shd.axis_size(mesh, shd.mesh_axes_of("activation_batch"))
-    h = cfg.num_heads // shd.axis_size(mesh, shd.mesh_axes_of("activation_heads"))
-    dt = dtype_of(cfg.dtype)
-    q = jax.ShapeDtypeStruct((b, seq, h, cfg.qk_head_dim), dt)
-    v = jax.ShapeDtypeStruct((b, seq, h, cfg.v_head_dim), dt)
-    seg = jax.ShapeDtypeStruct((b, seq), jnp.int32)
-    kernel = get_kernel(cfg.attention_kernel)
-    fn = lambda q, k, v, s: kernel(q, k, v, scale=softmax_scale(cfg), causal=True,  # noqa: E731
-                                   q_segment_ids=s, kv_segment_ids=s)
-    if cfg.remat_policy != "none":
-        fn = jax.checkpoint(fn, policy=checkpoint_policy(cfg.remat_policy))
-    loss = lambda q, k, v, s: jnp.sum(fn(q, k, v, s).astype(jnp.float32))  # noqa: E731
-    with planning.accelerator_kernels(), planning.counting_loops():
-        compiled = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2))).lower(q, q, v, seg).compile()
-    return _cost(compiled)
-
-
-def _attention_calls(cfg) -> int:
-    """Attention kernel calls per step: every decoder layer and every MTP depth."""
-    return cfg.num_layers + cfg.num_mtp_layers
-
-
 def search_execution(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optional[int] = None,
                      seq_len: Optional[int] = None, optimizer: str = "muon", remats=EXECUTION_REMATS,
                      capacities=EXECUTION_CAPACITIES, skips=(False, True), calibrated_fit: bool = True) -> dict:
@@ -646,10 +610,11 @@ def search_execution(preset: str, stage: str, mesh_shape: dict, chip_name: str, 
                it, so smaller factors need at most that) with the first `skips` value, plus one at the first remat
                policy with the other skip value when both are searched: its difference (attention temporaries,
                transient within a layer) is added to the other policies' peaks;
-      costs    the unrolled 1- and 2-unit compiles (`_unit_costs`) per (remat policy, capacity factor) without
-               skipping; skipping changes nothing but the attention kernel, which runs per device without
-               collectives, so its effect is (skip − masked) of one attention call compiled alone at a device's
-               shard shape under the same remat policy (`_attention_cost`), times the calls per step.
+      costs    the unrolled 1- and 2-unit compiles (`_unit_costs`) per (remat policy, capacity factor) with the
+               first `skips` value, and per remat policy once more with the other at the largest factor: the
+               skipping's difference there is added at the other factors (skipping touches only the attention
+               kernel, the capacity factor only the MoE, so their effects add; tests/test_plan.py checks the sum
+               against the unrolled compiles of a skipping model at another factor).
     A candidate fits when its peak is within HBM after the planner's CPU calibration (`calibrated_fit`, the
     convention of docs/scaling.md: every kimi_k2_5 plan is over HBM as compiled on CPU) or as compiled (False).
     """
@@ -677,7 +642,7 @@ def search_execution(preset: str, stage: str, mesh_shape: dict, chip_name: str, 
     validate_layout(base_cfg, mesh, batch, seq, 1)
     shd.validate_model_mesh(base_cfg, mesh, batch, seq)
     remats, capacities, skips = tuple(remats), tuple(capacities), tuple(skips)
-    timings = dict(memory_compiles=0, cost_compiles=0, attention_compiles=0)
+    timings = dict(memory_compiles=0, cost_compiles=0)
 
     def peak_of(ex):
         compiled, abstract = compile_train_step(ex.apply(base_cfg), mesh, batch, seq, optimizer)
@@ -697,17 +662,21 @@ def search_execution(preset: str, stage: str, mesh_shape: dict, chip_name: str, 
             peak[(r, other)] = peak[(r, skips[0])] + peak[(remats[0], other)] - peak[(remats[0], skips[0])]
     t_memory = time.time() - t_start
 
-    units, attn = {}, {}
+    units, kinds, skip_delta = {}, {}, {}
+    keys = ("flops", "bytes", "ici", "dcn")
+
+    def unit_totals(ex):
+        base, delta, n_units, raw = _unit_costs(ex.apply(base_cfg), mesh, batch, seq, optimizer, chip.node_size)
+        timings["cost_compiles"] += 2
+        return {k: base[k] + (n_units - 1) * delta[k] for k in keys}, raw[1]["kinds"]
+
     for r in remats:
         for cap in capacities:
-            base, delta, n_units, raw = _unit_costs(Execution(r, cap, False).apply(base_cfg), mesh, batch, seq,
-                                                    optimizer, chip.node_size)
-            timings["cost_compiles"] += 2
-            units[(r, cap)] = ({k: base[k] + (n_units - 1) * delta[k] for k in delta}, raw[1]["kinds"])
-        for skip in set(skips):
-            attn[(r, skip)] = _attention_cost(Execution(r, cap_max, skip).apply(base_cfg), mesh, batch, seq)
-            timings["attention_compiles"] += 1
-    calls = _attention_calls(base_cfg)
+            units[(r, cap)], kinds[(r, cap)] = unit_totals(Execution(r, cap, skips[0]))
+        skip_delta[(r, skips[0])] = dict.fromkeys(keys, 0.0)
+        for other in set(skips) - {skips[0]}:
+            flipped, _ = unit_totals(Execution(r, cap_max, other))
+            skip_delta[(r, other)] = {k: flipped[k] - units[(r, cap_max)][k] for k in keys}
     _, active = count_params(abstract.params, base_cfg)
 
     rows = []
@@ -715,9 +684,7 @@ def search_execution(preset: str, stage: str, mesh_shape: dict, chip_name: str, 
         for cap in capacities:
             for skip in skips:
                 ex = Execution(r, cap, skip)
-                tot = dict(units[(r, cap)][0])
-                for k in ("flops", "bytes"):
-                    tot[k] += calls * (attn[(r, skip)][k] - attn[(r, False)][k])
+                tot = {k: units[(r, cap)][k] + skip_delta[(r, skip)][k] for k in keys}
                 cfg = ex.apply(base_cfg)
                 rep = _roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip, n, batch,
                                 seq)
@@ -731,14 +698,13 @@ def search_execution(preset: str, stage: str, mesh_shape: dict, chip_name: str, 
                     compute_s=rf["compute_s"], memory_s=rf["memory_s"], comm_s=rf["comm_s"],
                     comm_ici_s=tot["ici"] / chip.ici_bw, comm_dcn_s=tot["dcn"] / chip.dcn_bw,
                     useful_compute_s=rep["model_flops"] / n / chip.peak_bf16_flops,
-                    attention_compute_s=calls * attn[(r, skip)]["flops"] / chip.peak_bf16_flops,
                     compiled_flops_per_device=tot["flops"]))
     rows.sort(key=lambda row: -row["tokens_per_s_calibrated"])
     fit_key = "fits_calibrated" if calibrated_fit else "fits"
     fitting = [row for row in rows if row[fit_key]]
     timings.update(memory_s=round(t_memory, 1), total_s=round(time.time() - t_start, 1))
     return dict(preset=preset, stage=stage, mesh=mesh_shape, chip=chip.name, chips=n, global_batch=batch,
-                seq_len=seq, optimizer=optimizer, attention_calls=calls, fit=fit_key,
+                seq_len=seq, optimizer=optimizer, fit=fit_key,
                 best=fitting[0] if fitting else None, candidates=rows, search=timings,
                 reason=None if fitting else f"no candidate fits {chip.name} HBM ({fit_key})")
 
@@ -748,8 +714,7 @@ def _execution_human(out: dict) -> str:
     lines = [f"{out['preset']} / {out['stage']} on {out['chips']}×{out['chip']} mesh {out['mesh']}, "
              f"{out['global_batch']} × {out['seq_len']} tokens, {out['optimizer']}: "
              f"{len(out['candidates'])} executions in {out['search']['total_s']:.0f} s "
-             f"({out['search']['memory_compiles']} memory, {out['search']['cost_compiles']} cost, "
-             f"{out['search']['attention_compiles']} attention compiles)",
+             f"({out['search']['memory_compiles']} memory, {out['search']['cost_compiles']} cost compiles)",
              "  remat               cap   skip  exec/useful  step s (cal.)  MFU (cal.)   tokens/s  peak GB  fits "
              "(raw/cal.)"]
     for row in out["candidates"]:
@@ -766,10 +731,11 @@ def _execution_human(out: dict) -> str:
     e = best["execution"]
     lines.append(f"  best that fits ({out['fit']}): remat {e['remat_policy']}, capacity {e['capacity_factor']}, "
                  f"causal skip {'on' if e['causal_skip'] else 'off'}: {best['est_mfu_calibrated']:.1%} calibrated MFU")
+    bound = "communication" if best["comm_s"] > best["compute_s"] else "compute"
+    lines.append(f"  the calibrated step is bound by {bound} (max(compute, comm) / {REFERENCE_EFFICIENCY})")
     lines.append(f"  where its time goes (per device, no overlap): compute {best['compute_s']:.2f} s = useful "
                  f"{best['useful_compute_s']:.2f} s + executed beyond useful "
-                 f"{best['compute_s'] - best['useful_compute_s']:.2f} s (attention calls "
-                 f"{best['attention_compute_s']:.2f} s of the compute); HBM {best['memory_s']:.2f} s; comm "
+                 f"{best['compute_s'] - best['useful_compute_s']:.2f} s; HBM {best['memory_s']:.2f} s; comm "
                  f"{best['comm_s']:.2f} s (intra-node {best['comm_ici_s']:.2f}, inter-node {best['comm_dcn_s']:.2f})")
     return "\n".join(lines)
 
