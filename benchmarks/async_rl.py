@@ -16,6 +16,16 @@ reward (mean of the last 5 batches) and the staleness actually consumed.
 --real runs experiments/rl.py's toy config from an SFT checkpoint with η = 0 and η = 2 for the same number of
 versions on this machine's CPU, with plain and with tree groups (`--real-modes`), and reports samples/s, the
 generated tokens per useful sample (records.useful_samples) and the held-out pass rate at the end of each.
+
+--pinned runs the same toy config on the Ray backend with the trainer and the rollouts in separate processes pinned
+to disjoint CPU cores (os.sched_setaffinity): the driver (trainer) on --trainer-core; Ray's processes (the rollout
+actor with its own JAX device, the environment actors and their sandboxes, the evaluator) on --rollout-core. One
+fresh process per η (`--pinned-etas`), each for --pinned-steps versions, reporting samples/s (all versions, and
+versions 2.. without the compiles), held-out pass at the last version (equal versions across η), the cores each
+process was pinned to, and the weight bytes sent per version vs full (with --pinned-deltas: as deltas).
+
+    python -m benchmarks.async_rl --pinned runs/bench_pinned/sft/checkpoints --pinned-steps 8
+                                  (warm start first if that folder holds no checkpoint: ~3 min)
 """
 
 from __future__ import annotations
@@ -179,6 +189,87 @@ def real_run(eta: int, args, mode: str = "plain") -> dict:
             "staleness_max": max(m["staleness_max"] for m in r.history)}
 
 
+def pinned_child(eta: int, args) -> dict:
+    """One η of --pinned, in this (fresh) process: Ray started on the rollout core, then the trainer on its own."""
+    import os
+
+    import ray
+
+    os.sched_setaffinity(0, {args.rollout_core})  # Ray's processes (started now) inherit the rollout core
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    os.sched_setaffinity(0, {args.trainer_core})  # the driver: trainer (its JAX threads start after this)
+
+    from composer2_jax.rl import orchestrator
+    from experiments import rl as rl_exp
+
+    c = rl_exp.get_config("toy")
+    c.init_from, c.workdir = args.pinned, f"{args.real_workdir}/pinned-eta{eta}"
+    c.rl.update(backend="ray", eta=eta, steps=args.pinned_steps, eval_every=args.pinned_steps, plot=False,
+                eval_tasks=args.pinned_eval_tasks, eval_samples=1)
+    c.rl.ray.update(rollout_actors=1, env_actors=2, rollout_host_devices=1, weight_deltas=args.pinned_deltas)
+    c.checkpoint.every = 10**6
+    cores: dict[str, list[int]] = {}
+    stamps: list[float] = []
+
+    def hook(m) -> None:
+        stamps.append(time.perf_counter())
+        if not cores:  # where every process runs (checked once the actors exist)
+            cores["driver"] = sorted(os.sched_getaffinity(0))
+            for a in ray._private.state.actors().values():
+                if a["State"] == "ALIVE" and a["Pid"]:
+                    cores[f"{a['ActorClassName']}:{a['Pid']}"] = sorted(os.sched_getaffinity(a["Pid"]))
+
+    r = orchestrator.run_rl(c, hook=hook)
+    ray.shutdown()
+    episodes = [m["batch/episodes"] for m in r.history]
+    walls = [m["wait_s"] + m["train_s"] for m in r.history]
+    ev = r.evals[-1]
+    versions = len(r.history)
+    return {"bench": "async_rl", "workload": "toy-model-pinned", "eta": eta, "versions": versions,
+            "samples": int(sum(episodes)), "samples_per_s": round(sum(episodes) / sum(walls), 3),
+            "samples_per_s_after_v1": round(sum(episodes[1:]) / (stamps[-1] - stamps[0]), 3) if versions > 1
+            else None,
+            "eval_version": int(ev["eval/version"]), "eval_pass_rate": round(ev["eval/pass_rate"], 4),
+            "staleness_max": max(m["staleness_max"] for m in r.history),
+            "train_s_mean": round(float(np.mean([m["train_s"] for m in r.history])), 3),
+            "wait_s_mean": round(float(np.mean([m["wait_s"] for m in r.history])), 3),
+            "weight_publications": versions + 1,  # version 0 and one per update; the first always in full
+            "weight_bytes_sent": r.counters.get("weight_bytes_sent", 0),
+            "weight_bytes_full": r.counters.get("weight_bytes_full", 0),
+            "weight_deltas": args.pinned_deltas, "cores": cores}
+
+
+def pinned(args) -> list[dict]:
+    """--pinned: the warm start if missing, then one fresh pinned process per η; rows with speed-ups over the first."""
+    import os
+    import subprocess
+    import sys
+
+    if len(os.sched_getaffinity(0)) < 2 or args.trainer_core == args.rollout_core:
+        raise ValueError(f"--pinned needs two distinct cores; this process may use {sorted(os.sched_getaffinity(0))}"
+                         f", --trainer-core={args.trainer_core}, --rollout-core={args.rollout_core}")
+    from experiments import rl as rl_exp
+
+    c = rl_exp.get_config("toy")
+    c.init_from = args.pinned
+    if args.pinned_sft_steps:  # a shorter warm start (a quick check of the mode, not a measurement)
+        c.sft.update(steps=args.pinned_sft_steps, transcripts=8 * args.pinned_sft_steps)
+    print(json.dumps({"bench": "async_rl", "warm_start": rl_exp.prepare(c)}), flush=True)
+    rows = []
+    for eta in (int(e) for e in args.pinned_etas.split(",")):
+        flags = ["--pinned", args.pinned, "--real-workdir", args.real_workdir, "--pinned-steps", str(args.pinned_steps),
+                 "--pinned-eval-tasks", str(args.pinned_eval_tasks), "--trainer-core", str(args.trainer_core),
+                 "--rollout-core", str(args.rollout_core)] + ["--pinned-deltas"] * args.pinned_deltas
+        out = subprocess.run([sys.executable, "-m", "benchmarks.async_rl", *flags, "--pinned-child", str(eta)],
+                             capture_output=True, text=True)
+        if out.returncode:
+            raise RuntimeError(f"pinned run at eta={eta} exited {out.returncode}: {out.stderr[-3000:]}")
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        rows[-1]["speedup_vs_first"] = round(rows[-1]["samples_per_s"] / rows[0]["samples_per_s"], 2)
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def parse_args(argv=None):
     """Command-line flags."""
     p = argparse.ArgumentParser(prog="python -m benchmarks.async_rl", description=__doc__.splitlines()[0])
@@ -200,12 +291,27 @@ def parse_args(argv=None):
     p.add_argument("--real-workdir", default="runs/bench_async_rl", help="where the toy-model runs write")
     p.add_argument("--real-modes", default="plain,tree", help="group modes of the toy-model runs")
     p.add_argument("--tree-token-budget", type=int, default=600, help="tree mode: a group's generated tokens")
+    p.add_argument("--pinned", default="", help="an SFT checkpoint dir (trained there if empty): run --pinned mode")
+    p.add_argument("--pinned-etas", default="0,1,2", help="pinned: staleness bounds (one fresh process each)")
+    p.add_argument("--pinned-steps", type=int, default=8, help="pinned: weight versions per run")
+    p.add_argument("--pinned-eval-tasks", type=int, default=32, help="pinned: held-out tasks at the last version")
+    p.add_argument("--pinned-sft-steps", type=int, default=0, help="pinned: warm-start steps (0 = the toy's)")
+    p.add_argument("--pinned-deltas", action="store_true", help="pinned: send versions 1.. as weight deltas")
+    p.add_argument("--pinned-child", type=int, default=None, help=argparse.SUPPRESS)  # one η, in a fresh process
+    p.add_argument("--trainer-core", type=int, default=0, help="pinned: the trainer process's core")
+    p.add_argument("--rollout-core", type=int, default=1, help="pinned: the core of every other process")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> list[dict]:
     """Print one JSON line per run, then the speed-ups over η = 0."""
     args = parse_args(argv)
+    if args.pinned_child is not None:
+        row = pinned_child(args.pinned_child, args)
+        print(json.dumps(row), flush=True)
+        return [row]
+    if args.pinned:
+        return pinned(args)
     rows = [simulate(int(e), args) for e in args.etas.split(",")]
     base = next((r for r in rows if r["eta"] == 0), rows[0])
     for r in rows:

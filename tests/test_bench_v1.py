@@ -56,7 +56,11 @@ def test_task_folder(task):
         pin = json.loads((t.repo_source / sdist_repo.PIN).read_text())
         assert set(pin) == {"package", "version", "file", "sha256"} and len(pin["sha256"]) == 64, pin
         shipped = sorted(p.name for p in t.repo_source.iterdir())
-        if t.category.startswith("real-"):  # the release as it is; the later release is the hidden truth
+        if t.category == "real-history":  # the release plus the next release's first step, replayed as commits
+            assert shipped == [sdist_repo.HISTORY, sdist_repo.PIN], shipped
+            assert list((t.repo_source / sdist_repo.HISTORY).glob("*.patch")), task
+            assert t.config.metadata.get("upstream"), f"{task}: name the upstream release and changelog entry"
+        elif t.category.startswith("real-"):  # the release as it is; the later release is the hidden truth
             assert shipped == [sdist_repo.PIN], shipped
             assert t.config.metadata.get("upstream"), f"{task}: name the upstream release and changelog entry"
         else:  # written here on a release: commits of ours on top, replayed by the script

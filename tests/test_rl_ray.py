@@ -56,13 +56,58 @@ def test_ray_backend_trains_publishes_by_version_and_survives_a_killed_env_actor
             os.kill(pid, signal.SIGKILL)  # the actor process dies mid-episode; Ray restarts it
             killed.append(pid)
 
+    c.rl.ray.weight_deltas = True  # versions 1.. go to the rollout actor as deltas (bit-exact: weight_delta.py)
     r = orchestrator.run_rl(c, hook=kill_an_env_actor_at_version_1)
     assert r.final_version == 3 and len(r.history) == 3 and killed
+    assert 0 < r.counters["weight_bytes_sent"] < r.counters["weight_bytes_full"]
     assert all(m["staleness_max"] <= c.rl.eta for m in r.history)
     assert r.counters["episodes_done"] >= 3 * 2 * 2
     assert r.counters.get("episode_failures", 0) >= 1 and r.counters.get("episodes_retried", 0) >= 1
     assert (tmp_path / "rl" / "checkpoints" / "3").is_dir()
     assert killed[0] not in [p for p, state in _env_actors() if state == "ALIVE"]  # that process never came back
+
+
+@ray.remote(num_cpus=0, max_concurrency=64)
+class ScriptedRolloutActor:
+    """RolloutActor's interface with oracle-like scripted replies (rl/services/testing.py): hard toy tasks take a
+    read, then the fix, so their episodes have mid-episode boundaries to branch from (a random model ends every
+    episode at its first reply)."""
+
+    def __init__(self, model_cfg, rc, stop_id, registry, vocab_limit=0):
+        from composer2_jax.rl.services.ray_actors import RegistryStore
+        from composer2_jax.rl.services.testing import ScriptedRollout
+
+        self.rollout = ScriptedRollout(RegistryStore(registry), p_correct=0.5, seed=os.getpid())
+
+    def generate(self, prompt, max_new_tokens):
+        return self.rollout.generate(prompt, max_new_tokens)
+
+    def stats(self):
+        return {}
+
+
+@pytest.mark.slow
+def test_tree_groups_on_ray_branch_on_the_actor_that_holds_the_snapshot(cluster, tmp_path, monkeypatch):
+    """Tree groups under Ray with two EnvActors: a branch can only fork its checkpoint's snapshot in the actor that
+    took it (a round-robin pick would send about half the mid-episode branches to the wrong actor: counted
+    failures), and each finished group's snapshots are deleted by the actors holding them."""
+    from composer2_jax.rl.services import ray_loop
+
+    monkeypatch.setattr(ray_loop, "RolloutActor", ScriptedRolloutActor)
+    c = micro_config(tmp_path)
+    c.rl.update(group_mode="tree", eta=0, steps=2)
+    c.rl.tree.update(initial=2, branches=2, token_budget=600, node_choice="uniform")
+    c.harness.update(max_turns=4, max_new_tokens=192, max_total_tokens=1024, context_budget=1024, max_summaries=0)
+    c.rollout.update(prompt_len=1088, max_new_tokens=192)
+    c.trainer.update(rows=8, seq_len=1344)
+    r = orchestrator.run_rl(c)
+    assert r.final_version == 2 and all(m["staleness_max"] == 0 for m in r.history)
+    assert r.counters.get("episode_failures", 0) == 0  # no branch sent to an actor without its snapshot
+    in_flight_at_stop = r.counters["groups_admitted"] - 2 * 2  # admitted beyond the 2 × 2 consumed ones
+    assert r.counters.get("groups_dropped", 0) <= in_flight_at_stop
+    assert r.counters["tree_branches"] >= 2 * 2  # the consumed groups grew beyond their initial episodes
+    taken, released = r.counters["tree_checkpoints"], r.counters.get("tree_snapshots_released", 0)
+    assert taken >= 2 and 0 < released <= taken  # deleted by their actors (in-flight groups' died with them)
 
 
 @pytest.mark.slow
@@ -114,3 +159,48 @@ def test_a_rollout_actor_owns_its_devices_and_serves_the_trainers_weights(cluste
     for (path, a), b in zip(jax.tree_util.tree_flatten_with_path(want)[0], jax.tree.leaves(params)):
         np.testing.assert_array_equal(b, a, err_msg=jax.tree_util.keystr(path))
     ray.kill(actor)
+
+
+def test_weight_deltas_through_the_registry_are_bit_exact_and_a_missed_version_resyncs_in_full(cluster):
+    """The object-store path with deltas: the publisher sends version 0 in full and later versions as deltas; a reader
+    that held the previous version applies the delta (bit for bit), one that missed a version fetches the newest in
+    full; a registry that lost its state (restarted) gets the version in full."""
+    import jax
+    import numpy as np
+
+    from composer2_jax.rl.services.ray_actors import RegistryPublisher, RegistryStore, WeightRegistry
+    from composer2_jax.rl.services.weights import Weights
+
+    rng = np.random.default_rng(0)
+    params = {"w": rng.normal(size=(128, 64)).astype(np.float32), "b": np.zeros(64, np.float32)}
+    versions = [Weights(0, params, {"bias": np.zeros(8, np.float32)})]
+    for v in range(1, 5):  # an update touching 1/16 of w's rows and every bias: like a sparse expert update
+        p = {k: x.copy() for k, x in versions[-1].params.items()}
+        p["w"][rng.choice(128, 8, replace=False)] += rng.normal(size=(8, 64)).astype(np.float32) * 1e-2
+        versions.append(Weights(v, p, {"bias": versions[-1].router_state["bias"] + np.float32(v)}))
+
+    def holds(got: Weights, want: Weights) -> None:
+        assert got.version == want.version
+        leaves = zip(jax.tree.leaves((got.params, got.router_state)), jax.tree.leaves((want.params, want.router_state)))
+        for a, b in leaves:
+            np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+
+    registry = WeightRegistry.remote()
+    publisher, store = RegistryPublisher(registry, deltas=True), RegistryStore(registry, deltas=True)
+    publisher.publish(versions[0])
+    holds(store.latest(), versions[0])
+    publisher.publish(versions[1])
+    holds(store.latest(), versions[1])
+    assert store.counters.snapshot() == {"weight_syncs_full": 1, "weight_syncs_delta": 1,
+                                         "weight_bytes_received": store.counters.get("weight_bytes_received")}
+    publisher.publish(versions[2])
+    publisher.publish(versions[3])  # the reader never read version 2
+    holds(store.latest(), versions[3])
+    assert store.counters.get("weight_syncs_full") == 2 and store.counters.get("weight_syncs_delta") == 1
+    full = publisher.counters.get("weight_bytes_full")
+    assert full == 4 * (128 * 64 + 64 + 8) * 4 and publisher.counters.get("weight_bytes_sent") < full / 2
+    publisher.registry = WeightRegistry.remote()  # a restarted registry holds nothing to apply a delta to
+    sent = publisher.counters.get("weight_bytes_sent")
+    publisher.publish(versions[4])
+    assert publisher.counters.get("weight_bytes_sent") - sent == full // 4  # version 4 went in full
+    holds(ray.get(publisher.registry.latest.remote()), versions[4])

@@ -28,6 +28,7 @@ from composer2_jax.train.optim import OptimConfig
 BACKENDS = ("local", "ray")
 PLACEMENTS = ("shared", "colocated", "disaggregated")
 GROUP_MODES = ("plain", "tree")
+WEIGHT_SYNCS = ("object_store", "device")  # rl.ray.weight_sync
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +46,14 @@ class RayConfig:
     # CPU hosts: each RolloutActor process gets this many XLA host devices of its own (0 = the platform's devices;
     # on GPU nodes rollout_resources.num_gpus gives the process its GPUs); rollout.devices/mesh index them
     rollout_host_devices: int = 0
+    # publish each version after the first as a delta from the previous one (weight_delta.py: XOR+zlib, changed
+    # indices+values or raw per leaf, whichever is smallest; bit-exact); an actor that missed a version resyncs in full
+    weight_deltas: bool = False
+    # trainer → RolloutActor weights: "object_store" (host arrays through Ray's object store, the default) or
+    # "device": the driver and the rollout actors are one jax.distributed job (driver process 0, actor i process
+    # i + 1; start the driver with C2J_COORDINATOR, C2J_NUM_PROCESSES = rollout_actors + 1, C2J_PROCESS_ID=0) and
+    # a collective moves each version device to device (rl/services/device_sync.py)
+    weight_sync: str = "object_store"
     # per EnvActor: Ray actor options (0 = no requirement)
     env_resources: dict[str, Any] = dataclasses.field(
         default_factory=lambda: dict(num_cpus=0, resources=dict(sandbox=0)))
@@ -53,6 +62,11 @@ class RayConfig:
         if self.rollout_actors < 1 or self.env_actors < 1 or self.rollout_host_devices < 0:
             raise ValueError(f"rl.ray.rollout_actors={self.rollout_actors}, env_actors={self.env_actors}, "
                              f"rollout_host_devices={self.rollout_host_devices}; expected >= 1, >= 1, >= 0")
+        if self.weight_sync not in WEIGHT_SYNCS:
+            raise ValueError(f"rl.ray.weight_sync={self.weight_sync!r}; expected one of {WEIGHT_SYNCS}")
+        if self.weight_sync == "device" and self.weight_deltas:
+            raise ValueError("rl.ray.weight_deltas applies to weight_sync='object_store'; the device path sends "
+                             "whole versions")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,8 +127,6 @@ class RLConfig:
                              f"backend only, got backend={self.backend!r}")
         if self.group_mode not in GROUP_MODES:
             raise ValueError(f"rl.group_mode={self.group_mode!r}; expected one of {GROUP_MODES}")
-        if self.group_mode == "tree" and self.backend != "local":
-            raise ValueError(f"rl.group_mode='tree' runs on the local backend only; got backend={self.backend!r}")
         if min(self.steps, self.groups_per_batch, self.samples, self.episode_threads) < 1:
             raise ValueError(f"rl.steps={self.steps}, groups_per_batch={self.groups_per_batch}, samples="
                              f"{self.samples}, episode_threads={self.episode_threads}; expected >= 1")

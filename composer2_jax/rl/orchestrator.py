@@ -182,8 +182,17 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
     run = dataclasses.replace(run, model=inherited_model(run.preset, run.model, run.init_from))  # the SFT's model
     tokenizer = run.tokenizer.build()
     workdir = Path(run.workdir)
+    started = None
+    if run.rl.backend == "ray" and run.rl.ray.weight_sync == "device":  # the actors and this driver join one job
+        from composer2_jax.rl.services.ray_loop import join_device_sync_job
+
+        _ray_init(run)
+        started = join_device_sync_job(run, tokenizer.special_id(tk.IM_END), vocab_limit(tokenizer,
+                                                                                      run.model.vocab_size))
     trainer = make_trainer(run, tokenizer)
-    ckpt = Checkpointer(workdir / "checkpoints", run.checkpoint.keep, async_save=False)
+    # with device sync the job's other processes are rollout actors: the driver checkpoints alone
+    ckpt = Checkpointer(workdir / "checkpoints", run.checkpoint.keep, async_save=False,
+                        processes={0} if started is not None else None)
     saved = start_state(run, trainer, ckpt)
     counters = Counters(saved.get("counters"))
     sampler = training_sampler(run, saved.get("sampler_position", 0))
@@ -210,7 +219,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
                 save(ckpt, trainer, counters, sampler, run)
 
         try:
-            history = run_loop(run, trainer, worker, sampler, stop_id, counters, on_version, store)
+            history = run_loop(run, trainer, worker, sampler, stop_id, counters, on_version, store, started)
         finally:
             results = evals.finish(trainer.version) if evals is not None else []
     if evals is not None and evals.errors:
@@ -252,7 +261,8 @@ def start_evaluator(run: RLExperimentConfig, tokenizer: tk.Tokenizer, store: Wei
 
 
 def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: CurriculumSampler,
-             stop_id: int, counters: Counters, on_version, store: WeightStore | None = None) -> list[dict[str, Any]]:
+             stop_id: int, counters: Counters, on_version, store: WeightStore | None = None,
+             started: tuple | None = None) -> list[dict[str, Any]]:
     """The loop on the configured backend: 'local' (threads in this process) or 'ray' (actors); the trainer
     publishes each version to `store` (the evaluator service pulls from it)."""
     store = store if store is not None else WeightStore()
@@ -262,7 +272,7 @@ def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampl
     from composer2_jax.rl.services.ray_loop import RayOrchestrator
 
     _ray_init(run)
-    return RayOrchestrator(run, trainer, sampler, counters, stop_id, store).run(on_version)
+    return RayOrchestrator(run, trainer, sampler, counters, stop_id, store, started).run(on_version)
 
 
 def _ray_init(run: RLExperimentConfig) -> None:

@@ -41,16 +41,27 @@ class CheckpointError(RuntimeError):
 class Checkpointer:
     """Thin wrapper over `ocp.CheckpointManager` with the items of a training run."""
 
-    def __init__(self, directory: str | Path, max_to_keep: int = 3, async_save: bool = True):
+    def __init__(self, directory: str | Path, max_to_keep: int = 3, async_save: bool = True,
+                 processes: Optional[set[int]] = None):
+        """`processes`: the jax processes that save together (None = all of the job's); e.g. {0} for an RL driver
+        whose job also holds rollout processes that never checkpoint."""
         self.directory = Path(directory).absolute()
+        self.processes = processes
+        multi = ocp.options.MultiprocessingOptions()
+        if processes is not None:  # orbax creates the root only with every process active
+            self.directory.mkdir(parents=True, exist_ok=True)
+            multi = ocp.options.MultiprocessingOptions(primary_host=min(processes), active_processes=set(processes))
         options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, enable_async_checkpointing=async_save,
-                                               create=True, cleanup_tmp_directories=True)
+                                               create=processes is None, cleanup_tmp_directories=True,
+                                               multiprocessing_options=multi)
         self.manager = ocp.CheckpointManager(self.directory, options=options,
                                              item_names=("state", "data", "config"))
 
     def save(self, step: int, state, data_state: Optional[dict] = None, config: Optional[dict] = None,
              force: bool = False) -> bool:
         """Start an (async) save of `state` and the JSON items; returns whether a save was started."""
+        if self.processes is not None:  # orbax refuses arrays local to some processes of a job: save host copies
+            state = jax.device_get(state)
         args = dict(state=ocp.args.StandardSave(state))
         args["data"] = ocp.args.JsonSave(data_state if data_state is not None else {})
         args["config"] = ocp.args.JsonSave(config if config is not None else {})

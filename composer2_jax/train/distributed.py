@@ -44,3 +44,11 @@ def barrier(name: str, timeout_s: int = 3600) -> None:
     from orbax.checkpoint import multihost
 
     multihost.sync_global_processes(name, timeout=timeout_s)
+
+
+def kv_client():
+    """The coordination service's key-value client of this jax.distributed job (None outside one). JAX has no public
+    accessor; orbax's multihost utilities read the same attribute."""
+    from jax._src import distributed as jax_distributed
+
+    return jax_distributed.global_state.client

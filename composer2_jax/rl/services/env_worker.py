@@ -155,11 +155,14 @@ class EnvWorker:
             wall_s=result.wall_s, grade_s=grade.wall_s, admitted_version=admitted_version,
             source=task.source, harness=result if checkpoints or checkpoint is not None else None)
 
-    def release(self, checkpoints: Sequence[TurnCheckpoint]) -> None:
-        """Delete the snapshots of checkpoints (a tree group is done with them)."""
+    def release(self, checkpoints: Sequence[TurnCheckpoint]) -> int:
+        """Delete the snapshots of checkpoints (a tree group is done with them); how many were still held."""
+        deleted = 0
         for ckpt in checkpoints:
             with contextlib.suppress(KeyError):  # already deleted
                 self.env.delete_snapshot(ckpt.snapshot)
+                deleted += 1
+        return deleted
 
     def outcome(self, sid: str, result: EpisodeResult, tests: TestResult) -> EpisodeOutcome:
         """Everything the reward reads about a finished episode on sandbox `sid` (after grading: its processes are

@@ -148,16 +148,36 @@ class LocalOrchestrator:
         Tree groups: checkpoints on, and `checkpoint` (if given) is the boundary the episode resumes from."""
         policy = episode_policy(self.rollout, self.env_worker.tok.vocab_size)
         tree = self.rl.group_mode == "tree"
-        inherited = () if checkpoint is None else self._calls_at.calls_of(checkpoint.snapshot)
+        inherited = self.inherited_calls(checkpoint)
         record = self.env_worker.run(task, policy, version, self._routing_fn(policy, inherited),
                                      checkpoint=checkpoint, checkpoints=tree)
         if tree:
-            calls = list(inherited) + policy.calls
-            for ckpt in record.harness.checkpoints:  # one call per reply: a boundary after turn k inherits k calls
-                self._calls_at.put(ckpt.snapshot, calls[:ckpt.turn])
+            self.remember_calls(record, list(inherited) + policy.calls)
         self.counters.add("replies_cut_at_unknown_id", policy.truncated)
         self.counters.add("context_overflows", policy.overflows)
         return record
+
+    def inherited_calls(self, checkpoint: TurnCheckpoint | None) -> list[CallRecord]:
+        """Tree groups: the generate calls up to a checkpoint's boundary (none from the task's start)."""
+        return [] if checkpoint is None else self._calls_at.calls_of(checkpoint.snapshot)
+
+    def remember_calls(self, record: EpisodeRecord, calls: Sequence[CallRecord]) -> None:
+        """Tree groups: keep each of the record's boundaries' calls (inherited + its own) for the branches that will
+        resume from it; one call per reply, so a boundary after turn k inherits the first k."""
+        for ckpt in record.harness.checkpoints:
+            self._calls_at.put(ckpt.snapshot, list(calls[:ckpt.turn]))
+        self.counters.add("tree_checkpoints", len(record.harness.checkpoints))
+
+    def release_checkpoints(self, checkpoints: Sequence[TurnCheckpoint]) -> None:
+        """Tree groups: delete the snapshots of a finished group's checkpoints (counted: `tree_snapshots_released`)
+        and forget their calls."""
+        self.counters.add("tree_snapshots_released", self.env_worker.release(checkpoints))
+        self.forget_calls(checkpoints)
+
+    def forget_calls(self, checkpoints: Sequence[TurnCheckpoint]) -> None:
+        """Forget the calls kept for these checkpoints' branches."""
+        for c in checkpoints:
+            self._calls_at.discard(c.snapshot)
 
     def run_episode(self, task, version: int, checkpoint: TurnCheckpoint | None = None) -> EpisodeRecord | None:
         """One episode with retries; None (counted) when every attempt failed."""
@@ -171,6 +191,9 @@ class LocalOrchestrator:
                 self._drops.success()
                 return record
             except Exception as e:  # noqa: BLE001 - any failure of a worker is retried or dropped, never fatal
+                if self.stop.is_set():  # cut short by the loop's own stop (its sandboxes closing): not a failure
+                    self.counters.add("episodes_cut_at_stop")
+                    return None
                 self.counters.add("episode_failures")
                 log.warning("episode of %s failed (attempt %d): %s: %s", task.task_id, attempt + 1,
                             type(e).__name__, e)
@@ -229,10 +252,7 @@ class LocalOrchestrator:
                 log.warning("tree group %d failed: %s: %s", index, type(e).__name__, e)
             return
         finally:
-            ckpts = [c for r in records for c in r.harness.checkpoints]
-            self.env_worker.release(ckpts)
-            for c in ckpts:
-                self._calls_at.discard(c.snapshot)
+            self.release_checkpoints([c for r in records for c in r.harness.checkpoints])
         self.counters.add("tree_branches", len(group.branches) - self.rl.tree.initial)
         self.counters.add("tree_generated_tokens", group.generated_tokens)
         self.buffer.put(GroupRecord(index, task.task_id, version, [b.payload for b in group.branches],

@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
 import ray
 
+from composer2_jax.env.harness import TurnCheckpoint
 from composer2_jax.rl.config import RLExperimentConfig
-from composer2_jax.rl.services.records import EpisodeRecord
+from composer2_jax.rl.services.records import Counters, EpisodeRecord
 from composer2_jax.rl.services.rollout import Generation, RolloutConfig, RolloutPolicy, RolloutWorker
-from composer2_jax.rl.services.routing import episode_routing
+from composer2_jax.rl.services.routing import CallRecord, episode_routing
+from composer2_jax.rl.services.weight_delta import WeightDelta, apply_delta, encode_delta, full_bytes
 from composer2_jax.rl.services.weights import Weights
 from composer2_jax.rl.sources import RLTask
 
@@ -37,16 +39,30 @@ def host_weights(weights: Weights) -> Weights:
 
 @ray.remote(num_cpus=0)
 class WeightRegistry:
-    """The newest published weights; versions only increase."""
+    """The newest published weights; versions only increase. With deltas, the newest version also as a delta from
+    the one before it (what a reader holding that one fetches instead of the whole)."""
 
     def __init__(self):
         self._weights: Weights | None = None
+        self._delta: WeightDelta | None = None
 
     def publish(self, weights: Weights) -> int:
         """Store a newer version; returns the stored version."""
         if self._weights is None or weights.version > self._weights.version:
-            self._weights = weights
+            self._weights, self._delta = weights, None
         return self._weights.version
+
+    def publish_delta(self, delta: WeightDelta) -> int:
+        """Apply a delta to the stored version; returns the new version, or −1 when the registry does not hold the
+        delta's base (a restarted registry): the publisher then sends the version in full."""
+        if self._weights is None or self._weights.version != delta.base_version:
+            return -1
+        self._weights, self._delta = apply_delta(self._weights, delta), delta
+        return self._weights.version
+
+    def delta_from(self, version: int) -> WeightDelta | None:
+        """The newest version as a delta from `version`, or None if it was not made from `version`."""
+        return self._delta if self._delta is not None and self._delta.base_version == version else None
 
     def version(self) -> int:
         """Newest version (−1 before the first)."""
@@ -60,10 +76,12 @@ class WeightRegistry:
 
 
 class RegistryStore:
-    """The WeightStore interface a RolloutWorker reads, backed by the registry actor (pulls only new versions)."""
+    """The WeightStore interface a RolloutWorker reads, backed by the registry actor (pulls only new versions; with
+    `deltas`, a delta from the version held when the registry has one from it, else the whole version)."""
 
-    def __init__(self, registry):
-        self.registry = registry
+    def __init__(self, registry, deltas: bool = False, counters: Counters | None = None):
+        self.registry, self.deltas = registry, deltas
+        self.counters = counters or Counters()  # weight_syncs_full/_delta, weight_bytes_received
         self._cached: Weights | None = None
 
     @property
@@ -72,17 +90,65 @@ class RegistryStore:
 
     def latest(self) -> Weights:
         """The newest weights, fetched only when the version changed."""
-        if self._cached is None or self.version != self._cached.version:
+        if self._cached is not None and self.version == self._cached.version:
+            return self._cached
+        delta = ray.get(self.registry.delta_from.remote(self._cached.version)) if self.deltas and self._cached else None
+        if delta is not None:
+            self._cached = apply_delta(self._cached, delta)
+            self.counters.add("weight_syncs_delta")
+            self.counters.add("weight_bytes_received", delta.nbytes)
+        else:  # the first version, or one missed: the whole of the newest
             self._cached = ray.get(self.registry.latest.remote())
+            self.counters.add("weight_syncs_full")
+            self.counters.add("weight_bytes_received", full_bytes(self._cached))
         return self._cached
+
+
+class RegistryPublisher:
+    """The trainer side of the object-store path: each version to the registry in full, or (with `deltas`, after
+    the first) as a delta from the version published before; counts the bytes sent against the full size."""
+
+    def __init__(self, registry, deltas: bool = False, counters: Counters | None = None):
+        self.registry, self.deltas = registry, deltas
+        self.counters = counters or Counters()  # weight_bytes_sent, weight_bytes_full
+        self._sent: Weights | None = None
+
+    def publish(self, weights: Weights) -> None:
+        """Host copies of `weights` to the registry (a delta when it holds the previous version)."""
+        host = host_weights(weights)
+        full = full_bytes(host)
+        sent = -1
+        if self.deltas and self._sent is not None:
+            delta = encode_delta(self._sent, host)
+            if ray.get(self.registry.publish_delta.remote(delta)) == host.version:
+                sent = delta.nbytes
+        if sent < 0:
+            ray.get(self.registry.publish.remote(host))
+            sent = full
+        self.counters.add("weight_bytes_sent", sent)
+        self.counters.add("weight_bytes_full", full)
+        self._sent = host
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_concurrency=256)
 class RolloutActor:
     """A RolloutWorker serving concurrent `generate` calls (a threaded actor: calls batch together)."""
 
-    def __init__(self, model_cfg: Any, rc: RolloutConfig, stop_id: int, registry, vocab_limit: int = 0):
-        self.worker = RolloutWorker(model_cfg, RegistryStore(registry), rc, stop_id, vocab_limit=vocab_limit)
+    def __init__(self, model_cfg: Any, rc: RolloutConfig, stop_id: int, registry, vocab_limit: int = 0,
+                 weight_deltas: bool = False, device_sync: int = 0):
+        """`device_sync` > 0: this actor is that process of the driver's jax.distributed job (its runtime_env names
+        the job, ray_loop.rollout_actor_options) and receives each version device to device from process 0;
+        0: it pulls versions from `registry`."""
+        counters = Counters()
+        if device_sync:
+            from composer2_jax.rl.services.device_sync import DeviceWeightReceiver
+            from composer2_jax.train import distributed
+
+            distributed.initialize()  # returns once the driver joined too
+            store = DeviceWeightReceiver(f"rollout{device_sync}", 0, device_sync)
+        else:
+            store = RegistryStore(registry, weight_deltas, counters)
+        self.worker = RolloutWorker(model_cfg, store, rc, stop_id, counters=counters, vocab_limit=vocab_limit)
         self._stop = threading.Event()
         self.worker.start(self._stop)
 
@@ -94,6 +160,11 @@ class RolloutActor:
 
     def max_prompt(self) -> int:
         return self.worker.max_prompt
+
+    def leave_job(self) -> None:
+        """weight_sync='device', at the end: leave the jax.distributed job (its shutdown barrier needs every
+        process, so the driver leaves at the same time)."""
+        jax.distributed.shutdown()
 
     def stats(self) -> dict[str, int]:
         """The worker's counters."""
@@ -121,13 +192,24 @@ class EnvActor:
         self.worker = env_worker_for(run, self.env, run.tokenizer.build())
         self.num_moe, self.k, self.vocab_limit, self.max_prompt = num_moe, k, vocab_limit, max_prompt
 
-    def run(self, task: RLTask, version: int, rollout) -> EpisodeRecord:
-        """One graded episode; every reply is a `rollout.generate` call."""
+    def run(self, task: RLTask, version: int, rollout, checkpoint: TurnCheckpoint | None = None,
+            checkpoints: bool = False, inherited: Sequence[CallRecord] = ()) -> tuple[EpisodeRecord, list[CallRecord]]:
+        """One graded episode, every reply a `rollout.generate` call: (record, the episode's own generate calls).
+
+        Tree groups: `checkpoints` keeps one per turn boundary (their snapshots live in this actor's environment
+        until `release`), and `checkpoint`, one of this actor's, resumes an episode from it with `inherited`, the
+        calls up to that boundary (router replay of the shared prefix)."""
         policy = RolloutPolicy(lambda p, n: ray.get(rollout.generate.remote(p, n)), self.vocab_limit, self.max_prompt)
         record = self.worker.run(task, policy, version,
-                                 lambda ep: episode_routing(ep, policy.calls, self.num_moe, self.k))
+                                 lambda ep: episode_routing(ep, list(inherited) + policy.calls, self.num_moe, self.k),
+                                 checkpoint=checkpoint, checkpoints=checkpoints)
         record.routing = [None if r is None else np.ascontiguousarray(r) for r in record.routing]
-        return record
+        return record, (policy.calls if checkpoints else [])
+
+    def release(self, checkpoints: Sequence[TurnCheckpoint]) -> int:
+        """Delete the snapshots of these checkpoints (a tree group is done with them); how many it still held."""
+        return self.worker.release(checkpoints)
+
 
     def pid(self) -> int:
         """This actor's process id (tests kill it)."""

@@ -5,7 +5,11 @@ Weight publication: after each version the driver puts the host weights in the W
 pull a newer version between engine steps (an episode in flight picks it up at its next decode step) and reshard it
 onto their own engines' meshes. Each RolloutActor is a process with its own JAX devices (`rl.ray.
 rollout_host_devices` on CPU hosts, `rollout_resources.num_gpus` on GPU nodes): the transfer between the trainer's
-process and an actor's goes through Ray's object store (host memory), then one device_put onto the engine's mesh.
+process and an actor's goes through Ray's object store (host memory), then one device_put onto the engine's mesh;
+with `rl.ray.weight_deltas` versions after the first travel as deltas (weight_delta.py). With
+`rl.ray.weight_sync='device'` the driver and the actors are one jax.distributed job (driver process 0, actor i
+process i + 1: `join_device_sync_job` starts the actors, then joins) and each version moves device to device by a
+collective (device_sync.py); `publish` then blocks until every actor took part, between its engine steps.
 
 Faults: an episode whose EnvActor or RolloutActor died raises in the driver (RayActorError or the actor's error) and
 is retried on the next EnvActor, then dropped and counted, exactly as in the embedded loop; Ray restarts the dead
@@ -16,57 +20,106 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
+import os
 import threading
+from collections.abc import Sequence
 
+import jax
 import ray
 
+from composer2_jax.env.harness import TurnCheckpoint
 from composer2_jax.rl.config import RayConfig, RLExperimentConfig
+from composer2_jax.rl.services.device_sync import DeviceWeightSender, check_one_job
 from composer2_jax.rl.services.local import LocalOrchestrator
-from composer2_jax.rl.services.ray_actors import EnvActor, RolloutActor, WeightRegistry, host_weights
+from composer2_jax.rl.services.ray_actors import EnvActor, RegistryPublisher, RolloutActor, WeightRegistry
 from composer2_jax.rl.services.records import Counters, EpisodeRecord
 from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import Trainer
 from composer2_jax.rl.services.weights import WeightStore
+from composer2_jax.train import distributed
+
+log = logging.getLogger(__name__)
 
 
 class RayOrchestrator(LocalOrchestrator):
     """The embedded orchestrator with episodes executed on Ray actors."""
 
     def __init__(self, run: RLExperimentConfig, trainer: Trainer, sampler: CurriculumSampler, counters: Counters,
-                 stop_id: int, store: WeightStore | None = None):
+                 stop_id: int, store: WeightStore | None = None, started: tuple | None = None):
+        """`started`: (registry, rollout actors) from `join_device_sync_job` (weight_sync='device'); else both are
+        created here."""
         r, limit = run.rl.ray, trainer.law.vocab_limit
-        self.registry = WeightRegistry.options(**_placement(r.registry_resources)).remote()
-        self.rollouts = [RolloutActor.options(**rollout_actor_options(r)).remote(
-            trainer.model_cfg, run.rollout, stop_id, self.registry, limit) for _ in range(r.rollout_actors)]
+        if started is None:
+            started = start_rollout_actors(run, stop_id, limit)
+        self.registry, self.rollouts = started
+        self.publisher = RegistryPublisher(self.registry, r.weight_deltas, counters)
+        # weight_sync='device': one sender per actor (actor i is process i + 1 of the driver's job)
+        self.senders = [DeviceWeightSender(f"rollout{i + 1}", 0, i + 1)
+                        for i in range(r.rollout_actors if r.weight_sync == "device" else 0)]
         tokens = run.tokenizer.build().vocab_size  # the EnvActor's policy cuts a reply at an id beyond them
         self.envs = [EnvActor.options(**_placement(r.env_resources)).remote(
             run, trainer.num_moe, trainer.model_cfg.num_experts_per_tok, tokens, run.rollout.prompt_len)
             for _ in range(r.env_actors)]
         super().__init__(trainer, None, None, sampler, run.rl, store if store is not None else WeightStore(), counters)
         self._next = itertools.count()
+        self._owner: dict[str, int] = {}  # tree groups: checkpoint snapshot -> index of the EnvActor holding it
         self._lock = threading.Lock()
 
-    def execute(self, task, version: int, checkpoint=None) -> EpisodeRecord:
-        """One episode on the next EnvActor, its replies from the next RolloutActor (round robin); plain groups only
-        (`checkpoint` is always None: rl/config.py refuses tree groups on Ray)."""
-        assert checkpoint is None, checkpoint
+    def execute(self, task, version: int, checkpoint: TurnCheckpoint | None = None) -> EpisodeRecord:
+        """One episode on the next EnvActor, its replies from the next RolloutActor (round robin).
+
+        Tree groups: a branch resumes on the EnvActor that holds its checkpoint's snapshot (an actor's sandboxes
+        and snapshots are its own); its boundaries are recorded as that actor's. If that actor died, the snapshot
+        died with it and the branch fails (retried, then dropped with its group, as any failed episode)."""
+        tree = self.rl.group_mode == "tree"
         with self._lock:
-            i = next(self._next)
+            i = next(self._next) if checkpoint is None else self._owner[checkpoint.snapshot]
         env, rollout = self.envs[i % len(self.envs)], self.rollouts[i % len(self.rollouts)]
-        return ray.get(env.run.remote(task, version, rollout))
+        inherited = self.inherited_calls(checkpoint)
+        record, calls = ray.get(env.run.remote(task, version, rollout, checkpoint, tree, inherited))
+        if tree:
+            with self._lock:
+                self._owner.update((c.snapshot, i % len(self.envs)) for c in record.harness.checkpoints)
+            self.remember_calls(record, inherited + calls)
+        return record
+
+    def release_checkpoints(self, checkpoints: Sequence[TurnCheckpoint]) -> None:
+        """Each checkpoint's snapshot deleted by the EnvActor that holds it; a dead actor's are already gone."""
+        by_actor: dict[int, list[TurnCheckpoint]] = {}
+        with self._lock:
+            for c in checkpoints:
+                by_actor.setdefault(self._owner.pop(c.snapshot), []).append(c)
+        for i, ckpts in by_actor.items():
+            try:
+                self.counters.add("tree_snapshots_released", ray.get(self.envs[i].release.remote(ckpts), timeout=60))
+            except Exception as e:  # noqa: BLE001 - a dead actor's snapshots died with it
+                log.warning("EnvActor %d could not release %d checkpoints: %s: %s", i, len(ckpts), type(e).__name__, e)
+        self.forget_calls(checkpoints)
 
     def publish(self) -> None:
-        """The new version to the driver's store (admission) and to the registry (rollout actors)."""
+        """The new version to the driver's store (admission) and to the registry (rollout actors): in full, or as a
+        delta from the previous version with rl.ray.weight_deltas."""
         weights = self.trainer.weights()
         self.store.publish(weights)
-        ray.get(self.registry.publish.remote(host_weights(weights)))
+        for sender in self.senders:  # each blocks until its actor took part (between the actor's engine steps)
+            sender.publish(weights)
+            self.counters.add("weight_syncs_device")
+        if not self.senders:
+            self.publisher.publish(weights)
 
     def start_services(self) -> list[threading.Thread]:
         """Actors run themselves; nothing to start in the driver."""
         return []
 
     def stop_services(self) -> None:
-        """Close the environments' sandboxes and release the actors."""
+        """Close the environments' sandboxes and release the actors (with device sync: after every process left the
+        jax.distributed job together)."""
+        if self.senders:
+            left = [a.leave_job.remote() for a in self.rollouts]
+            jax.distributed.shutdown()
+            with contextlib.suppress(Exception):
+                ray.get(left, timeout=120)
         for env in self.envs:
             with contextlib.suppress(Exception):  # a dead actor has no sandboxes left to close
                 ray.get(env.shutdown.remote(), timeout=30)
@@ -83,13 +136,47 @@ class RayOrchestrator(LocalOrchestrator):
         return ray.get([a.stats.remote() for a in self.rollouts])
 
 
-def rollout_actor_options(r: RayConfig) -> dict:
+def start_rollout_actors(run: RLExperimentConfig, stop_id: int, vocab_limit: int, device_sync: bool = False):
+    """(the weight registry, the RolloutActors); with `device_sync` actor i joins the driver's job as process i + 1."""
+    r = run.rl.ray
+    registry = WeightRegistry.options(**_placement(r.registry_resources)).remote()
+    rollouts = [RolloutActor.options(**rollout_actor_options(r, i + 1 if device_sync else 0)).remote(
+        run.model, run.rollout, stop_id, registry, vocab_limit, r.weight_deltas, i + 1 if device_sync else 0)
+        for i in range(r.rollout_actors)]
+    return registry, rollouts
+
+
+def join_device_sync_job(run: RLExperimentConfig, stop_id: int, vocab_limit: int):
+    """weight_sync='device', before the driver uses JAX: start the rollout actors (each joins the job as it starts),
+    then join the job as process 0 (returns once every process is in). (registry, actors) for RayOrchestrator."""
+    r = run.rl.ray
+    want = r.rollout_actors + 1
+    job = {k: os.environ.get(k) for k in ("C2J_COORDINATOR", "C2J_NUM_PROCESSES", "C2J_PROCESS_ID")}
+    if None in job.values() or job["C2J_NUM_PROCESSES"] != str(want) or job["C2J_PROCESS_ID"] != "0":
+        raise ValueError(f"rl.ray.weight_sync='device' needs the driver started as process 0 of a jax.distributed job "
+                         f"of rl.ray.rollout_actors + 1 = {want} processes (C2J_COORDINATOR=host:port, "
+                         f"C2J_NUM_PROCESSES={want}, C2J_PROCESS_ID=0); this driver has {job}. Use "
+                         f"weight_sync='object_store' otherwise")
+    started = start_rollout_actors(run, stop_id, vocab_limit, device_sync=True)
+    distributed.initialize()
+    for i in range(r.rollout_actors):
+        check_one_job(0, i + 1)
+    return started
+
+
+def rollout_actor_options(r: RayConfig, process_id: int = 0) -> dict:
     """A RolloutActor's Ray options: its resources and, with `rollout_host_devices`, a process of its own whose XLA
-    host platform has that many devices (the actor's engines shard over them; the driver's devices are not its)."""
+    host platform has that many devices (the actor's engines shard over them; the driver's devices are not its).
+    `process_id` > 0: the actor joins the driver's jax.distributed job as that process (the C2J_* variables)."""
     options = _placement(r.rollout_resources)
+    env = {}
     if r.rollout_host_devices:
-        flags = f"--xla_force_host_platform_device_count={r.rollout_host_devices}"
-        options["runtime_env"] = {"env_vars": {"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}}
+        env.update(XLA_FLAGS=f"--xla_force_host_platform_device_count={r.rollout_host_devices}", JAX_PLATFORMS="cpu")
+    if process_id:
+        env.update(C2J_COORDINATOR=os.environ["C2J_COORDINATOR"], C2J_NUM_PROCESSES=os.environ["C2J_NUM_PROCESSES"],
+                   C2J_PROCESS_ID=str(process_id))
+    if env:
+        options["runtime_env"] = {"env_vars": env}
     return options
 
 

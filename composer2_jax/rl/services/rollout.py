@@ -87,7 +87,7 @@ class RolloutConfig:
         """One mesh per data-parallel engine over disjoint contiguous devices (or [None]: an unsharded engine)."""
         if self.devices == 0:
             return [None]
-        visible = jax.devices()
+        visible = jax.local_devices()  # this process's (a rollout process of a multi-process job owns its own)
         if self.first_device + self.devices > len(visible):
             raise ValueError(f"rollout.first_device={self.first_device} + devices={self.devices} exceeds the "
                              f"{len(visible)} visible devices")
