@@ -699,7 +699,8 @@ def search_execution(preset: str, stage: str, mesh_shape: dict, chip_name: str, 
                     comm_ici_s=tot["ici"] / chip.ici_bw, comm_dcn_s=tot["dcn"] / chip.dcn_bw,
                     useful_compute_s=rep["model_flops"] / n / chip.peak_bf16_flops,
                     compiled_flops_per_device=tot["flops"]))
-    rows.sort(key=lambda row: -row["tokens_per_s_calibrated"])
+    # fastest first; among equally fast ones (a communication-bound step) the one executing fewer FLOPs
+    rows.sort(key=lambda row: (-row["tokens_per_s_calibrated"], row["executed_over_useful_flops"]))
     fit_key = "fits_calibrated" if calibrated_fit else "fits"
     fitting = [row for row in rows if row[fit_key]]
     timings.update(memory_s=round(t_memory, 1), total_s=round(time.time() - t_start, 1))
