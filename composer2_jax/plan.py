@@ -5,6 +5,9 @@ devices, report per-device memory, the collectives, and a roofline step-time / M
         --mesh data=1,fsdp=32,expert=8,tensor=1,context=1 --chip h200
     python -m composer2_jax.plan --preset kimi_k2_5 --stage cpt_long --search 256 --chip h200
     python -m composer2_jax.plan --validate        (the roofline against published MaxText step times)
+    python -m composer2_jax.plan --preset kimi_k2_5 --stage cpt_bulk --mesh data=1,fsdp=32,expert=8 --chip h200 \
+        --search_execution --remat full,save_attention_out --capacity 1.0,1.25 --causal_skip 0,1
+                                                   (how to execute on that mesh: `search_execution`)
     python -m composer2_jax.plan --stage rl --mesh ... --pod 256   (trainer compiled, rollout side and pod split:
                                                                     composer2_jax/plan_rollout.py)
 
@@ -270,8 +273,12 @@ def _by_kind(colls) -> dict:
 
 def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optional[int] = None,
          seq_len: Optional[int] = None, optimizer: str = "muon", estimate: bool = True,
-         moe_impl: str = "capacity", microbatches: int = 0, repeats: int = 1) -> dict:
+         moe_impl: str = "capacity", microbatches: int = 0, repeats: int = 1,
+         execution: Optional["Execution"] = None) -> dict:
     """Compile the stage on the mesh (devices must exist) and return the memory/cost/roofline report.
+
+    `execution` (remat policy, expert capacity factor, causal block skipping) overrides the stage's defaults (full
+    remat, factor 1.25, the masked chunked kernel); `search_execution` searches them on an unpipelined mesh.
 
     With a `stage` axis > 1 the scanned stack is pipelined (model/pipeline.py) with `microbatches` (0: one per
     stage) and `repeats` virtual stages per stage; the report gains the schedule and its bubble."""
@@ -291,6 +298,8 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
         cfg = dataclasses.replace(cfg, attention_kernel="xla_chunked")
     if mesh_shape.get("context", 1) > 1 and cfg.attention_kernel != "ring":  # a split sequence needs the ring
         cfg = dataclasses.replace(cfg, attention_kernel="ring")
+    if execution is not None:
+        cfg = execution.apply(cfg)
     n = math.prod(mesh_shape.values())
     if n != jax.device_count():
         raise ValueError(f"mesh {mesh_shape} needs {n} devices; this process has {jax.device_count()} "
@@ -559,6 +568,179 @@ def search(preset: str, stage: str, n: int, chip_name: str, optimizer: str = "mu
     return dict(best=ranked[0], ranked=summary, tried=tried)
 
 
+# ------------------------------------------------------------------ execution search: remat × expert buffer × skip
+
+EXECUTION_REMATS = ("full", "save_attention_out", "dots_no_batch", "dots", "none")  # model/block.py's policies
+EXECUTION_CAPACITIES = (1.0, 1.25)  # capacity-mode expert buffers: C = ceil(factor · tokens·k / E) per group
+
+
+@dataclasses.dataclass(frozen=True)
+class Execution:
+    """One point of the execution search: how a fixed model on a fixed mesh executes its step."""
+
+    remat_policy: str  # activation checkpointing per layer (ModelConfig.remat_policy)
+    capacity_factor: float  # expert buffer slots per mean load (ModelConfig.moe_capacity_factor)
+    causal_skip: bool  # attention visits only the causally visible blocks ('xla_causal_skip' for 'xla_chunked')
+
+    def apply(self, cfg):
+        """`cfg` executing this way (causal skipping only replaces the chunked XLA kernel: never the ring)."""
+        kernel = cfg.attention_kernel
+        if kernel in ("xla_chunked", "xla_causal_skip"):
+            kernel = "xla_causal_skip" if self.causal_skip else "xla_chunked"
+        return dataclasses.replace(cfg, remat_policy=self.remat_policy, moe_capacity_factor=self.capacity_factor,
+                                   attention_kernel=kernel)
+
+
+def parse_execution(text: str) -> Execution:
+    """`remat,capacity,skip` (e.g. `save_attention_out,1.0,1`) → Execution."""
+    parts = text.split(",")
+    if len(parts) != 3 or parts[2] not in ("0", "1"):
+        raise ValueError(f"execution {text!r} is not remat,capacity,skip; expected e.g. save_attention_out,1.0,1")
+    return Execution(parts[0], float(parts[1]), parts[2] == "1")
+
+
+def search_execution(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optional[int] = None,
+                     seq_len: Optional[int] = None, optimizer: str = "muon", remats=EXECUTION_REMATS,
+                     capacities=EXECUTION_CAPACITIES, skips=(False, True), calibrated_fit: bool = True) -> dict:
+    """The fastest way to execute a stage on one (unpipelined) mesh: remat policy × expert capacity factor ×
+    causal block skipping, each candidate with executed / useful FLOPs, calibrated step and MFU, and peak memory.
+
+    What is compiled (the invariants are shared, so a candidate costs no fresh full-model compile):
+      memory   one full-model compile per remat policy at the largest capacity factor (expert buffers grow with
+               it, so smaller factors need at most that) with the first `skips` value, plus one at the first remat
+               policy with the other skip value when both are searched: its difference (attention temporaries,
+               transient within a layer) is added to the other policies' peaks;
+      costs    the unrolled 1- and 2-unit compiles (`_unit_costs`) per (remat policy, capacity factor) with the
+               first `skips` value, and per remat policy once more with the other at the largest factor: the
+               skipping's difference there is added at the other factors (skipping touches only the attention
+               kernel, the capacity factor only the MoE, so their effects add; tests/test_plan.py checks the sum
+               against the unrolled compiles of a skipping model at another factor).
+    A candidate fits when its peak is within HBM after the planner's CPU calibration (`calibrated_fit`, the
+    convention of docs/scaling.md: every kimi_k2_5 plan is over HBM as compiled on CPU) or as compiled (False).
+    """
+    import jax
+
+    from composer2_jax import chips
+    from composer2_jax import sharding as shd
+    from composer2_jax.params import count_params
+    from composer2_jax.train.loop import validate_layout
+
+    t_start = time.time()
+    if mesh_shape.get("stage", 1) > 1 or mesh_shape.get("context", 1) > 1:
+        raise ValueError(f"search_execution plans unpipelined meshes without a context axis, got {mesh_shape}; "
+                         "plan a pipelined or context-parallel mesh with plan()")
+    chip = chips.get_chip(chip_name)
+    base_cfg, seq = _stage_config(preset, stage)
+    if base_cfg.attention_kernel == "ring":
+        base_cfg = dataclasses.replace(base_cfg, attention_kernel="xla_chunked")
+    seq = seq_len or seq
+    n = math.prod(mesh_shape.values())
+    if n != jax.device_count():
+        raise ValueError(f"mesh {mesh_shape} needs {n} devices; this process has {jax.device_count()}")
+    mesh = shd.make_mesh(mesh_shape)
+    batch = batch or mesh_shape["data"] * mesh_shape["fsdp"] * mesh_shape["expert"] * STAGES[stage][2]
+    validate_layout(base_cfg, mesh, batch, seq, 1)
+    shd.validate_model_mesh(base_cfg, mesh, batch, seq)
+    remats, capacities, skips = tuple(remats), tuple(capacities), tuple(skips)
+    timings = dict(memory_compiles=0, cost_compiles=0)
+
+    def peak_of(ex):
+        compiled, abstract = compile_train_step(ex.apply(base_cfg), mesh, batch, seq, optimizer)
+        timings["memory_compiles"] += 1
+        m = compiled.memory_analysis()
+        return m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes + m.temp_size_in_bytes, \
+            abstract
+
+    cap_max = max(capacities)
+    peak, abstract = {}, None
+    for r in remats:
+        peak[(r, skips[0])], abstract = peak_of(Execution(r, cap_max, skips[0]))
+    if len(set(skips)) > 1:
+        other = skips[1]
+        peak[(remats[0], other)], _ = peak_of(Execution(remats[0], cap_max, other))
+        for r in remats[1:]:
+            peak[(r, other)] = peak[(r, skips[0])] + peak[(remats[0], other)] - peak[(remats[0], skips[0])]
+    t_memory = time.time() - t_start
+
+    units, kinds, skip_delta = {}, {}, {}
+    keys = ("flops", "bytes", "ici", "dcn")
+
+    def unit_totals(ex):
+        base, delta, n_units, raw = _unit_costs(ex.apply(base_cfg), mesh, batch, seq, optimizer, chip.node_size)
+        timings["cost_compiles"] += 2
+        return {k: base[k] + (n_units - 1) * delta[k] for k in keys}, raw[1]["kinds"]
+
+    for r in remats:
+        for cap in capacities:
+            units[(r, cap)], kinds[(r, cap)] = unit_totals(Execution(r, cap, skips[0]))
+        skip_delta[(r, skips[0])] = dict.fromkeys(keys, 0.0)
+        for other in set(skips) - {skips[0]}:
+            flipped, _ = unit_totals(Execution(r, cap_max, other))
+            skip_delta[(r, other)] = {k: flipped[k] - units[(r, cap_max)][k] for k in keys}
+    _, active = count_params(abstract.params, base_cfg)
+
+    rows = []
+    for r in remats:
+        for cap in capacities:
+            for skip in skips:
+                ex = Execution(r, cap, skip)
+                tot = {k: units[(r, cap)][k] + skip_delta[(r, skip)][k] for k in keys}
+                cfg = ex.apply(base_cfg)
+                rep = _roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip, n, batch,
+                                seq)
+                rf, pk = rep["roofline"], peak[(r, skip)]
+                rows.append(dict(
+                    execution=dataclasses.asdict(ex), executed_over_useful_flops=rep["executed_over_useful_flops"],
+                    step_calibrated_s=rf["step_calibrated_s"], est_mfu_calibrated=rep["est_mfu_calibrated"],
+                    tokens_per_s_calibrated=rep["tokens_per_s_calibrated"], peak_bytes=pk,
+                    fits=bool(pk <= chip.hbm_bytes),
+                    fits_calibrated=bool(pk / CPU_MEMORY_OVERESTIMATE <= chip.hbm_bytes),
+                    compute_s=rf["compute_s"], memory_s=rf["memory_s"], comm_s=rf["comm_s"],
+                    comm_ici_s=tot["ici"] / chip.ici_bw, comm_dcn_s=tot["dcn"] / chip.dcn_bw,
+                    useful_compute_s=rep["model_flops"] / n / chip.peak_bf16_flops,
+                    compiled_flops_per_device=tot["flops"]))
+    # fastest first; among equally fast ones (a communication-bound step) the one executing fewer FLOPs
+    rows.sort(key=lambda row: (-row["tokens_per_s_calibrated"], row["executed_over_useful_flops"]))
+    fit_key = "fits_calibrated" if calibrated_fit else "fits"
+    fitting = [row for row in rows if row[fit_key]]
+    timings.update(memory_s=round(t_memory, 1), total_s=round(time.time() - t_start, 1))
+    return dict(preset=preset, stage=stage, mesh=mesh_shape, chip=chip.name, chips=n, global_batch=batch,
+                seq_len=seq, optimizer=optimizer, fit=fit_key,
+                best=fitting[0] if fitting else None, candidates=rows, search=timings,
+                reason=None if fitting else f"no candidate fits {chip.name} HBM ({fit_key})")
+
+
+def _execution_human(out: dict) -> str:
+    """The execution search as a table, then where the best candidate's time goes."""
+    lines = [f"{out['preset']} / {out['stage']} on {out['chips']}×{out['chip']} mesh {out['mesh']}, "
+             f"{out['global_batch']} × {out['seq_len']} tokens, {out['optimizer']}: "
+             f"{len(out['candidates'])} executions in {out['search']['total_s']:.0f} s "
+             f"({out['search']['memory_compiles']} memory, {out['search']['cost_compiles']} cost compiles)",
+             "  remat               cap   skip  exec/useful  step s (cal.)  MFU (cal.)   tokens/s  peak GB  fits "
+             "(raw/cal.)"]
+    for row in out["candidates"]:
+        e = row["execution"]
+        lines.append(f"  {e['remat_policy']:<18} {e['capacity_factor']:5.2f}  {'yes' if e['causal_skip'] else 'no':<4} "
+                     f"{row['executed_over_useful_flops']:11.2f} {row['step_calibrated_s']:14.2f} "
+                     f"{row['est_mfu_calibrated']:10.1%} {row['tokens_per_s_calibrated']:10,.0f} "
+                     f"{row['peak_bytes'] / 1e9:8.1f}  {'yes' if row['fits'] else 'no'}/"
+                     f"{'yes' if row['fits_calibrated'] else 'no'}")
+    best = out["best"]
+    if best is None:
+        lines.append(f"  no fitting execution: {out['reason']}")
+        return "\n".join(lines)
+    e = best["execution"]
+    lines.append(f"  best that fits ({out['fit']}): remat {e['remat_policy']}, capacity {e['capacity_factor']}, "
+                 f"causal skip {'on' if e['causal_skip'] else 'off'}: {best['est_mfu_calibrated']:.1%} calibrated MFU")
+    bound = "communication" if best["comm_s"] > best["compute_s"] else "compute"
+    lines.append(f"  the calibrated step is bound by {bound} (max(compute, comm) / {REFERENCE_EFFICIENCY})")
+    lines.append(f"  where its time goes (per device, no overlap): compute {best['compute_s']:.2f} s = useful "
+                 f"{best['useful_compute_s']:.2f} s + executed beyond useful "
+                 f"{best['compute_s'] - best['useful_compute_s']:.2f} s; HBM {best['memory_s']:.2f} s; comm "
+                 f"{best['comm_s']:.2f} s (intra-node {best['comm_ici_s']:.2f}, inter-node {best['comm_dcn_s']:.2f})")
+    return "\n".join(lines)
+
+
 def _human(report: dict) -> str:
     pd = report["per_device"]
     g = lambda b: f"{b / 1e9:8.2f} GB"  # noqa: E731
@@ -623,6 +805,15 @@ def main(argv=None):
     ap.add_argument("--search", type=int, default=0, help="chip count: propose the fastest fitting mesh")
     ap.add_argument("--search_stages", default="1",
                     help="pipeline stage counts --search includes, e.g. 1,2,4 (pipelined compiles are slow)")
+    ap.add_argument("--search_execution", action="store_true",
+                    help="with --mesh: search remat policy × expert capacity factor × causal block skipping")
+    ap.add_argument("--remat", default=",".join(EXECUTION_REMATS), help="remat policies --search_execution tries")
+    ap.add_argument("--capacity", default=",".join(map(str, EXECUTION_CAPACITIES)),
+                    help="expert capacity factors --search_execution tries")
+    ap.add_argument("--causal_skip", default="0,1", help="causal block skipping off/on values it tries (0,1)")
+    ap.add_argument("--execution", default="",
+                    help="one plan's execution as remat,capacity,skip (e.g. save_attention_out,1.0,1); default: "
+                         "full remat, capacity 1.25, no causal skipping")
     ap.add_argument("--validate", action="store_true",
                     help="check the roofline against published MaxText step times (REFERENCES); one JSON line each")
     ap.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
@@ -661,13 +852,23 @@ def main(argv=None):
         for row in rows:
             print(json.dumps(row), flush=True)
         return rows
+    if a.search_execution:
+        if not a.mesh:
+            ap.error("--search_execution needs --mesh")
+        out = search_execution(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer,
+                               remats=tuple(x for x in a.remat.split(",") if x),
+                               capacities=tuple(float(x) for x in a.capacity.split(",") if x),
+                               skips=tuple(bool(int(x)) for x in a.causal_skip.split(",") if x))
+        print(json.dumps(out, indent=1, default=str) if a.json else _execution_human(out))
+        return out
     if a.search:
         out = search(a.preset, a.stage, a.search, a.chip, a.optimizer, seq_len=a.seq_len,
                      stages=tuple(int(x) for x in a.search_stages.split(",") if x))
         print(json.dumps(out, indent=1, default=str) if a.json or out["best"] is None else _human(out["best"]))
         return out
     rep = plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer,
-               estimate=not a.memory_only, moe_impl=a.moe_impl, microbatches=a.microbatches, repeats=a.repeats)
+               estimate=not a.memory_only, moe_impl=a.moe_impl, microbatches=a.microbatches, repeats=a.repeats,
+               execution=parse_execution(a.execution) if a.execution else None)
     if a.stage == "rl" and "roofline" in rep:
         rep["rollout"] = _rollout_plan(a, rep["roofline"]["step_calibrated_s"], rep["chips"], rep["global_batch"])
     print(json.dumps(rep, indent=1, default=str) if a.json else _human(rep))

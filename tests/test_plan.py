@@ -17,6 +17,7 @@ from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
 from composer2_jax.train import optim
 from composer2_jax.train.state import init_train_state
+from tests.tolerances import PLANNER_FLOP_COUNT_RTOL
 
 MESH = dict(data=1, fsdp=4, expert=2, tensor=1, context=1)
 
@@ -136,3 +137,35 @@ def test_pipelined_kimi_k2_5_cpt_bulk_fits_an_h200():
     # the planner's fit criterion for every kimi plan in docs/scaling.md: the CPU peak over CPU_MEMORY_OVERESTIMATE
     assert rep["fits_calibrated"], f"peak {peak / 1e9:.1f} GB / {plan_lib.CPU_MEMORY_OVERESTIMATE} > HBM"
     assert peak < 250e9, f"peak {peak / 1e9:.1f} GB: 228 GB on 2026-12-02"
+
+
+def test_execution_applies_remat_capacity_and_causal_skip_and_refuses_pipelined_meshes():
+    cfg = plan_lib._stage_config("toy", "cpt_bulk")[0]
+    ex = plan_lib.Execution("dots_no_batch", 1.0, True).apply(cfg)
+    assert (ex.remat_policy, ex.moe_capacity_factor, ex.attention_kernel) == ("dots_no_batch", 1.0, "xla_causal_skip")
+    assert plan_lib.Execution("full", 1.25, False).apply(ex).attention_kernel == "xla_chunked"
+    ring = dataclasses.replace(cfg, attention_kernel="ring")
+    assert plan_lib.Execution("full", 1.25, True).apply(ring).attention_kernel == "ring"  # never replaces the ring
+    with pytest.raises(ValueError, match="unpipelined meshes"):
+        plan_lib.search_execution("toy", "cpt_bulk", dict(MESH, stage=2, fsdp=2), "h200", seq_len=64)
+
+
+@pytest.mark.slow  # 10 toy compiles: ~15 min on the loaded shared 2 cores
+def test_execution_search_adds_causal_skip_as_a_direct_compile_would():
+    """The search compiles the skipping model's unit costs at the largest capacity factor only and adds their
+    difference at the others; at factor 1.0 that equals the unrolled unit compiles of the skipping model itself
+    (the FLOP-count tolerance of the counting mode), and skipping lowers executed / useful FLOPs when T spans
+    several chunks (T = 1024: 3 of 4 blocks)."""
+    seq = 1024
+    out = plan_lib.search_execution("toy", "cpt_bulk", MESH, "h200", seq_len=seq, optimizer="adamw",
+                                    remats=("full",), capacities=(1.0, 1.25), skips=(False, True))
+    assert out["search"]["memory_compiles"] == 2 and out["search"]["cost_compiles"] == 6
+    rows = {(row["execution"]["capacity_factor"], row["execution"]["causal_skip"]): row for row in out["candidates"]}
+    cfg = plan_lib.Execution("full", 1.0, True).apply(plan_lib._stage_config("toy", "cpt_bulk")[0])
+    base, delta, n_units, _ = plan_lib._unit_costs(cfg, shd.make_mesh(MESH), out["global_batch"], seq, "adamw", 8)
+    direct = base["flops"] + (n_units - 1) * delta["flops"]
+    assert rows[(1.0, True)]["compiled_flops_per_device"] == pytest.approx(direct, rel=PLANNER_FLOP_COUNT_RTOL)
+    for cap in (1.0, 1.25):
+        assert rows[(cap, True)]["executed_over_useful_flops"] < rows[(cap, False)]["executed_over_useful_flops"]
+    assert rows[(1.0, False)]["compiled_flops_per_device"] < rows[(1.25, False)]["compiled_flops_per_device"]
+    assert out["best"] is out["candidates"][0] and out["best"]["fits_calibrated"]

@@ -7,6 +7,8 @@ Algorithm for x [B, T, D]:
   4. q_R, k_R = RoPE(q_R), RoPE(k_R); k = [k_N; k_R broadcast over heads]
   5. o = softmax(q·kᵀ · scale + mask) · v; out = W_o · o                                [B, T, D]
 The kernel (step 5) is chosen by name from `KERNELS`; fused and ring kernels register themselves there.
+'xla_causal_skip' (model/causal_attention.py) visits only the n(n+1)/2 causally visible blocks of the query-chunked
+kernel, for plain (unpermuted) causal self-attention; other layouts fall back to 'xla_chunked'.
 Context-parallel kernels ('ring', 'ring_latent', 'allgather_cp', 'allgather_cp_latent') load on first use; the
 `*_latent` ones take c_kv, k_R and W_kvb instead of step 3 (the latent is what travels between devices).
 """
@@ -19,6 +21,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 from flax import linen as nn
+from jax.ad_checkpoint import checkpoint_name
 
 from composer2_jax.config import ModelConfig
 from composer2_jax.model import kernel_paths, planning
@@ -28,6 +31,7 @@ from composer2_jax.model.layers import RMSNorm, apply_rope, constrain, dtype_of,
 # rms_norm_eps the decoder norms use (Kimi K2.5: 1e-5).
 LATENT_NORM_EPS = 1e-6
 NEG_INF = -1e30  # finite, so a fully masked row gives a uniform (not NaN) softmax
+ATTENTION_OUT = "attention_out"  # checkpoint name of the attention block's output (remat 'save_attention_out')
 
 
 def attention_mask(q_idx_BT, kv_idx_BS, q_seg_BT=None, kv_seg_BS=None, causal: bool = True):
@@ -113,6 +117,7 @@ _LAZY_KERNELS: dict[str, tuple[str, str]] = {
     "ring_latent": ("composer2_jax.model.ring_attention", "ring_latent_kernel"),
     "allgather_cp": ("composer2_jax.model.context_parallel", "allgather_kernel"),
     "allgather_cp_latent": ("composer2_jax.model.context_parallel", "allgather_latent_kernel"),
+    "xla_causal_skip": ("composer2_jax.model.causal_attention", "causal_skip_attention"),
 }
 
 
@@ -189,6 +194,10 @@ class MLAttention(nn.Module):
 
     @nn.compact
     def __call__(self, x_BTD, positions_BT, segment_ids_BT=None):
+        """Attention output [B, T, D], named ATTENTION_OUT for remat policies that save it."""
+        return checkpoint_name(self._attend(x_BTD, positions_BT, segment_ids_BT), ATTENTION_OUT)
+
+    def _attend(self, x_BTD, positions_BT, segment_ids_BT):
         c = self.cfg
         x_BTD = x_BTD.astype(dtype_of(c.dtype))
         q_BTHK = self.queries(x_BTD)

@@ -12,7 +12,7 @@ import jax
 from flax import linen as nn
 
 from composer2_jax.config import ModelConfig
-from composer2_jax.model.attention import MLAttention
+from composer2_jax.model.attention import ATTENTION_OUT, MLAttention
 from composer2_jax.model.layers import MLP, RMSNorm, constrain
 from composer2_jax.model.moe import MoE
 
@@ -40,14 +40,21 @@ class DecoderLayer(nn.Module):
         return h_BTD + y_BTD, aux
 
 
-def remat(cls, policy: str):
-    """Wrap a layer class in activation checkpointing with a named policy."""
-    if policy == "none":
-        return cls
+def checkpoint_policy(name: str):
+    """The `jax.checkpoint` policy of a remat policy name other than 'none' (None: save nothing, recompute all)."""
     policies = {
         "full": None,
         "dots": jax.checkpoint_policies.checkpoint_dots,
         "dots_no_batch": jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims,
-        "save_attention_out": jax.checkpoint_policies.save_only_these_names("attention_out"),
+        "save_attention_out": jax.checkpoint_policies.save_only_these_names(ATTENTION_OUT),
     }
-    return nn.remat(cls, policy=policies[policy], prevent_cse=True)
+    if name not in policies:
+        raise ValueError(f"unknown remat policy {name!r}; expected 'none' or one of {sorted(policies)}")
+    return policies[name]
+
+
+def remat(cls, policy: str):
+    """Wrap a layer class in activation checkpointing with a named policy."""
+    if policy == "none":
+        return cls
+    return nn.remat(cls, policy=checkpoint_policy(policy), prevent_cse=True)

@@ -6,8 +6,10 @@ Sites (each a choice that could change implementation without the caller asking)
                          is not a multiple of CHUNK), 'cudnn_public_api' (jax's private cuDNN module moved: the LSE
                          comes back in bf16), 'cudnn_low_precision_lse' (cuDNN's stats not fp32), 'xla_recompute'
                          (the fused cuDNN backward was refused at trace time)
-  attention              the model's attention kernel (attention.py): 'xla', 'xla_chunked'; fallback 'xla' (T not a
-                         multiple of the chunk: full [T, S] logits)
+  attention              the model's attention kernel (attention.py): 'xla', 'xla_chunked', 'xla_causal_skip'
+                         (causal_attention.py); fallback 'xla' (T not a multiple of the chunk: full [T, S] logits),
+                         'xla_chunked' (causal block skipping refused: not causal, explicit positions such as a
+                         zigzag layout, T ≠ S, or T not a multiple of the chunk)
   grouped_matmul         expert matmuls (grouped_matmul.py): 'ragged', 'padded' (C ≥ rows, or strict mode), or
                          'padded+ragged_on_overflow' (a `lax.cond` takes ragged_dot when an expert outgrows its C
                          slots); each run of that ragged branch is a runtime fallback, counted by a host callback
