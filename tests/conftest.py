@@ -36,3 +36,16 @@ def pytest_runtest_makereport(item, call):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped under CI=true, where a missing prerequisite is a failure: {reason}"
+
+
+@pytest.fixture
+def clean_kernel_paths(monkeypatch):
+    """The kernel-path record empty and strict mode unset, before and after a test (model/kernel_paths.py)."""
+    from composer2_jax.model import kernel_paths
+
+    monkeypatch.delenv(kernel_paths.ENV_STRICT, raising=False)
+    kernel_paths.set_strict(None)
+    kernel_paths.reset()
+    yield
+    kernel_paths.set_strict(None)
+    kernel_paths.reset()

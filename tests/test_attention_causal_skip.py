@@ -19,14 +19,7 @@ from tests.tolerances import FP32_BLOCK, PLANNER_FLOP_COUNT_RTOL
 SCALE = 0.3
 
 
-@pytest.fixture(autouse=True)
-def _clean_record(monkeypatch):
-    monkeypatch.delenv(kernel_paths.ENV_STRICT, raising=False)
-    kernel_paths.set_strict(None)
-    kernel_paths.reset()
-    yield
-    kernel_paths.set_strict(None)
-    kernel_paths.reset()
+pytestmark = pytest.mark.usefixtures("clean_kernel_paths")
 
 
 def _qkv(t=32, b=2, h=3, kdim=8, vdim=6):

@@ -12,15 +12,7 @@ import pytest
 from composer2_jax.model import attention, grouped_matmul, kernel_paths, kernels, ring_attention
 from tests.tolerances import FP32_BLOCK, FP32_FN
 
-
-@pytest.fixture(autouse=True)
-def _clean_record(monkeypatch):
-    monkeypatch.delenv(kernel_paths.ENV_STRICT, raising=False)
-    kernel_paths.set_strict(None)
-    kernel_paths.reset()
-    yield
-    kernel_paths.set_strict(None)
-    kernel_paths.reset()
+pytestmark = pytest.mark.usefixtures("clean_kernel_paths")
 
 
 def _qkv(t=16, h=2, k=8, v=8, dtype=jnp.float32):
