@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from composer2_jax.model import kernel_paths, planning
-from composer2_jax.model.kernels import NEG_INF, _masked_bwd, _masked_fwd
+from composer2_jax.model.kernels import NEG_INF, _masked_bwd, _masked_fwd, join_chunks, split_chunks
 
 CHUNK = 512  # rows per block (the same default as chunked_attention)
 
@@ -38,16 +38,6 @@ def triangle(n: int) -> tuple[np.ndarray, np.ndarray]:
     """The (query block i, key block j ≤ i) pairs of n blocks, row-major: two int32 arrays of n(n+1)/2."""
     i, j = np.tril_indices(n)
     return i.astype(np.int32), j.astype(np.int32)
-
-
-def _blocks(x, n: int):
-    """[B, T, ...] → [n, B, T/n, ...]."""
-    return jnp.moveaxis(x.reshape((x.shape[0], n, x.shape[1] // n) + x.shape[2:]), 1, 0)
-
-
-def _unblocks(x):
-    """[n, B, c, ...] → [B, n·c, ...]."""
-    return jnp.moveaxis(x, 0, 1).reshape((x.shape[1], x.shape[0] * x.shape[2]) + x.shape[3:])
 
 
 def _pair_mask(i, j, c: int, seg):
@@ -70,7 +60,7 @@ def _merge(o_a, lse_a, o_b, lse_b):
 
 def _fwd_scan(q, k, v, seg, scale, n):
     """Forward over the triangle under one scan: (o [n, B, c, H, V] fp32, lse [n, B, c, H] fp32)."""
-    q_, k_, v_ = _blocks(q, n), _blocks(k, n), _blocks(v, n)
+    q_, k_, v_ = split_chunks(q, n), split_chunks(k, n), split_chunks(v, n)
     c = q_.shape[2]
     o_buf = jnp.zeros(q_.shape[:4] + (v.shape[-1],), jnp.float32)
     lse_buf = jnp.full(q_.shape[:4], NEG_INF, jnp.float32)
@@ -90,7 +80,7 @@ def _fwd_scan(q, k, v, seg, scale, n):
 
 def _fwd_batched(q, k, v, seg, scale, n):
     """`_fwd_scan` with the pairs as one vmapped piece (planner counting mode: every pair's FLOPs counted)."""
-    q_, k_, v_ = _blocks(q, n), _blocks(k, n), _blocks(v, n)
+    q_, k_, v_ = split_chunks(q, n), split_chunks(k, n), split_chunks(v, n)
     c = q_.shape[2]
     ii, jj = map(jnp.asarray, triangle(n))
     o_P, lse_P = jax.vmap(lambda i, j: _masked_fwd(q_[i], k_[j], v_[j], scale, _pair_mask(i, j, c, seg)))(ii, jj)
@@ -102,7 +92,7 @@ def _fwd_batched(q, k, v, seg, scale, n):
 
 def _bwd_scan(q, k, v, seg, scale, n, lse_, do_, delta_):
     """Backward over the triangle under one scan: fp32 (dq, dk, dv) as [n, B, c, ...]."""
-    q_, k_, v_ = _blocks(q, n), _blocks(k, n), _blocks(v, n)
+    q_, k_, v_ = split_chunks(q, n), split_chunks(k, n), split_chunks(v, n)
     c = q_.shape[2]
 
     def step(acc, ij):
@@ -119,7 +109,7 @@ def _bwd_scan(q, k, v, seg, scale, n, lse_, do_, delta_):
 
 def _bwd_batched(q, k, v, seg, scale, n, lse_, do_, delta_):
     """`_bwd_scan` with the pairs as one vmapped piece (planner counting mode)."""
-    q_, k_, v_ = _blocks(q, n), _blocks(k, n), _blocks(v, n)
+    q_, k_, v_ = split_chunks(q, n), split_chunks(k, n), split_chunks(v, n)
     c = q_.shape[2]
     ii, jj = map(jnp.asarray, triangle(n))
     dq_P, dk_P, dv_P = jax.vmap(lambda i, j: _masked_bwd(q_[i], k_[j], v_[j], lse_[i], do_[i], delta_[i], scale,
@@ -137,7 +127,7 @@ def _triangular(q, k, v, seg, scale, n):
 def _triangular_fwd(q, k, v, seg, scale, n):
     fwd = _fwd_batched if planning.count_loops() else _fwd_scan
     o_n, lse_n = fwd(q, k, v, seg, scale, n)
-    o = _unblocks(o_n).astype(v.dtype)
+    o = join_chunks(o_n).astype(v.dtype)
     return o, (q, k, v, seg, o, lse_n)
 
 
@@ -145,8 +135,8 @@ def _triangular_bwd(scale, n, res, do):
     q, k, v, seg, o, lse_n = res
     delta = jnp.sum(do.astype(jnp.float32) * o.astype(jnp.float32), axis=-1)  # [B, T, H]
     bwd = _bwd_batched if planning.count_loops() else _bwd_scan
-    dq, dk, dv = bwd(q, k, v, seg, scale, n, lse_n, _blocks(do, n), _blocks(delta, n))
-    dq, dk, dv = (_unblocks(g).astype(x.dtype) for g, x in zip((dq, dk, dv), (q, k, v)))
+    dq, dk, dv = bwd(q, k, v, seg, scale, n, lse_n, split_chunks(do, n), split_chunks(delta, n))
+    dq, dk, dv = (join_chunks(g).astype(x.dtype) for g, x in zip((dq, dk, dv), (q, k, v)))
     return dq, dk, dv, None
 
 
@@ -181,6 +171,6 @@ def causal_skip_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool 
     n = max(t // chunk, 1)
     seg = None
     if q_segment_ids is not None:  # packing: query and key ids, blocked [n, B, c]
-        seg = tuple(_blocks(jnp.broadcast_to(ids, x.shape[:2]), n)
+        seg = tuple(split_chunks(jnp.broadcast_to(ids, x.shape[:2]), n)
                     for ids, x in ((q_segment_ids, q_BTHK), (kv_segment_ids, k_BSHK)))
     return _triangular(q_BTHK, k_BSHK, v_BSHV, seg, float(scale), n)

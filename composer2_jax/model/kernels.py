@@ -293,13 +293,13 @@ def _chunk_mask(i, c: int, s: int, causal: bool, qs_BC, kv_seg_BS):
     return tri if seg is None else tri & seg
 
 
-def _split(x, n: int):
-    """[B, T, ...] → [n, B, T/n, ...]."""
+def split_chunks(x, n: int):
+    """[B, T, ...] → [n, B, T/n, ...]: n chunks of T/n rows, chunk-major."""
     return jnp.moveaxis(x.reshape((x.shape[0], n, x.shape[1] // n) + x.shape[2:]), 1, 0)
 
 
-def _merge(x):
-    """[n, B, c, ...] → [B, n·c, ...]."""
+def join_chunks(x):
+    """[n, B, c, ...] → [B, n·c, ...]: the inverse of `split_chunks`."""
     return jnp.moveaxis(x, 0, 1).reshape((x.shape[1], x.shape[0] * x.shape[2]) + x.shape[3:])
 
 
@@ -309,7 +309,7 @@ def chunked_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=
     if n == 1:
         return _xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS)
     c, s = q_BTHK.shape[1] // n, k_BSHK.shape[1]
-    qs = _split(q_seg_BT, n) if q_seg_BT is not None else jnp.zeros((n,), jnp.int32)
+    qs = split_chunks(q_seg_BT, n) if q_seg_BT is not None else jnp.zeros((n,), jnp.int32)
 
     @jax.checkpoint
     def body(_, x):
@@ -317,8 +317,8 @@ def chunked_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=
         mask = _chunk_mask(i, c, s, causal, qs_c if q_seg_BT is not None else None, kv_seg_BS)
         return None, _masked_fwd(q_c, k_BSHK, v_BSHV, scale, mask)
 
-    _, (o, lse) = jax.lax.scan(body, None, (jnp.arange(n), _split(q_BTHK, n), qs))
-    return _merge(o), _merge(lse)
+    _, (o, lse) = jax.lax.scan(body, None, (jnp.arange(n), split_chunks(q_BTHK, n), qs))
+    return join_chunks(o), join_chunks(lse)
 
 
 def chunked_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT=None,
@@ -329,7 +329,7 @@ def chunked_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, sca
     if n == 1:
         return _xla_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT, kv_seg_BS)
     c, s = q_BTHK.shape[1] // n, k_BSHK.shape[1]
-    qs = _split(q_seg_BT, n) if q_seg_BT is not None else jnp.zeros((n,), jnp.int32)
+    qs = split_chunks(q_seg_BT, n) if q_seg_BT is not None else jnp.zeros((n,), jnp.int32)
 
     def body(acc, x):
         i, q_c, lse_c, do_c, delta_c, qs_c = x
@@ -340,9 +340,9 @@ def chunked_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, sca
     # Accumulators derived from k and v, so that inside shard_map they vary over the same mesh axes as the chunks'
     # contributions (a scan's carry must keep its type).
     zeros = (jnp.zeros_like(k_BSHK, jnp.float32), jnp.zeros_like(v_BSHV, jnp.float32))
-    xs = (jnp.arange(n), _split(q_BTHK, n), _split(lse_BTH, n), _split(do_BTHV, n), _split(delta_BTH, n), qs)
+    xs = (jnp.arange(n), *(split_chunks(x, n) for x in (q_BTHK, lse_BTH, do_BTHV, delta_BTH)), qs)
     (dk, dv), dq = jax.lax.scan(body, zeros, xs)
-    return _merge(dq), dk, dv
+    return join_chunks(dq), dk, dv
 
 
 XLA_CHUNKED = BlockKernel("xla_chunked", chunked_fwd, chunked_bwd)
