@@ -210,7 +210,6 @@ class EnvActor:
         """Delete the snapshots of these checkpoints (a tree group is done with them); how many it still held."""
         return self.worker.release(checkpoints)
 
-
     def pid(self) -> int:
         """This actor's process id (tests kill it)."""
         return os.getpid()

@@ -75,12 +75,13 @@ class RayOrchestrator(LocalOrchestrator):
         tree = self.rl.group_mode == "tree"
         with self._lock:
             i = next(self._next) if checkpoint is None else self._owner[checkpoint.snapshot]
-        env, rollout = self.envs[i % len(self.envs)], self.rollouts[i % len(self.rollouts)]
+        e = i % len(self.envs)
+        rollout = self.rollouts[i % len(self.rollouts)]
         inherited = self.inherited_calls(checkpoint)
-        record, calls = ray.get(env.run.remote(task, version, rollout, checkpoint, tree, inherited))
+        record, calls = ray.get(self.envs[e].run.remote(task, version, rollout, checkpoint, tree, inherited))
         if tree:
             with self._lock:
-                self._owner.update((c.snapshot, i % len(self.envs)) for c in record.harness.checkpoints)
+                self._owner.update((c.snapshot, e) for c in record.harness.checkpoints)
             self.remember_calls(record, inherited + calls)
         return record
 

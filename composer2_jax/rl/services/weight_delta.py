@@ -69,12 +69,20 @@ class WeightDelta:
     @property
     def nbytes(self) -> int:
         """Bytes of the payloads (what crosses the wire, framing aside)."""
-        return sum(len(p) if kind == "xor" else (p[0].nbytes + p[1].nbytes if kind == "sparse" else p.nbytes)
-                   for kind, p in self.leaves)
+        return sum(_payload_bytes(kind, p) for kind, p in self.leaves)
 
     def kinds(self) -> dict[str, int]:
         """How many leaves went as each kind."""
         return {k: sum(kind == k for kind, _ in self.leaves) for k in KINDS}
+
+
+def _payload_bytes(kind: str, payload) -> int:
+    """Bytes of one leaf's encoding: zlib bytes (xor), indices + values (sparse), or the values (full)."""
+    if kind == "xor":
+        return len(payload)
+    if kind == "sparse":
+        return payload[0].nbytes + payload[1].nbytes
+    return payload.nbytes
 
 
 def _bits(x: np.ndarray) -> np.ndarray:
@@ -99,13 +107,11 @@ def _encode_leaf(prev: np.ndarray, new: np.ndarray, level: int) -> tuple[str, An
                          f"needs the same shape and dtype")
     xor = _bits(prev) ^ _bits(new)
     changed = np.flatnonzero(xor).astype(np.uint32)
-    options = [("full", np.ascontiguousarray(new).reshape(-1)),
-               ("sparse", (changed, np.ascontiguousarray(new).reshape(-1)[changed]))]
+    flat = np.ascontiguousarray(new).reshape(-1)
+    options = [("full", flat), ("sparse", (changed, flat[changed]))]
     if changed.size:  # an unchanged leaf is an empty sparse entry
         options.append(("xor", zlib.compress(xor.tobytes(), level)))
-    sizes = [len(p) if k == "xor" else (p[0].nbytes + p[1].nbytes if k == "sparse" else p.nbytes)
-             for k, p in options]
-    return options[int(np.argmin(sizes))]
+    return min(options, key=lambda o: _payload_bytes(*o))
 
 
 def encode_delta(prev, new, level: int = 1) -> WeightDelta:
