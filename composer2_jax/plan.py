@@ -316,7 +316,7 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
     compiled, abstract = compile_train_step(cfg, mesh, batch, seq, optimizer)
     mem = compiled.memory_analysis()
     params_b, opt_b = _shard_bytes(abstract.params), _shard_bytes(abstract.opt_state)
-    peak = mem.argument_size_in_bytes + mem.output_size_in_bytes - mem.alias_size_in_bytes + mem.temp_size_in_bytes
+    peak = peak_bytes(mem)
     report = dict(preset=preset, stage=stage, mesh=mesh_shape, chip=chip.name, chips=n, global_batch=batch,
                   seq_len=seq, tokens_per_step=batch * seq,
                   per_device=dict(params_bytes=params_b, optimizer_bytes=opt_b,
@@ -343,6 +343,11 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
     report.update(collectives_per_unit=raw[1]["kinds"],
                   **_roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip, n, batch, seq))
     return report
+
+
+def peak_bytes(mem) -> int:
+    """Peak device bytes of a compiled program's memory analysis: arguments + outputs − aliased + temporaries."""
+    return mem.argument_size_in_bytes + mem.output_size_in_bytes - mem.alias_size_in_bytes + mem.temp_size_in_bytes
 
 
 def _roofline(flops, hbm, ici, dcn, cfg, abstract, chip, n, batch, seq) -> dict:
@@ -647,9 +652,7 @@ def search_execution(preset: str, stage: str, mesh_shape: dict, chip_name: str, 
     def peak_of(ex):
         compiled, abstract = compile_train_step(ex.apply(base_cfg), mesh, batch, seq, optimizer)
         timings["memory_compiles"] += 1
-        m = compiled.memory_analysis()
-        return m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes + m.temp_size_in_bytes, \
-            abstract
+        return peak_bytes(compiled.memory_analysis()), abstract
 
     cap_max = max(capacities)
     peak, abstract = {}, None
