@@ -114,7 +114,8 @@ def prepare(config) -> dict:
     with Environment(pool_size=run.env.pool_size) as env:
         worker = env_worker_for(run, env, run.tokenizer.build())
         written = write_oracle_transcripts(worker, tasks.task_set(w.transcripts, w.seed + 7, tuple(run.rl.levels)),
-                                           transcripts_path(run), w.read_prob, w.seed, error_rate=w.teacher_error)
+                                           transcripts_path(run), w.read_prob, w.seed, error_rate=w.teacher_error,
+                                           flaw_rates=w.flaw_rates)
     r = train(sft_config(run))
     return {"sft": "trained", **written, "sft_first_loss": r.losses[0], "sft_last_loss": r.losses[-1],
             "sft_seconds": round(r.seconds, 1)}

@@ -143,3 +143,30 @@ def test_every_term_is_logged_per_version_with_its_fraction_nonzero(env, tmp_pat
     assert m["term_nonzero/denied_egress"] == 0.0
     line = progress_line({f"batch/{k}": v for k, v in m.items()})
     assert "terms: success=+0.667(0.67)" in line and "todos=-0.017(0.33)" in line
+
+
+@pytest.mark.skipif(not ruff_available(), reason="the lint term needs ruff")
+@pytest.mark.parametrize("flaws, lint, todo_comments", [((), 0, 0), (("lint",), 1, 0), (("todo_comment",), 0, 1),
+                                                        (("lint", "todo_comment"), 1, 1)])
+def test_teacher_flaws_are_what_the_aux_terms_measure(env, tmp_path, flaws, lint, todo_comments):
+    # The imperfect teacher's habits (rl.tasks.TEACHER_FLAWS) pass the hidden check and cost exactly their terms.
+    rec = run(worker(env, tmp_path, lint_coef=LINT_COEF), *tasks.oracle_replies(TASK, True, flaws=flaws))
+    assert rec.success == 1.0
+    assert (rec.breakdown["reward/lint_findings"], rec.breakdown["reward/n_todo_comments"]) == (lint, todo_comments)
+    close(rec.reward, 1.0 - lint * LINT_COEF - todo_comments * COEFS["todo_comment_coef"])
+
+
+@pytest.mark.skipif(not ruff_available(), reason="the lint term needs ruff")
+def test_measure_all_logs_the_behaviour_of_terms_with_no_weight(env, tmp_path):
+    # An ablation with the lint and TODO-comment terms off still sees the behaviour they judge; the reward does not.
+    flawed = tasks.oracle_replies(TASK, False, flaws=("lint", "todo_comment"))
+    off = dict(lint_coef=0.0, todo_comment_coef=0.0)
+    unmeasured = run(worker(env, tmp_path, **off), *flawed)
+    assert unmeasured.breakdown["reward/lint_findings"] == 0  # no ruff run without weight: not measured
+    recs = [run(worker(env, tmp_path, measure_all=True, **off), *flawed),
+            run(worker(env, tmp_path, measure_all=True, **off), *tasks.oracle_replies(TASK, False))]
+    assert [r.reward for r in recs] == [1.0, 1.0]
+    m = summarize_groups([GroupRecord(0, TASK.task_id, 0, recs)])
+    assert (m["measure/lint_findings"], m["measure_nonzero/lint_findings"]) == (0.5, 0.5)
+    assert (m["measure/n_todo_comments"], m["measure_nonzero/n_todo_comments"]) == (0.5, 0.5)
+    assert m["term_nonzero/readability"] == m["term_nonzero/todo_comments"] == 0.0

@@ -495,3 +495,16 @@ def test_training_continues_while_an_evaluation_is_in_progress(env, tmp_path):
     assert len(history) == 4 and all(busy_at_version)  # every version was trained during evaluation 0
     assert seen_during_eval == [4]
     assert [r["eval/version"] for r in results] == [0.0, 4.0]  # then the newest due version (4; 2 was passed by)
+
+
+def test_teacher_flaws_are_drawn_per_task_and_validated():
+    task_list = tasks.task_set(200, 3, (1, 2))
+    drawn = [tasks.teacher_flaws(t, {"lint": 0.3, "todo_comment": 0.6}, seed=5) for t in task_list]
+    assert drawn == [tasks.teacher_flaws(t, {"lint": 0.3, "todo_comment": 0.6}, seed=5) for t in task_list]
+    lint, todo = (sum(name in d for d in drawn) / len(drawn) for name in ("lint", "todo_comment"))
+    assert 0.2 < lint < 0.4 and 0.5 < todo < 0.7  # independent draws at their rates
+    assert all(tasks.teacher_flaws(t, {}, seed=5) == () for t in task_list[:10])
+    fix = tasks.fix_call(task_list[0], flaws=("lint", "todo_comment"))
+    assert "b;  # TODO: check the other operators" in fix
+    with pytest.raises(ValueError, match="teacher flaws \\['typo'\\]"):
+        tasks.teacher_flaws(task_list[0], {"typo": 0.5}, seed=0)

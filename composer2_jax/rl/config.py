@@ -206,6 +206,10 @@ class WarmStartConfig:
     # fraction of demonstrations in which the oracle writes a wrong operator (kept unverified): the SFT start
     # inherits it and RL, which sees the hidden tests, must rise above its teacher
     teacher_error: float = 0.0
+    # fractions of demonstrations whose fix carries a habit the hidden check cannot see (rl.tasks.TEACHER_FLAWS,
+    # drawn independently): a lint finding, a TODO comment — what the readability and todo_comments terms punish
+    teacher_lint: float = 0.0
+    teacher_todo_comment: float = 0.0
     seed: int = 0  # seed of the transcript task list and the oracle's choices
     steps: int = 2000  # SFT steps
     lr: float = 2e-5  # SFT peak learning rate
@@ -213,9 +217,15 @@ class WarmStartConfig:
     batch_size: int = 8  # SFT rows per step
     init_from: str = ""  # checkpoint the SFT starts from ("" = a fresh model)
 
+    @property
+    def flaw_rates(self) -> dict[str, float]:
+        """{rl.tasks.TEACHER_FLAWS name: fraction of demonstrations with it}."""
+        return {"lint": self.teacher_lint, "todo_comment": self.teacher_todo_comment}
+
     def __post_init__(self):
-        if not 0 <= self.read_prob <= 1 or not 0 <= self.teacher_error <= 1:
-            raise ValueError(f"sft.read_prob={self.read_prob}, teacher_error={self.teacher_error}; expected [0, 1]")
+        for name in ("read_prob", "teacher_error", "teacher_lint", "teacher_todo_comment"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"sft.{name}={getattr(self, name)}; expected a fraction in [0, 1]")
         if min(self.transcripts, self.steps, self.seq_len, self.batch_size) < 1:
             raise ValueError(f"sft.transcripts={self.transcripts}, steps={self.steps}, seq_len={self.seq_len}, "
                              f"batch_size={self.batch_size}; expected >= 1")

@@ -62,6 +62,9 @@ KNOWN_TODO_STATUSES = ("pending", "in_progress") + DONE_TODO_STATUSES
 # The signed terms of the reward, in the order they are summed and logged (the module docstring says each one).
 TERMS = ("success", "length_penalty", "readability", "todos", "todo_comments", "invalid_tool_calls", "clarity",
          "denied_egress")
+# The raw measurements behind the auxiliary terms (RewardBreakdown fields), logged whatever the terms' weights.
+MEASURES = ("lint_findings", "unfinished_todos", "n_todo_comments", "n_invalid_tool_calls", "clarity_penalty",
+            "n_denied_egress")
 
 
 # ---------------------------------------------------------------------------------------------------- success
@@ -385,6 +388,9 @@ class RewardConfig:
     clarity_ngram: int = 4  # n of the repetition ratio
     max_think_ratio: float = 20.0  # thinking words allowed per final-message word before excess counts
     lint_select: tuple[str, ...] = ("E", "F", "W", "C90")  # ruff rule prefixes of the readability reward
+    # measure every term's input even at weight 0 (ruff then runs on every episode, ~50 ms): an ablation with a
+    # term off still logs the behaviour the term would have judged (records.term_stats `measure/...`)
+    measure_all: bool = False
 
     def __post_init__(self):
         if self.success_mode not in SUCCESS_MODES:

@@ -53,6 +53,10 @@ EASY_WRONG_OP = "-"  # what it computes instead on easy tasks (always: the fix t
 MAX_LEVEL = 3
 HINT_BELOW = 2  # levels below this quote the buggy expression in the instruction (easy)
 FILE = "calc.py"
+# Habits of an imperfect teacher that the hidden check cannot see, appended to the fixed line (the reward's
+# auxiliary terms can: rl/rewards.py `readability` counts the lint finding — E703, a useless semicolon — and
+# `todo_comments` the TODO comment). docs/rl.md, "Ablation: TODO and lint terms".
+TEACHER_FLAWS = {"lint": ";", "todo_comment": "  # TODO: check the other operators"}
 CASES = ((7, 3), (2, 5), (9, 4), (6, 6), (13, 2))  # inputs of the hidden check (b ≠ 0: % is defined)
 RUNNER = "verdict_runner.py"
 TEST_SH = """#!/usr/bin/env bash
@@ -184,27 +188,32 @@ def read_call() -> str:
     return f"Reading {FILE}." + format_tool_call("read_file", {"path": FILE})
 
 
-def fix_call(task: CodingTask, new_op: str | None = None) -> str:
+def fix_call(task: CodingTask, new_op: str | None = None, flaws: Sequence[str] = ()) -> str:
     """The oracle's fix in one reply: a one-line note of the change, then edit_file and submit.
 
     The target is the only function using its operator (`make_task`), so the edit names the expression alone; the
     note comes first so that the operator is fetched (from the file, on hard tasks) at the start of the reply and the
     edit copies it from a few tokens back. On easy tasks the whole reply is the same text every time. `new_op`
     (default: the right one) is what the edit writes — a wrong one makes a well-formed fix that fails the check.
+    `flaws` (names of `TEACHER_FLAWS`) are habits the hidden check cannot see, written into the new line: a lint
+    finding, a TODO comment.
     """
     op = new_op or task.right_op
     old, new = f"return a {task.wrong_op} b", f"return a {op} b"
+    for flaw in flaws:
+        new += TEACHER_FLAWS[flaw]
     note = f"a {task.wrong_op} b -> a {op} b."
     return note + format_tool_call("edit_file", {"path": FILE, "old_string": old, "new_string": new}) + \
         format_tool_call("submit", {})
 
 
-def oracle_replies(task: CodingTask, read_first: bool, new_op: str | None = None) -> list[str]:
+def oracle_replies(task: CodingTask, read_first: bool, new_op: str | None = None, flaws: Sequence[str] = ()
+                   ) -> list[str]:
     """The oracle's assistant texts: an optional read, then the fix (always read on hard tasks) writing `new_op`
-    (default: the right operator)."""
+    (default: the right operator) with `flaws` (fix_call)."""
     if task.difficulty == "hard" or read_first:
-        return [read_call(), fix_call(task, new_op)]
-    return [fix_call(task, new_op)]
+        return [read_call(), fix_call(task, new_op, flaws)]
+    return [fix_call(task, new_op, flaws)]
 
 
 def oracle_summary(task: CodingTask) -> str:
@@ -220,6 +229,16 @@ def teacher_op(task: CodingTask, error_rate: float, seed: int) -> str:
     if rng.random() >= error_rate:
         return task.right_op
     return rng.choice([op for op in OPS if op not in (task.right_op, task.wrong_op)])
+
+
+def teacher_flaws(task: CodingTask, rates: dict[str, float], seed: int) -> tuple[str, ...]:
+    """The flaws (names of `TEACHER_FLAWS`) a teacher writes into this task's fix, each with its own probability
+    `rates[name]`, drawn independently and deterministically per (seed, task, flaw)."""
+    unknown = sorted(set(rates) - set(TEACHER_FLAWS))
+    if unknown:
+        raise ValueError(f"teacher flaws {unknown}; expected names of {sorted(TEACHER_FLAWS)}")
+    return tuple(name for name in TEACHER_FLAWS
+                 if random.Random(f"flaw-{name}-{seed}-{task.task_id}").random() < rates.get(name, 0.0))
 
 
 def oracle_reads(task: CodingTask, read_prob: float, seed: int) -> bool:

@@ -15,47 +15,53 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from composer2_jax.bench.agents import ScriptedPolicy
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.tasks import CodingTask, oracle_reads, oracle_replies, oracle_summary, teacher_op
+from composer2_jax.rl.tasks import CodingTask, oracle_reads, oracle_replies, oracle_summary, teacher_flaws, teacher_op
 
 log = logging.getLogger(__name__)
 
 
-def oracle_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: int, error_rate: float = 0.0) -> dict:
+def oracle_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: int, error_rate: float = 0.0,
+                  flaw_rates: Mapping[str, float] | None = None) -> dict:
     """One graded oracle episode as {"messages", "task_id", "difficulty", "read_first", "teacher_error",
-    "success"}."""
+    "teacher_flaws", "success"}; `flaw_rates` {flaw: probability} (rl.tasks.TEACHER_FLAWS)."""
     read = oracle_reads(task, read_prob, seed)
     op = teacher_op(task, error_rate, seed)
-    policy = ScriptedPolicy(worker.tok, oracle_replies(task, read, op), worker.harness, summary=oracle_summary(task))
+    flaws = teacher_flaws(task, dict(flaw_rates or {}), seed)
+    policy = ScriptedPolicy(worker.tok, oracle_replies(task, read, op, flaws), worker.harness,
+                            summary=oracle_summary(task))
     messages: list[dict] = []
     record = worker.run(task, policy, admitted_version=0, transcript=messages)
     while messages and messages[-1]["role"] != "assistant":  # trailing observations carry no loss
         messages.pop()
     return {"messages": messages, "task_id": task.task_id, "difficulty": task.difficulty, "read_first": read,
-            "teacher_error": op != task.right_op, "success": record.success}
+            "teacher_error": op != task.right_op, "teacher_flaws": list(flaws), "success": record.success}
 
 
-def _safe_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: int, error_rate: float) -> dict | None:
+def _safe_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: int, error_rate: float,
+                 flaw_rates: Mapping[str, float] | None) -> dict | None:
     """oracle_record, or None when the sandbox failed (the transcript is then left out and counted)."""
     try:
-        return oracle_record(worker, task, read_prob, seed, error_rate)
+        return oracle_record(worker, task, read_prob, seed, error_rate, flaw_rates)
     except Exception as e:  # noqa: BLE001 - one broken sandbox must not stop the data generation
         log.warning("oracle episode of %s failed: %s: %s", task.task_id, type(e).__name__, e)
         return None
 
 
 def write_oracle_transcripts(worker: EnvWorker, tasks: Sequence[CodingTask], path: str | Path, read_prob: float = 0.5,
-                             seed: int = 0, threads: int = 8, error_rate: float = 0.0) -> dict[str, int]:
+                             seed: int = 0, threads: int = 8, error_rate: float = 0.0,
+                             flaw_rates: Mapping[str, float] | None = None) -> dict[str, int]:
     """Write the oracle transcripts of `tasks` as chat JSONL: the passing ones, and the teacher's deliberate
-    errors when `error_rate` > 0; returns {written, teacher_errors, failed} (failed: neither)."""
+    errors when `error_rate` > 0, each fix with the teacher's flaws drawn from `flaw_rates`; returns {written,
+    teacher_errors, failed (neither), flaw/NAME (transcripts written with that flaw)}."""
     with ThreadPoolExecutor(threads, thread_name_prefix="oracle") as pool:
-        records = [r for r in pool.map(lambda t: _safe_record(worker, t, read_prob, seed, error_rate), tasks)
-                   if r is not None]
+        records = [r for r in pool.map(lambda t: _safe_record(worker, t, read_prob, seed, error_rate, flaw_rates),
+                                       tasks) if r is not None]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     kept = [r for r in records if r["success"] == (0.0 if r["teacher_error"] else 1.0)]
@@ -63,4 +69,5 @@ def write_oracle_transcripts(worker: EnvWorker, tasks: Sequence[CodingTask], pat
         for r in kept:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     return {"written": len(kept), "teacher_errors": sum(r["teacher_error"] for r in kept),
-            "failed": len(tasks) - len(kept)}
+            "failed": len(tasks) - len(kept),
+            **{f"flaw/{name}": sum(name in r["teacher_flaws"] for r in kept) for name in sorted(flaw_rates or {})}}

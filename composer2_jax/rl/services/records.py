@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from composer2_jax.episode import Episode
-from composer2_jax.rl.rewards import TERMS
+from composer2_jax.rl.rewards import MEASURES, TERMS
 from composer2_jax.rl.tree import GroupTree
 
 
@@ -106,12 +106,15 @@ class Counters:
 
 def term_stats(episodes: list[EpisodeRecord]) -> dict[str, float]:
     """Per reward term (rl/rewards.py TERMS): its mean signed value `term/NAME` and the fraction of episodes where
-    it is non-zero `term_nonzero/NAME` (a term absent from a breakdown counts as 0)."""
+    it is non-zero `term_nonzero/NAME` (a term absent from a breakdown counts as 0); per raw measurement behind
+    the auxiliary terms (`MEASURES`, whatever the term's weight): its mean `measure/NAME` and the fraction of
+    episodes where it is non-zero `measure_nonzero/NAME`."""
     out = {}
-    for name in TERMS:
-        values = np.asarray([e.breakdown.get(f"reward/{name}", 0.0) for e in episodes], np.float64)
-        out[f"term/{name}"] = float(values.mean())
-        out[f"term_nonzero/{name}"] = float(np.mean(values != 0))
+    for prefix, names in (("term", TERMS), ("measure", MEASURES)):
+        for name in names:
+            values = np.asarray([e.breakdown.get(f"reward/{name}", 0.0) for e in episodes], np.float64)
+            out[f"{prefix}/{name}"] = float(values.mean())
+            out[f"{prefix}_nonzero/{name}"] = float(np.mean(values != 0))
     return out
 
 
