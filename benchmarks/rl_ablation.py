@@ -1,10 +1,13 @@
 """Ablation of the readability (lint) and TODO-comment reward terms on the toy (issue 17, item 5c), JSON lines.
 
     python -m benchmarks.rl_ablation --workdir runs/bench_rl_ablation [--versions 40] [--coef 0.25]
+        [--sft-from runs/bench_rl_learning/rl/sft/checkpoints --sft-steps 60 --transcripts 300]
 
 One SFT warm start from an imperfect teacher whose fixes carry habits the hidden check cannot see (rl.tasks
 TEACHER_FLAWS: a useless semicolon, ruff E703, on `--teacher-lint` of the demonstrations; a TODO comment on
-`--teacher-todo`), then two RL runs from that same start, identical but for two weights: `on` sets
+`--teacher-todo`) — from scratch, or `--sft-steps` more steps from the toy's warm start at `--sft-from` (the one
+benchmarks/rl_learning.py trains) — then two RL runs from that same start, with benchmarks/rl_learning.py's harness
+(whole episodes, no summaries), identical but for two weights: `on` sets
 reward.lint_coef = reward.todo_comment_coef = `--coef`, `off` sets both to 0. Both measure every term's input
 (reward.measure_all), so the training batches log how often an episode adds a lint finding or a TODO comment
 (`batch/measure_nonzero/...`) whether or not the reward sees it. One line per run: those fractions and the pass
@@ -13,7 +16,7 @@ compares them. The terms change behaviour when `on` ends with fewer flawed episo
 
 The ablation weight is larger than the default 0.02 per finding (rl/rewards.py): at 0.02 a flaw moves a
 group-relative advantage by ~1/40 of a success, too little to show within a few dozen versions of the toy.
-Needs bubblewrap and setpriv (as the RL tests do); ≈ 45 min on 2 cores with the defaults.
+Needs bubblewrap and setpriv (as the RL tests do).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.rl_learning import WHOLE_EPISODES
 from composer2_jax.rl.plots import read_metrics
 
 FLAWS = {"lint": "lint_findings", "todo_comment": "n_todo_comments"}  # teacher flaw -> the measurement that sees it
@@ -56,12 +60,18 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--teacher-todo", type=float, default=0.5, help="demonstrations with a TODO comment")
     p.add_argument("--window", type=int, default=5, help="versions averaged at the start and the end")
     p.add_argument("--arms", default="on,off")
+    p.add_argument("--sft-from", default="", help="continue the toy's SFT warm start in this checkpoint folder")
+    p.add_argument("--sft-steps", type=int, default=0, help="SFT steps (0: the toy config's)")
+    p.add_argument("--transcripts", type=int, default=0, help="oracle transcripts (0: the toy config's)")
     args, overrides = p.parse_known_args(argv)
+    sft = [f"--config.sft.init_from={args.sft_from}"] if args.sft_from else []
+    sft += [f"--config.sft.steps={args.sft_steps}"] if args.sft_steps else []
+    sft += [f"--config.sft.transcripts={args.transcripts}"] if args.transcripts else []
     root = Path(args.workdir)
     init = root / "sft" / "checkpoints"
     common = [f"--config.init_from={init}", f"--config.sft.teacher_lint={args.teacher_lint}",
               f"--config.sft.teacher_todo_comment={args.teacher_todo}", f"--config.rl.steps={args.versions}",
-              "--config.rl.eval_every=0", "--config.reward.measure_all=True", *overrides]
+              "--config.rl.eval_every=0", "--config.reward.measure_all=True", *WHOLE_EPISODES, *sft, *overrides]
     lines = []
     for arm in args.arms.split(","):
         coef = {"on": args.coef, "off": 0.0}[arm]

@@ -1,0 +1,67 @@
+"""The RL learning benchmarks' own logic (benchmarks/rl_learning.py, benchmarks/rl_ablation.py) without running RL:
+the harness every mode pins, the arms of the ablation and their one difference, and the window means it reports."""
+
+import json
+
+import pytest
+
+from benchmarks import rl_ablation, rl_learning
+
+
+def _fake_runs(monkeypatch, tmp_path, rows_per_run):
+    """experiments.rl.main replaced by a recorder that writes `rows_per_run` metrics for each call."""
+    from experiments import rl as rl_exp
+
+    calls = []
+
+    def fake_main(argv):
+        calls.append(argv)
+        workdir = next(a.split("=", 1)[1] for a in argv if a.startswith("--config.workdir="))
+        logs = tmp_path.joinpath(workdir) / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        rows = rows_per_run[len(calls) - 1]
+        (logs / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        evals = [{"eval/pass_rate": 0.1, "eval/effort/easy": 300.0, "eval/pass_rate/hard": 0.0},
+                 {"eval/pass_rate": 0.4, "eval/effort/easy": 250.0, "eval/pass_rate/hard": 0.05}]
+        return {"final_version": len(rows), "evals": evals, "sft": "trained", "flaw/lint": 3}
+
+    monkeypatch.setattr(rl_exp, "main", fake_main)
+    monkeypatch.chdir(tmp_path)
+    return calls
+
+
+def _rows(lint, todo, n=6):
+    return [{"version": v + 1, "batch/pass_rate": 0.2, "batch/measure_nonzero/lint_findings": lint[v],
+             "batch/measure_nonzero/n_todo_comments": todo[v]} for v in range(n)]
+
+
+def test_rl_learning_pins_whole_episodes_in_every_mode(monkeypatch, tmp_path):
+    calls = _fake_runs(monkeypatch, tmp_path, [[{"batch/tokens_spent": 10.0, "batch/useful_samples": 2.0}]] * 2)
+    out = rl_learning.main(["--workdir", "w"])
+    rl_learning.main(["--workdir", "w2", "--mode", "tree", "--config.rl.steps=3"])
+    assert out["all_met"] is True and out["checks"]["easy_effort_lt_0.9x"] is True  # 250 < 0.9 · 300
+    assert out["tokens_per_useful_sample"] == 5.0
+    for argv in calls:
+        assert all(flag in argv for flag in rl_learning.WHOLE_EPISODES), argv
+    assert "--config.rl.group_mode=tree" in calls[1] and calls[1][-1] == "--config.rl.steps=3"
+
+
+def test_ablation_arms_differ_only_in_the_two_weights(monkeypatch, tmp_path):
+    falling, flat = [0.5, 0.5, 0.4, 0.2, 0.1, 0.0], [0.5] * 6
+    calls = _fake_runs(monkeypatch, tmp_path, [_rows(falling, falling), _rows(flat, flat)])
+    on, off, verdict = rl_ablation.main(["--workdir", "abl", "--versions", "6", "--window", "2", "--coef", "0.3",
+                                         "--sft-from", "ckpt", "--sft-steps", "60"])
+    strip = {"--config.workdir=abl/on", "--config.workdir=abl/off", "--config.reward.lint_coef=0.3",
+             "--config.reward.todo_comment_coef=0.3", "--config.reward.lint_coef=0.0",
+             "--config.reward.todo_comment_coef=0.0"}
+    assert [a for a in calls[0] if a not in strip] == [a for a in calls[1] if a not in strip]
+    assert {"--config.reward.measure_all=True", "--config.sft.init_from=ckpt", "--config.sft.steps=60",
+            *rl_learning.WHOLE_EPISODES} <= set(calls[0])
+    assert (on["lint_first"], on["lint_last"], off["lint_last"]) == (0.5, 0.05, 0.5)
+    assert on["sft"] == {"sft": "trained", "flaw/lint": 3} and on["heldout_pass_end"] == 0.4
+    assert verdict["terms_reduce_flaws"] and verdict["lint_last_on_minus_off"] == pytest.approx(-0.45)
+
+
+def test_ablation_names_a_missing_measurement():
+    with pytest.raises(ValueError, match="no batch/measure_nonzero/lint_findings"):
+        rl_ablation.window_means([{"batch/pass_rate": 0.1}], 2)
