@@ -11,7 +11,10 @@ Expected: the issue's targets (benchmarks/rl_learning.py) — measured 2026-11-3
           366.6 → 305.3 (0.83×), hard pass 0.047 → 0.156, 756 s end to end (docs/rl.md, "The toy experiment").
           Curves: runs/toy/rl/curves.png; per-version metrics: runs/toy/rl/logs/metrics.jsonl (batch/summary_fraction
           and batch/summary_tokens: the self-summaries; rollout/acceptance: the MTP drafts). Those figures predate the
-          toy's summarising context budget and its drafts with MTP self-distillation (docs/rl.md).
+          toy's summarising context budget and its drafts with MTP self-distillation; rerun 2026-12-02 with whole
+          episodes (the benchmark's harness): 0.102 → 0.406, easy effort 0.78×, hard 0.031 → 0.078, 3,471 s on a
+          loaded machine; with this config's summarising budget the start is weaker (0.055) and learns more slowly
+          (docs/rl.md, "The toy experiment").
 """
 
 from __future__ import annotations
