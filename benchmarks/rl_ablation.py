@@ -60,6 +60,8 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--teacher-todo", type=float, default=0.5, help="demonstrations with a TODO comment")
     p.add_argument("--window", type=int, default=5, help="versions averaged at the start and the end")
     p.add_argument("--arms", default="on,off")
+    p.add_argument("--reuse", action="store_true",
+                   help="read an arm whose metrics already hold --versions versions instead of running it again")
     p.add_argument("--sft-from", default="", help="continue the toy's SFT warm start in this checkpoint folder")
     p.add_argument("--sft-steps", type=int, default=0, help="SFT steps (0: the toy config's)")
     p.add_argument("--transcripts", type=int, default=0, help="oracle transcripts (0: the toy config's)")
@@ -71,20 +73,28 @@ def main(argv=None) -> list[dict]:
     init = root / "sft" / "checkpoints"
     common = [f"--config.init_from={init}", f"--config.sft.teacher_lint={args.teacher_lint}",
               f"--config.sft.teacher_todo_comment={args.teacher_todo}", f"--config.rl.steps={args.versions}",
-              "--config.rl.eval_every=0", "--config.reward.measure_all=True", *WHOLE_EPISODES, *sft, *overrides]
+              f"--config.rl.eval_every={args.versions}",  # held-out evaluations at the start and the end
+              "--config.reward.measure_all=True", *WHOLE_EPISODES, *sft, *overrides]
     lines = []
     for arm in args.arms.split(","):
         coef = {"on": args.coef, "off": 0.0}[arm]
         t0 = time.monotonic()
-        r = rl_exp.main(["rl", f"--config.workdir={root / arm}", f"--config.reward.lint_coef={coef}",
-                         f"--config.reward.todo_comment_coef={coef}", *common])
-        rows = read_metrics(root / arm / "logs" / "metrics.jsonl")
-        first, last = r["evals"][0], r["evals"][-1]
+        metrics = root / arm / "logs" / "metrics.jsonl"
+        done = read_metrics(metrics) if args.reuse and metrics.is_file() else []
+        if sum("train_s" in m for m in done) >= args.versions:
+            r = {"final_version": max(int(m.get("version", 0)) for m in done), "reused": True,
+                 "evals": [m for m in done if "eval/pass_rate" in m]}
+        else:
+            r = rl_exp.main(["rl", f"--config.workdir={root / arm}", f"--config.reward.lint_coef={coef}",
+                             f"--config.reward.todo_comment_coef={coef}", *common])
+        rows = read_metrics(metrics)
+        evals = r["evals"] or [{}]
         line = {"bench": "rl_ablation", "arm": arm, "coef": coef, "versions": r["final_version"],
-                "seconds": round(time.monotonic() - t0),
+                "seconds": round(time.monotonic() - t0), "reused": r.get("reused", False),
                 "sft": {k: v for k, v in r.items() if k.startswith(("sft", "flaw"))},
                 **window_means(rows, args.window),
-                "heldout_pass_start": first["eval/pass_rate"], "heldout_pass_end": last["eval/pass_rate"]}
+                "heldout_pass_start": evals[0].get("eval/pass_rate"),
+                "heldout_pass_end": evals[-1].get("eval/pass_rate")}
         print(json.dumps(line), flush=True)
         lines.append(line)
     arms = {line["arm"]: line for line in lines}

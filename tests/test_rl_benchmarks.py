@@ -31,7 +31,7 @@ def _fake_runs(monkeypatch, tmp_path, rows_per_run):
 
 
 def _rows(lint, todo, n=6):
-    return [{"version": v + 1, "batch/pass_rate": 0.2, "batch/measure_nonzero/lint_findings": lint[v],
+    return [{"version": v + 1, "train_s": 1.0, "batch/pass_rate": 0.2, "batch/measure_nonzero/lint_findings": lint[v],
              "batch/measure_nonzero/n_todo_comments": todo[v]} for v in range(n)]
 
 
@@ -60,6 +60,10 @@ def test_ablation_arms_differ_only_in_the_two_weights(monkeypatch, tmp_path):
     assert (on["lint_first"], on["lint_last"], off["lint_last"]) == (0.5, 0.05, 0.5)
     assert on["sft"] == {"sft": "trained", "flaw/lint": 3} and on["heldout_pass_end"] == 0.4
     assert verdict["terms_reduce_flaws"] and verdict["lint_last_on_minus_off"] == pytest.approx(-0.45)
+    assert "--config.rl.eval_every=6" in calls[0]  # held-out evaluations at the start and the end
+    again = rl_ablation.main(["--workdir", "abl", "--versions", "6", "--window", "2", "--reuse"])
+    assert len(calls) == 2 and [line.get("reused") for line in again[:2]] == [True, True]  # read, not run again
+    assert again[0]["lint_last"] == 0.05 and again[2]["terms_reduce_flaws"]
 
 
 def test_ablation_names_a_missing_measurement():

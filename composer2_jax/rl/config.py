@@ -111,7 +111,7 @@ class RLConfig:
     levels: tuple[int, ...] = (0, 1, 2, 3)  # difficulty levels of the task family (rl/tasks.py)
     eval_tasks: int = 64  # held-out tasks per evaluation
     eval_samples: int = 2  # episodes per held-out task
-    eval_every: int = 50  # evaluate every N versions (0 = only at the end)
+    eval_every: int = 50  # evaluate at version 0 and every N versions after it (0 = no held-out evaluation)
     plot: bool = True  # write workdir/curves.png at the end
     ray: RayConfig = RayConfig()  # backend=ray: actors and their placement
 
