@@ -1,6 +1,6 @@
 """A week of a caching DNS resolver fleet's logs and the zone's change history, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 8, 900 clients: 678 files, ≈ 38 MB)
+    python generate.py REPO             writes REPO/logs/ (seed 10, 900 clients: 678 files, ≈ 43 MB)
 
 Three sources, joined by node, name and time:
   logs/resolvers/NODE/dDAY-HH.log    one line per answer a resolver node sent: UTC seconds, node, client, name,
@@ -17,7 +17,10 @@ fetched, logged the answer as a miss, and kept serving it as hits until that TTL
 again. After the fix it serves the expired entry marked stale (TTL 30) and retries on the next query. A client is
 hurt when such a re-armed entry sent it an address the record no longer had. Harmless anomalies: outdated answers
 still inside the TTL of a real fetch after a record change, stale-marked answers after the fix, SERVFAIL when no
-entry exists, entries re-armed while the record did not change, repeated log lines, clients moving between nodes.
+entry exists, entries re-armed while the record did not change, fetches answered by a secondary that had not yet
+picked up a change (the old address for a full TTL), repeated log lines, clients moving between nodes. Upstream
+fetches fail in a node's outages (every name), now and then at random, and for a few minutes after a record change
+on some nodes (the moved name's new records propagating): the bug shows up mostly there, before the fix.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
 `write_logs` returns the true labels (client id -> sent an outdated address by a re-armed entry).
@@ -36,6 +39,13 @@ WEEK = 7 * 86400
 NODES = ("r1", "r2", "r3", "r4")
 TTLS = (60, 300, 900, 1800)
 STALE_TTL = 30  # the TTL a stale-marked answer carries
+NAMES = 50  # names in the zone
+CHANGES = (1, 3)  # record changes per name in the week
+FLAPS = 0.28  # the chance that a node's fetches of a changed name fail for a few minutes after the change
+SECONDARY = 0.05  # the share of record changes a secondary picks up late (its next zone transfer)
+SECONDARY_LAG = (600, 3600)  # how late, seconds
+REPEAT = 0.0006  # the share of answer lines shipped twice
+FLAKY = 0.001  # the share of upstream fetches that fail outside outages
 
 
 def _address(rng: random.Random) -> str:
@@ -49,35 +59,42 @@ def _zone(rng: random.Random, names: int) -> tuple[dict, list]:
         name = "%s%02d.%s" % (rng.choice(("api", "cdn", "auth", "db", "mq", "img")), i,
                               rng.choice(("example.net", "corp.example", "svc.example.org")))
         snapshot[name] = {"value": _address(rng), "ttl": rng.choice(TTLS)}
-        for _ in range(rng.randint(2, 9)):
+        for _ in range(rng.randint(CHANGES[0], CHANGES[1])):
             changes.append((START + rng.randrange(WEEK), name, _address(rng)))
     changes.sort()
     return snapshot, changes
 
 
-def _outages(rng: random.Random) -> dict:
-    """node -> sorted [(start, end)] windows in which every upstream fetch of that node fails."""
-    out = {}
+def _outages(rng: random.Random, changes: list) -> dict:
+    """node -> sorted [(start, end, name)] windows in which the node's upstream fetches fail (name None: every name):
+    an outage or two per node at random, and a node's fetches of a changed name failing for a few minutes after
+    the change (its new records propagating)."""
+    out = {node: [] for node in NODES}
     for node in NODES:
-        spans = []
-        for _ in range(rng.randint(3, 6)):
+        for _ in range(rng.randint(1, 2)):
             s = START + rng.randrange(WEEK)
-            spans.append((s, s + rng.randint(120, 900)))
-        out[node] = sorted(spans)
-    return out
+            out[node].append((s, s + rng.randint(60, 600), None))
+    for ts, name, _ in changes:
+        for node in NODES:
+            if rng.random() < FLAPS:
+                s = ts + rng.randint(0, 300)
+                out[node].append((s, s + rng.randint(30, 240), name))
+    return {node: sorted(spans) for node, spans in out.items()}
 
 
-def write_logs(folder: str, seed: int = 8, count: int = 900, fixed_at: float | None = None) -> dict:
+def write_logs(folder: str, seed: int = 10, count: int = 900, fixed_at: float | None = None) -> dict:
     """Write a week under folder/{resolvers,upstream,zone}; {client id: hurt by a re-armed entry} (the labels).
 
-    fixed_at (UTC seconds): when the resolver fix went out; by default on the third or the fourth day."""
+    fixed_at (UTC seconds): when the resolver fix went out; by default on the fourth or the fifth day."""
     rng = random.Random(seed)
     if fixed_at is None:
-        fixed_at = START + rng.choice((2, 3)) * 86400 + rng.randrange(86400)
-    snapshot, changes = _zone(rng, 50)
+        fixed_at = START + rng.choice((3, 4)) * 86400 + rng.randrange(86400)
+    snapshot, changes = _zone(rng, NAMES)
     names = sorted(snapshot)
     weights = [1.0 / (k + 1) ** 0.7 for k in range(len(names))]
     rng.shuffle(weights)
+    for rank, k in enumerate(sorted(range(len(names)), key=lambda k: -weights[k])):  # busy names: short TTLs
+        snapshot[names[k]]["ttl"] = TTLS[0] if rank < 8 else TTLS[1] if rank < 20 else rng.choice(TTLS[2:])
     history = {n: ([START], [snapshot[n]["value"]]) for n in names}
     for ts, name, value in changes:
         history[name][0].append(ts)
@@ -87,7 +104,17 @@ def write_logs(folder: str, seed: int = 8, count: int = 900, fixed_at: float | N
         times, values = history[name]
         return values[bisect.bisect_right(times, ts) - 1]
 
-    outages = _outages(rng)
+    lagged = {n: [START] for n in names}  # until when a secondary still serves the value before each change
+    for ts, name, _ in changes:
+        lagged[name].append(ts + (rng.uniform(*SECONDARY_LAG) if rng.random() < SECONDARY else 0))
+
+    def fetched(name, ts):
+        """What an upstream fetch returns: a lagging secondary answers half the fetches with the previous value."""
+        times, values = history[name]
+        k = bisect.bisect_right(times, ts) - 1
+        return values[k - 1] if k > 0 and ts < lagged[name][k] and rng.random() < 0.5 else values[k]
+
+    outages = _outages(rng, changes)
     clients, queries = [], []
     for j in range(count):
         cid = "c%04d%s%03d" % (rng.randrange(10000), chr(97 + j % 26), j)
@@ -107,9 +134,9 @@ def write_logs(folder: str, seed: int = 8, count: int = 900, fixed_at: float | N
             if entry[2] and answer != authoritative(name, ts):
                 labels[cid] = True
         else:
-            down = any(s <= ts < e for s, e in outages[node]) or rng.random() < 0.002
+            down = any(s <= ts < e and z in (None, name) for s, e, z in outages[node]) or rng.random() < FLAKY
             if not down:
-                value = authoritative(name, ts)
+                value = fetched(name, ts)
                 fetches[node].append({"ts": ts, "node": node, "name": name, "ok": True, "value": value, "ttl": ttl})
                 cache[(node, name)] = [value, ts, False]
                 answer, left, how = value, ttl, "miss"
@@ -128,7 +155,7 @@ def write_logs(folder: str, seed: int = 8, count: int = 900, fixed_at: float | N
         hour = (ts - START) // 3600
         bucket = lines.setdefault((node, hour), [])
         bucket.append(line)
-        if rng.random() < 0.004:  # at-least-once shipping
+        if rng.random() < REPEAT:  # at-least-once shipping
             bucket.append(line)
     for node in NODES:
         os.makedirs(os.path.join(folder, "resolvers", node), exist_ok=True)

@@ -7,8 +7,8 @@ import json
 import os
 import tempfile
 
-WEEKS = {"fresh_week_a": (22, 500, 1_698_900_000), "fresh_week_b": (27, 500, 1_699_000_000)}  # seed, clients, fix
-REPO_WEEK = (8, 900, None)  # what environment/generate.py wrote into the repository
+WEEKS = {"fresh_week_a": (23, 500, 1_698_880_000), "fresh_week_b": (24, 500, 1_698_890_000)}  # seed, clients, fix
+REPO_WEEK = (10, 900, None)  # what environment/generate.py wrote into the repository
 NAME = "api01.example.net"
 
 
