@@ -1,0 +1,36 @@
+"""python -m searchops report|reindexes|backlog|stale (README.md)."""
+
+import argparse
+import sys
+
+from searchops import lag, reindex, report, stale
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m searchops")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for name in ("report", "reindexes", "backlog"):
+        sub.add_parser(name).add_argument("log_dir")
+    s = sub.add_parser("stale")
+    s.add_argument("log_dir")
+    s.add_argument("--min", type=float, default=2.0, help="seconds an answer must be behind the table")
+    args = p.parse_args(argv)
+    if args.cmd == "report":
+        print(report.render(report.by_day(args.log_dir, report.week_start(args.log_dir))))
+    elif args.cmd == "reindexes":
+        for r in reindex.runs(args.log_dir):
+            ppm = reindex.pages_per_minute(r)
+            print("%.0f %s from %s: %d pages, %s%s" % (
+                r.start, r.index, r.source, len(r.pages), r.outcome,
+                "" if r.duration is None else " after %.0f min (%.1f pages/min)" % (r.duration / 60, ppm)))
+    elif args.cmd == "backlog":
+        for first, last, worst in lag.backlog_spans(args.log_dir):
+            print("%.0f .. %.0f  worst lag %.0f s" % (first, last, worst))
+    else:
+        for doc, (n, worst) in sorted(stale.by_doc(stale.stale_answers(args.log_dir, args.min)).items()):
+            print("%s  %d stale answers, up to %.0f s behind" % (doc, n, worst))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
