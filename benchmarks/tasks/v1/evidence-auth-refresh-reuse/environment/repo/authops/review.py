@@ -1,11 +1,11 @@
 """The security review of reuse revocations (docs/runbook.md): who presented the spent token, from where."""
 
-from authops import feeds, sessions
+from authops import feeds, netblocks, sessions
 
 
 def revocations(log_dir):
     """[{"ts", "fam", "gen", "node", "ip", "ua", "login_ip", "new_address"}] of the week's reuse revocations;
-    login_ip is the address of the session's sign-in when it happened this week."""
+    login_ip is the address of the session's sign-in when it happened this week; new_address: another /24."""
     reqs = feeds.requests(log_dir, paths={"/oauth/token"})
     out = []
     for fam, events in sessions.by_family(log_dir).items():
@@ -17,5 +17,5 @@ def revocations(log_dir):
             if e.verb == "reuse" and e.fields.get("action") == "revoke":
                 out.append({"ts": e.ts, "fam": fam, "gen": e.fields["gen"], "node": e.node, "ip": g.get("ip"),
                             "ua": g.get("ua"), "login_ip": login_ip,
-                            "new_address": login_ip is not None and g.get("ip") != login_ip})
+                            "new_address": login_ip is not None and not netblocks.same_block(g.get("ip"), login_ip)})
     return sorted(out, key=lambda r: r["ts"])

@@ -1,9 +1,9 @@
-"""python -m searchops report|reindexes|backlog|stale (README.md)."""
+"""python -m searchops report|reindexes|backlog|stale|timeline|queries (README.md)."""
 
 import argparse
 import sys
 
-from searchops import lag, reindex, report, stale
+from searchops import lag, queries, reindex, report, stale, timeline
 
 
 def main(argv=None):
@@ -14,7 +14,18 @@ def main(argv=None):
     s = sub.add_parser("stale")
     s.add_argument("log_dir")
     s.add_argument("--min", type=float, default=2.0, help="seconds an answer must be behind the table")
+    tl = sub.add_parser("timeline")
+    tl.add_argument("log_dir")
+    tl.add_argument("doc")
+    sub.add_parser("queries").add_argument("log_dir")
     args = p.parse_args(argv)
+    if args.cmd == "timeline":
+        print(timeline.render(timeline.of_product(args.log_dir, args.doc)))
+        return 0
+    if args.cmd == "queries":
+        for q, n in queries.top_queries(args.log_dir, 20):
+            print("%6d  %s" % (n, q))
+        return 0
     if args.cmd == "report":
         print(report.render(report.by_day(args.log_dir, report.week_start(args.log_dir))))
     elif args.cmd == "reindexes":

@@ -33,7 +33,8 @@ class LagStaleReportTest(unittest.TestCase):
         self.assertIn("d0", report.render(table))
 
     def test_cli(self):
-        for argv in (["report", self.dir], ["reindexes", self.dir], ["backlog", self.dir], ["stale", self.dir]):
+        for argv in (["report", self.dir], ["reindexes", self.dir], ["backlog", self.dir], ["stale", self.dir],
+                     ["timeline", self.dir, "p_000001"], ["queries", self.dir]):
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
                 self.assertEqual(cli.main(argv), 0)

@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from hookops import endpoints, replay, report, signing
+from hookops import endpoints, replay, report, signing, tenants, timeline
 from hookops.timefmt import format_iso
 
 
@@ -24,7 +24,24 @@ def main(argv=None):
     v.add_argument("body_file")
     v.add_argument("header")
     v.add_argument("--now", type=float)
+    tl = sub.add_parser("timeline", help="a delivery's journal states and attempts")
+    tl.add_argument("log_dir")
+    tl.add_argument("delivery")
+    tn = sub.add_parser("tenants", help="deliveries, dead letters and the SLA per tenant")
+    tn.add_argument("log_dir")
+    tn.add_argument("--worst", type=int, default=0, help="only the N tenants with the lowest SLA")
     args = p.parse_args(argv)
+    if args.cmd == "timeline":
+        print(timeline.render(timeline.of_delivery(args.log_dir, args.delivery)))
+        return 0
+    if args.cmd == "tenants":
+        table = tenants.summary(args.log_dir)
+        rows = tenants.worst(table, args.worst) if args.worst else sorted(table.items())
+        for tenant, r in rows:
+            print("%-24s %6d deliveries  %5d dead  %5d failed  SLA %s" % (
+                tenant, r["deliveries"], r.get("dead", 0), r.get("failed", 0),
+                "-" if r["sla"] is None else "%.1f%%" % (100 * r["sla"])))
+        return 0
     if args.cmd == "report":
         print(report.render(report.by_day(args.log_dir, report.week_start(args.log_dir))))
     elif args.cmd == "health":

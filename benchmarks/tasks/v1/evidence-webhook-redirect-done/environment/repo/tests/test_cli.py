@@ -25,6 +25,8 @@ class CliTest(unittest.TestCase):
         code, out = self.run_cli("health", d, "--top", "2")
         self.assertEqual(len(out.splitlines()), 2)
         self.assertEqual(self.run_cli("replay-plan", d, "ep_2")[1], "")
+        self.assertIn("followed a 308", self.run_cli("timeline", d, "dl_e")[1])
+        self.assertIn("SLA 60.0%", self.run_cli("tenants", d)[1])
 
     def test_verify(self):
         with tempfile.NamedTemporaryFile("wb", delete=False) as f:
