@@ -110,7 +110,7 @@ def _session(week, rng, fam, user, dev, ip, ua, created, login_in_week, rate, fi
             rotated[gen] = (rt, node, dev)
             gen += 1
             last_refresh = t
-            if rng.random() < 0.006:  # two requests of the app refreshed at once, with the same token
+            if rng.random() < 0.0075:  # two requests of the app refreshed at once, with the same token
                 t2 = t + rng.uniform(0.01, 0.6)
                 node2 = rng.choice(NODES)
                 req2 = week.request(t2, "POST", "/oauth/token", 200, node2, dev, ip, ua)
@@ -160,10 +160,10 @@ def _session(week, rng, fam, user, dev, ip, ua, created, login_in_week, rate, fi
 
 def write_logs(folder: str, seed: int = 11, count: int = 8_000, fixed_at: float | None = None) -> dict:
     """Write a week under folder/{gateway,auth,sessions}; {session: revoked for a concurrent refresh on two nodes}.
-    fixed_at (UTC seconds): when the auth fix went out; by default on the second or third day."""
+    fixed_at (UTC seconds): when the auth fix went out; by default on the second day."""
     rng = random.Random(seed)
     if fixed_at is None:
-        fixed_at = START + WEEK * rng.uniform(0.25, 0.4)
+        fixed_at = START + WEEK * rng.uniform(0.2, 0.3)
     week = Week(rng)
     users = ["u_" + _hex(rng, 40) for _ in range(max(50, count * 2 // 3))]
     hurt = {}
@@ -179,15 +179,15 @@ def write_logs(folder: str, seed: int = 11, count: int = 8_000, fixed_at: float 
         x = rng.random()
         fate = (None, None)
         when = START + rng.uniform(0, WEEK)
-        if x < 0.08:
+        if x < 0.1:
             fate = (when, "user")
-        elif x < 0.095:
+        elif x < 0.115:
             fate = (when, "password_change")
-        elif x < 0.1:
+        elif x < 0.12:
             fate = (when, "admin")
-        elif x < 0.15:
-            fate = (when, "replay")
         elif x < 0.17:
+            fate = (when, "replay")
+        elif x < 0.19:
             fate = (when, "migrated")
         ended, bad, reason = _session(week, rng, fam, user, dev, ip, ua, created, in_week, rate, fixed_at, fate)
         hurt[fam] = bad

@@ -106,8 +106,8 @@ def write_logs(folder: str, seed: int = 7, count: int = 60_000, fixed_at: float 
     fixed_at (UTC seconds): when the indexer's fix went out; by default on the third or fourth day."""
     rng = random.Random(seed)
     if fixed_at is None:
-        fixed_at = START + WEEK * rng.uniform(0.4, 0.55)
-    weights = [1.0 / (docs - i + 1) ** 0.8 for i in range(1, docs + 1)]  # new products (high ids) change most
+        fixed_at = START + WEEK * rng.uniform(0.45, 0.6)
+    weights = [1.0 / (docs - i + 1) ** 0.9 for i in range(1, docs + 1)]  # new products (high ids) change most
     cum = []
     total = 0.0
     for w in weights:
@@ -133,7 +133,7 @@ def write_logs(folder: str, seed: int = 7, count: int = 60_000, fixed_at: float 
         lag = rng.uniform(20, 600) if _inside(backlog, ts) else rng.uniform(0.1, 2.5)
         events.append((c["ts"], 0, len(events), "commit", c))
         events.append((c["ts"] + lag, 1, len(events), "write", c))
-        if rng.random() < 0.05:  # a redelivery, later
+        if rng.random() < 0.08:  # a redelivery, later
             events.append((c["ts"] + lag + rng.uniform(30, 900), 1, len(events), "write", c))
     reindexes = _reindexes(rng, docs)
     for r in reindexes:
