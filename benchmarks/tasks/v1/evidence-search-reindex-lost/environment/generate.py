@@ -160,7 +160,7 @@ def write_logs(folder: str, seed: int = 7, count: int = 60_000, fixed_at: float 
             db[int(x["doc"][2:])] = (x["version"], x["op"] == "delete")
         elif kind == "write":
             i = int(x["doc"][2:])
-            node = "ix%d" % (1 + i % 2)
+            node = "ix%d" % (2 - i % 2)  # ix1 takes odd product numbers
             cur = indexes[live].get(i, (1, False))[0]
             if x["version"] <= cur:
                 lines.append((t, "%.3f %s skip %s %d older" % (t, node, x["doc"], x["version"])))

@@ -30,7 +30,7 @@ def _cases(gen, root):
                          "row": None if op == "delete" else {"title": "Osk lamp", "price_cents": 1999}})
         rows += [dict(r) for r in rows if r["change"] == "ch_lost"]  # delivered twice
         for dt, doc, version, kind, targets in writes:
-            ix = "ix%d" % (1 + int(doc[2:]) % 2)
+            ix = "ix%d" % (2 - int(doc[2:]) % 2)
             text = ("%.3f %s skip %s %d older" % (t0 + dt, ix, doc, version) if kind == "skip" else
                     "%.3f %s %s %s %d %s" % (t0 + dt, ix, kind, doc, version, targets))
             lines.append((t0 + dt, text))

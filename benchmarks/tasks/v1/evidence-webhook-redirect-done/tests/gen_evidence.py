@@ -92,13 +92,15 @@ class Endpoint:
         """(status, ms) of a POST at t (follow: to the new address, after a redirect)."""
         ms = int(rng.expovariate(1 / self.slow)) + 8
         if self.outages and _inside(self.outages, t):
-            return rng.choice(("503", "502", "timeout", "refused")), ms
+            status = rng.choice(("503", "502", "timeout", "refused"))
+            return status, {"timeout": 10_000, "refused": ms // 20 + 1}.get(status, ms)
         if not follow and self.gone is not None and t >= self.gone:
             return rng.choice(("410", "404")), ms
         if not follow and self.moved is not None and t >= self.moved:
             return str(self.code), ms // 3 + 5
         if rng.random() < self.flaky:
-            return rng.choice(("500", "502", "503", "504", "timeout", "timeout")), ms
+            status = rng.choice(("500", "502", "503", "504", "timeout", "timeout"))
+            return status, 10_000 if status == "timeout" else ms
         if rng.random() < 0.004:
             return "400", ms
         return rng.choice(("200", "200", "200", "202", "204")), ms
