@@ -7,7 +7,7 @@ import os
 import random
 import tempfile
 
-WEEKS = {"fresh_week_a": (81, 5_000, 1_703_595_000), "fresh_week_b": (82, 5_000, 1_703_620_000)}  # seed, sessions, fix
+WEEKS = {"fresh_week_a": (81, 3_000, 1_703_595_000), "fresh_week_b": (82, 3_000, 1_703_620_000)}  # seed, sessions, fix
 REPO_WEEK = (11, 8_000, None)  # what environment/generate.py wrote into the repository
 
 

@@ -7,7 +7,7 @@ import os
 import random
 import tempfile
 
-WEEKS = {"fresh_week_a": (51, 15_000, 1_702_330_000), "fresh_week_b": (52, 15_000, 1_702_345_000)}  # seed, events, fix
+WEEKS = {"fresh_week_a": (51, 8_000, 1_702_330_000), "fresh_week_b": (52, 8_000, 1_702_345_000)}  # seed, events, fix
 REPO_WEEK = (5, 30_000, None)  # what environment/generate.py wrote into the repository
 EP, URL, NEW = "ep_0007", "https://hooks.acme7.io/webhooks", "https://hooks2.acme7.io/v2/events"
 
