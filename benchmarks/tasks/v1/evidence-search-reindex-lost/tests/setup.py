@@ -7,7 +7,7 @@ import os
 import random
 import tempfile
 
-WEEKS = {"fresh_week_a": (71, 20_000, 1_703_180_000), "fresh_week_b": (72, 20_000, 1_703_200_000)}  # seed, changes, fix
+WEEKS = {"fresh_week_a": (71, 40_000, 1_703_180_000), "fresh_week_b": (72, 40_000, 1_703_200_000)}  # seed, changes, fix
 REPO_WEEK = (7, 60_000, None)  # what environment/generate.py wrote into the repository
 
 
