@@ -206,10 +206,10 @@ class WarmStartConfig:
     # fraction of demonstrations in which the oracle writes a wrong operator (kept unverified): the SFT start
     # inherits it and RL, which sees the hidden tests, must rise above its teacher
     teacher_error: float = 0.0
-    # fractions of demonstrations whose fix carries a habit the hidden check cannot see (rl.tasks.TEACHER_FLAWS,
-    # drawn independently): a lint finding, a TODO comment — what the readability and todo_comments terms punish
+    # Habits the hidden check cannot see (rl.tasks.TEACHER_FLAWS, drawn independently), which the readability and
+    # todo_comments terms punish: the fraction of demonstrations whose fix adds a lint finding (ruff E703)
     teacher_lint: float = 0.0
-    teacher_todo_comment: float = 0.0
+    teacher_todo_comment: float = 0.0  # ... and the fraction whose fix adds a TODO comment
     seed: int = 0  # seed of the transcript task list and the oracle's choices
     steps: int = 2000  # SFT steps
     lr: float = 2e-5  # SFT peak learning rate
