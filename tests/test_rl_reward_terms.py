@@ -145,7 +145,7 @@ def test_every_term_is_logged_per_version_with_its_fraction_nonzero(env, tmp_pat
     assert "terms: success=+0.667(0.67)" in line and "todos=-0.017(0.33)" in line
 
 
-@pytest.mark.skipif(not ruff_available(), reason="the lint term needs ruff")
+# ruff is a requirement (requirements.txt): no skip, a missing ruff fails here
 @pytest.mark.parametrize("flaws, lint, todo_comments", [((), 0, 0), (("lint",), 1, 0), (("todo_comment",), 0, 1),
                                                         (("lint", "todo_comment"), 1, 1)])
 def test_teacher_flaws_are_what_the_aux_terms_measure(env, tmp_path, flaws, lint, todo_comments):
@@ -156,7 +156,7 @@ def test_teacher_flaws_are_what_the_aux_terms_measure(env, tmp_path, flaws, lint
     close(rec.reward, 1.0 - lint * LINT_COEF - todo_comments * COEFS["todo_comment_coef"])
 
 
-@pytest.mark.skipif(not ruff_available(), reason="the lint term needs ruff")
+# ruff is a requirement (requirements.txt): no skip, a missing ruff fails here
 def test_measure_all_logs_the_behaviour_of_terms_with_no_weight(env, tmp_path):
     # An ablation with the lint and TODO-comment terms off still sees the behaviour they judge; the reward does not.
     flawed = tasks.oracle_replies(TASK, False, flaws=("lint", "todo_comment"))

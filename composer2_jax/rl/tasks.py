@@ -55,7 +55,7 @@ HINT_BELOW = 2  # levels below this quote the buggy expression in the instructio
 FILE = "calc.py"
 # Habits of an imperfect teacher that the hidden check cannot see, appended to the fixed line (the reward's
 # auxiliary terms can: rl/rewards.py `readability` counts the lint finding — E703, a useless semicolon — and
-# `todo_comments` the TODO comment). docs/rl.md, "Ablation: TODO and lint terms".
+# `todo_comments` the TODO comment). docs/rl.md, "Reward terms" (the ablation).
 TEACHER_FLAWS = {"lint": ";", "todo_comment": "  # TODO: check the other operators"}
 CASES = ((7, 3), (2, 5), (9, 4), (6, 6), (13, 2))  # inputs of the hidden check (b ≠ 0: % is defined)
 RUNNER = "verdict_runner.py"
