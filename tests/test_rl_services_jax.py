@@ -172,6 +172,31 @@ def test_policy_gradient_raises_the_better_rollout_and_publishes_versions(traine
     assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after)))
 
 
+@pytest.mark.parametrize("mtp_depths", [0, 1])
+def test_the_first_update_takes_pi_prox_from_its_own_forward(rollout, mtp_depths):
+    """A version's first update runs at π_prox's weights, so it reads π_prox off its own forward (old_logp=None)
+    instead of a separate log-prob pass: the same loss, metrics and new weights as with the pass, with and without
+    MTP self-distillation. Rows=2 splits the batch into two updates: the second still needs (and gets) the pass."""
+    policy = RolloutPolicy(rollout.generate)
+    group = GroupRecord(0, "t", 0, [two_turn_episode(policy, s, float(s % 2)) for s in range(20, 28)])
+    cfg = micro_model_config(num_mtp_layers=mtp_depths)
+    oc = OptimConfig(lr=1e-2, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
+    loss = dataclasses.replace(RL_LOSS, mtp_distill_weight=1.0 if mtp_depths else 0.0)
+    tr = Trainer(cfg, oc, TrainerConfig(rows=2, seq_len=96), loss, seed=5)
+    packed, routing = tr.pack([group])
+    batch, route = tr.device_batch(packed, slice(0, 2), None if routing is None else routing[:, 0:2])
+    old = tr._logp(tr.state.params, tr.state.router_state, batch, route)
+    with_pass, m_pass = tr._update(tr.state, batch, route, old, None)
+    fused, m_fused = tr._update(tr.state, batch, route, None, None)
+    for k in ("loss", "pg_loss", "grad_norm", "ratio_mean", "clip_frac"):
+        if k in m_pass:
+            np.testing.assert_allclose(m_fused[k], m_pass[k], **FP32_FN, err_msg=k)
+    for a, b in zip(jax.tree.leaves(with_pass.params), jax.tree.leaves(fused.params)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), **FP32_FN)
+    metrics = tr.train([group])
+    assert metrics["updates"] == 2 and metrics["finite"] == 1.0
+
+
 def test_kl_to_the_warm_start_is_zero_at_first_and_in_the_loss(rollout):
     """kl_coef > 0: π_ref = the weights the trainer started from; k3(π_θ‖π_ref) is 0 on the first update and
     positive once the policy moved, and the loss is pg_loss + β·kl_loss."""

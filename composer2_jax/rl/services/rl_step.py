@@ -8,7 +8,10 @@ the ids below `vocab_limit` (0 = all), the distribution the sampler's `policy_lo
 (infer/sampler.py), computed in token chunks (losses/lm.py `chunked_token_logprobs`: no [B, T, V] logits).
 
 The objective is `losses.rl.policy_loss` (decoupled PPO: (π_prox/μ)·min(r·Â, clip(r)·Â), r = π_θ/π_prox, with μ the
-sampler's recorded log-probs and π_prox recomputed here before the update; Dr. GRPO's constant normaliser).
+sampler's recorded log-probs and π_prox recomputed here before the update; Dr. GRPO's constant normaliser). The
+first update of a version runs at the weights π_prox is defined by, so it takes π_prox from its own forward
+(`old_logp=None`: stop-gradient of log π_θ) instead of a separate log-prob pass; later updates of the version get
+π_prox from passes made before the first.
 Router replay: the MoE layers use the experts the sampler used (`routing` [L_moe, B, T, k], aligned with the
 forward positions); the aux-loss-free bias update is off in RL (routing is replayed, not chosen).
 
@@ -59,7 +62,9 @@ def make_logprob_fn(model: Transformer, temperature: float, vocab_limit: int = 0
 def make_update_fn(model: Transformer, tx: optax.GradientTransformation, loss_cfg: PolicyLossConfig,
                    temperature: float, vocab_limit: int = 0) -> Callable:
     """`(state, batch, routing, old_logp, ref_logp) -> (state, metrics)`: one optimizer step on the policy loss;
-    `ref_logp` [B, T] = log π_ref of the reference policy (needed when loss_cfg.kl_coef > 0, else None)."""
+    `old_logp` [B, T] = log π_prox, or None when the state's weights are π_prox (the version's first update: the
+    loss takes it from its own forward, stop-gradient); `ref_logp` [B, T] = log π_ref of the reference policy
+    (needed when loss_cfg.kl_coef > 0, else None)."""
 
     depth = model.cfg.num_mtp_layers if loss_cfg.mtp_distill_weight > 0 else 0
     context = layout_context(model.cfg, model.mesh)
@@ -68,6 +73,7 @@ def make_update_fn(model: Transformer, tx: optax.GradientTransformation, loss_cf
         if not depth:
             logp, entropy = token_logprobs(model, params, router_state, batch, routing, temperature, vocab_limit,
                                            with_entropy=True)
+            old_logp = jax.lax.stop_gradient(logp) if old_logp is None else old_logp
             return policy_loss(logp, old_logp, batch["behav_logprobs"], batch["advantages"], batch["loss_mask"],
                                loss_cfg, segment_ids=batch["segment_ids"], entropy=entropy, ref_logp=ref_logp)
         mb = mtp_batch({k: batch[k] for k in ("tokens", "targets", "positions", "segment_ids", "loss_mask")}, depth,
@@ -77,6 +83,7 @@ def make_update_fn(model: Transformer, tx: optax.GradientTransformation, loss_cf
                           mtp_detach=True)
         logp, entropy = chunked_token_logprobs(out.normed, params["lm_head"], batch["targets"], LOGPROB_CHUNK,
                                                temperature, vocab_limit, True)
+        old_logp = jax.lax.stop_gradient(logp) if old_logp is None else old_logp
         loss, metrics = policy_loss(logp, old_logp, batch["behav_logprobs"], batch["advantages"], batch["loss_mask"],
                                     loss_cfg, segment_ids=batch["segment_ids"], entropy=entropy, ref_logp=ref_logp)
         teacher = teacher_hidden(jax.lax.stop_gradient(out.normed), depth,

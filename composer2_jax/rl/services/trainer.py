@@ -5,8 +5,9 @@ One `train(groups)` call is one weight version:
   2. every segment of every episode packed into [rows, T] chunks carrying its episode's Â, with the sampler's
      log μ, the policy version of each token and the recorded routing (router replay); on device the chunks are
      target-aligned and laid out like CPT batches (sharded over the batch axes, zigzag when mesh.context > 1);
-  3. π_prox = the current weights' log-probs of the whole batch (before any update), and π_ref = the reference
-     weights' (the warm start, `set_reference`) when the loss has a KL term (kl_coef > 0);
+  3. π_prox = the current weights' log-probs of the whole batch (before any update: the first chunk's come from its
+     update's own forward, the others' from a pass before it), and π_ref = the reference weights' (the warm start,
+     `set_reference`) when the loss has a KL term (kl_coef > 0);
   4. one optimizer update per chunk (PPO minibatches) on the decoupled-PPO loss (+ β·k3(π_θ‖π_ref));
   5. version += 1; the new weights are returned for publication, with their delta statistics.
 """
@@ -328,7 +329,10 @@ class Trainer:
         with activate(self.mesh):
             placed = [self.device_batch(packed, c, None if routing is None else routing[:, c]) for c in chunks]
             batches, routes = [b for b, _ in placed], [r for _, r in placed]
-            old = [self._logp(self.state.params, self.state.router_state, b, r) for b, r in zip(batches, routes)]
+            # π_prox is this version's starting weights: the first update runs at them and takes its log-probs from
+            # its own forward (rl_step.make_update_fn); later chunks need them computed before that update.
+            old = [None] + [self._logp(self.state.params, self.state.router_state, b, r)
+                            for b, r in zip(batches[1:], routes[1:])]
             ref = [None] * len(batches)
             if self.loss.kl_coef > 0:
                 ref = [self._logp(*self.reference, b, r) for b, r in zip(batches, routes)]
