@@ -80,7 +80,7 @@ def get_config(preset: str = "toy"):
         # experiments/sft.py on the oracle's transcripts; the toy warm start is short and its teacher imperfect
         # (at lr 3e-3, 165 steps: held-out pass@1 at T = 1 0.09–0.16 with teacher_error 0.5; 0.28–0.32 without;
         # the hard-task ceiling is ~1/3). Toy rows of 16 × 512 (a transcript is ≤ ~400 tokens) carry the tokens of
-        # 8 × 1,024 at 0.69 s/step instead of 2.5 on 2 cores (attention is quadratic in the row; measured 2026-12-02).
+        # 8 × 1,024 at 1.35 s/step instead of 2.5 on 2 cores (attention is quadratic in the row; measured 2026-12-02).
         sft=WarmStartConfig(transcripts=600 if toy else 1500, teacher_error=0.5 if toy else 0.0,
                             steps=165 if toy else 2000, lr=3e-3 if toy else 2e-5,
                             seq_len=512 if toy else 1024, batch_size=16 if toy else 8),
@@ -152,7 +152,7 @@ def pipeline_config(preset: str, root: str, prev: str):
         # 40 steps of 8 × 512 over 200 oracle transcripts (messages of ≤ 331 characters, measured 2026-12-02:
         # whole ones per row) teach the tool format from the pipeline's SFT; RL then runs 4 versions of 4 groups ×
         # 4 episodes, trained in 16-row updates.
-        c.sft.update(transcripts=200, steps=40, seq_len=512)
+        c.sft.update(transcripts=200, steps=40, seq_len=512, batch_size=8)
         c.rl.update(steps=4, groups_per_batch=4, eval_every=0, eval_tasks=16, eval_samples=1)
         c.trainer.rows = 16
     return c
