@@ -159,6 +159,20 @@ def test_sdist_repo_builds_a_committed_tree(tmp_path, monkeypatch):
     assert log.stdout.strip() == "p 1"
 
 
+def test_sdist_repo_replays_history_on_crlf_sources(tmp_path):
+    """A release whose files end lines with CRLF (lark's) takes a history patch with its CRs kept."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "m.py").write_bytes(b"A = 1\r\nB = 2\r\n")
+    sdist_repo.commit(str(repo), "release")
+    history = tmp_path / "history"
+    history.mkdir()
+    (history / "001-b.patch").write_bytes(b"Change B\n\ndiff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n"
+                                          b"@@ -1,2 +1,2 @@\n A = 1\r\n-B = 2\r\n+B = 3\r\n")
+    assert sdist_repo.replay(str(repo), str(history)) == 1
+    assert (repo / "m.py").read_bytes() == b"A = 1\r\nB = 3\r\n"
+
+
 def test_vague_instructions_name_nothing_of_the_repository(tmp_path):
     from benchmarks.suite_table import vague
     (tmp_path / "feed.py").write_text("def list_feed(store):\n    pass\n")

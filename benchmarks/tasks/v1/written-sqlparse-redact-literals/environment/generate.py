@@ -15,7 +15,8 @@ commit so the agent can `git diff` its work (fixed author and dates: the same by
 
 Tasks written here on a real release add history: every `.history/NNN-name.patch` of the copied folder (a commit
 message, a blank line, then a unified diff from the release's root) is applied and committed in name order, one
-day apart, after the release's commit, and `.history/` is removed. The repository then shows the recent changes a
+day apart, after the release's commit, and `.history/` is removed (read as written: a release whose files end lines
+with CRLF, like lark's, keeps its CRs in the patch). The repository then shows the recent changes a
 developer would find in `git log` (e.g. "the new feature" an instruction leaves unnamed).
 """
 
@@ -141,7 +142,7 @@ def replay(repo: str, history: str) -> int:
     """Apply and commit every patch of the history folder in name order; how many."""
     names = sorted(n for n in os.listdir(history) if n.endswith(".patch"))
     for day, name in enumerate(names, start=1):
-        with open(os.path.join(history, name), encoding="utf-8") as f:
+        with open(os.path.join(history, name), encoding="utf-8", newline="") as f:  # CRLF sources keep their CRs
             text = f.read()
         message, sep, diff = text.partition("\ndiff --git ")
         if not sep:
