@@ -1,6 +1,6 @@
 """A week of a shop's orders, its price-cache nodes' logs and the price table's commit log, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 9, 30,000 orders: ≈ 870 files, ≈ 25 MB)
+    python generate.py REPO             writes REPO/logs/ (seed 9, 30,000 orders: 875 files, 23 MB)
 
 Three sources, joined by SKU, node and time:
   logs/orders/orders-dDAY-hHOUR.jsonl  one line per order: ts, order, customer, node (the price-cache node that
@@ -43,7 +43,7 @@ REPLICAS = ("r1", "r2", "r3")
 TTL = 1800
 CHANGES = 14000  # price changes in a week
 QUOTE_S = 1800
-QUOTED = 0.6  # the share of orders placed on a quote
+QUOTED = 0.8  # the share of orders placed on a quote
 DB_FIELDS = ("lsn", "committed", "sku", "unit_cents", "effective")
 PAYMENTS = ("card", "card", "card", "paypal", "invoice", "giftcard")
 AGENTS = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/119.0 Safari/537.36",
