@@ -46,11 +46,15 @@ QUOTE_S = 1800
 QUOTED = 0.8  # the share of orders placed on a quote
 DB_FIELDS = ("lsn", "committed", "sku", "unit_cents", "effective")
 PAYMENTS = ("card", "card", "card", "paypal", "invoice", "giftcard")
-AGENTS = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/119.0 Safari/537.36",
-          "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148",
-          "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari",
+AGENTS = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+          "Chrome/119.0 Safari/537.36",
+          "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+          "Mobile/15E148",
+          "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+          "Version/17.1 Safari",
           "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/119.0 Mobile Safari",
-          "ShopApp/5.31.0 (Android 13; SM-S911B) okhttp/4.11.0", "ShopApp/5.31.0 (iOS 17.1.1; iPhone15,2) CFNetwork/1485")
+          "ShopApp/5.31.0 (Android 13; SM-S911B) okhttp/4.11.0",
+          "ShopApp/5.31.0 (iOS 17.1.1; iPhone15,2) CFNetwork/1485")
 SHIPPING = (("DE", "dhl"), ("DE", "hermes"), ("FR", "colissimo"), ("NL", "postnl"), ("AT", "post"), ("IT", "brt"))
 
 
