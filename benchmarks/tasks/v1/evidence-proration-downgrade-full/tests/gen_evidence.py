@@ -1,7 +1,7 @@
 """A week of a subscription business's billing exports, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 12, 12,000 accounts: ≈ 520 files;
-                                        a week of 8,000 accounts is 519 files, 22 MB)
+    python generate.py REPO             writes REPO/logs/ (seed 12, 12,000 accounts: 527 files, 33 MB;
+                                        a week of 8,000 accounts is 518-519 files, 22 MB)
 
 Three sources, joined by account, invoice and event ids:
   logs/events/events-dDAY.jsonl       the billing API's event stream, one JSON object per line: id, ts, type
