@@ -1,11 +1,11 @@
 """A week of a shop's orders, its price-cache nodes' logs and the price table's commit log, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 9, 30,000 orders: ≈ 870 files, ≈ 25 MB)
+    python generate.py REPO             writes REPO/logs/ (seed 9, 30,000 orders: 875 files, 23 MB)
 
 Three sources, joined by SKU, node and time:
   logs/orders/orders-dDAY-hHOUR.jsonl  one line per order: ts, order, customer, node (the price-cache node that
                                        priced the cart), sku, qty, unit_cents (the price charged), priced_at (when
-                                       the cart was priced: a quote is honoured for 15 minutes), payment and the
+                                       the cart was priced: a quote is honoured for 30 minutes), payment and the
                                        session's details (ip, user agent, shipping); shipped
                                        at least once, so a line can repeat
   logs/cache/NODE-dDAY-hHOUR.log       the cache nodes: `ts node inval sku lsn` (an invalidation received),
@@ -42,14 +42,19 @@ NODES = ("pc1", "pc2", "pc3", "pc4")
 REPLICAS = ("r1", "r2", "r3")
 TTL = 1800
 CHANGES = 14000  # price changes in a week
-QUOTE_S = 900
+QUOTE_S = 1800
+QUOTED = 0.8  # the share of orders placed on a quote
 DB_FIELDS = ("lsn", "committed", "sku", "unit_cents", "effective")
 PAYMENTS = ("card", "card", "card", "paypal", "invoice", "giftcard")
-AGENTS = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/119.0 Safari/537.36",
-          "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148",
-          "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari",
+AGENTS = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+          "Chrome/119.0 Safari/537.36",
+          "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+          "Mobile/15E148",
+          "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+          "Version/17.1 Safari",
           "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/119.0 Mobile Safari",
-          "ShopApp/5.31.0 (Android 13; SM-S911B) okhttp/4.11.0", "ShopApp/5.31.0 (iOS 17.1.1; iPhone15,2) CFNetwork/1485")
+          "ShopApp/5.31.0 (Android 13; SM-S911B) okhttp/4.11.0",
+          "ShopApp/5.31.0 (iOS 17.1.1; iPhone15,2) CFNetwork/1485")
 SHIPPING = (("DE", "dhl"), ("DE", "hermes"), ("FR", "colissimo"), ("NL", "postnl"), ("AT", "post"), ("IT", "brt"))
 
 
@@ -113,18 +118,18 @@ def write_logs(folder: str, seed: int = 9, count: int = 30_000, fixed_at: float 
             raw.append((com, s, max(99, initial[s] + rng.choice((-500, -200, -100, 100, 200, 500))), eff))
     raw.sort()
     prices = Prices(initial, [(k + 1, com, s, cents, eff) for k, (com, s, cents, eff) in enumerate(raw)])
-    backlog = _episodes(rng, (8, 12), (900, 3600))  # the invalidation bus lags
+    backlog = _episodes(rng, (15, 25), (1800, 5400))  # the invalidation bus lags
     lagging = {r: _episodes(rng, (70, 100), (900, 4800)) for r in REPLICAS}  # a replica falls behind
     arrivals = {}  # (node, sku) -> sorted [(arrival, lsn)]
     for lsn, com, s, cents, eff in prices.changes:
         for node in NODES:
-            delay = rng.uniform(3, 120) if _inside(backlog, eff) else rng.uniform(0.05, 1.5)
+            delay = rng.uniform(20, 400) if _inside(backlog, eff) else rng.uniform(0.05, 1.5)
             arrivals.setdefault((node, s), []).append((eff + delay, lsn))
     customers = ["cu_" + _hex(rng, 32) for _ in range(max(100, count // 5))]
     orders = []
     for _ in range(count):
         ts = START + rng.uniform(0, WEEK)
-        quoted = rng.random() < 0.2
+        quoted = rng.random() < QUOTED
         orders.append({"ts": round(ts, 3), "order": "o_" + _hex(rng), "customer": rng.choice(customers),
                        "node": rng.choice(NODES), "sku": rng.choices(names, weights)[0], "qty": rng.randint(1, 3),
                        "unit_cents": None, "priced_at": round(ts - (rng.uniform(30, QUOTE_S) if quoted else 0), 3),

@@ -2,7 +2,7 @@
 
 The price in effect for a SKU at a time is the committed change with the latest `effective` at or before it (a
 scheduled change takes effect after its commit). An order is priced when its cart was (`priced_at`: quotes are
-honoured for 15 minutes), by its `node`. A node may serve the old price until it receives the change's
+honoured for 30 minutes), by its `node`. A node may serve the old price until it receives the change's
 invalidation (`inval sku lsn` in its log); an order it priced with a price not in effect after it had received an
 invalidation for the change in effect came from an entry refilled from a replica that had not applied the change.
 Repeated order lines are one order.

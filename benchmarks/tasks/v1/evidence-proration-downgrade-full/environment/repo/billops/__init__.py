@@ -1,0 +1,1 @@
+"""Finance tooling for the subscription billing exports (events, invoices, ledger)."""
