@@ -69,3 +69,37 @@ def test_ablation_arms_differ_only_in_the_two_weights(monkeypatch, tmp_path):
 def test_ablation_names_a_missing_measurement():
     with pytest.raises(ValueError, match="no batch/measure_nonzero/lint_findings"):
         rl_ablation.window_means([{"batch/pass_rate": 0.1}], 2)
+
+
+def _tree_metrics(path, evals, tokens_per_version):
+    """A finished run's metrics.jsonl: a batch row per version and eval rows at the given versions."""
+    path.mkdir(parents=True)
+    rows = [{"step": v, "batch/tokens_spent": float(tokens_per_version), "batch/turns": 1.5, "batch/episodes": 32.0}
+            for v in range(1, max(evals) + 1)]
+    rows += [{"step": v, "eval/pass_rate": p, "eval/version": float(v)} for v, p in evals.items()]
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_tree_learning_reads_curves_against_tokens_and_finds_where_plain_final_is_reached(tmp_path):
+    from benchmarks import rl_tree_learning as tl
+
+    _tree_metrics(tmp_path / "plain" / "rl" / "logs", {0: 0.1, 10: 0.2, 20: 0.3}, 800)
+    _tree_metrics(tmp_path / "uniform" / "rl" / "logs", {0: 0.1, 10: 0.35, 20: 0.4}, 600)
+    plain, tree = tl.run_curve(tmp_path / "plain"), tl.run_curve(tmp_path / "uniform")
+    assert [(p["version"], p["tokens"], p["env_steps"]) for p in plain] == [(0, 0.0, 0.0), (10, 8000.0, 480.0),
+                                                                           (20, 16000.0, 960.0)]
+    lines = {line["mode"]: line for line in tl.summarize({"plain": [plain], "uniform": [tree]})}
+    assert lines["plain"]["plain_final_pass"] == 0.3 and lines["plain"]["vs_plain_tokens"] == 1.0
+    # the tree curve crosses 0.3 between (0, 0.1) and (6000, 0.35): at 6000 · 0.2 / 0.25 = 4800 tokens
+    assert lines["uniform"]["tokens_to_plain_final"] == pytest.approx(4800.0)
+    assert lines["uniform"]["vs_plain_tokens"] == pytest.approx(0.3)
+    assert tl.first_reach(tl.np.array([0.0, 10.0]), tl.np.array([0.1, 0.2]), 0.5) is None
+
+
+def test_tree_learning_refuses_a_missing_start_and_an_unknown_mode(tmp_path):
+    from benchmarks import rl_tree_learning as tl
+
+    with pytest.raises(SystemExit, match="not a checkpoint folder"):
+        tl.main(["--init", str(tmp_path / "none"), "--workdir", str(tmp_path / "w")])
+    with pytest.raises(SystemExit, match="'greedy'; expected plain or one of"):
+        tl.main(["--init", str(tmp_path), "--modes", "plain,greedy"])
