@@ -4,16 +4,14 @@ Run:      python -m experiments.rl                                  (toy: transc
           python -m experiments.rl --config.rl.eta=0                (the synchronous loop)
           python -m experiments.rl --config.rl.backend=ray          (the same services as Ray actors)
           python -m experiments.rl --config.tasks=toy@2,suite:v0@1  (a curriculum of task sources, docs/rl.md)
-Hardware: toy — a 2-core CPU with bubblewrap (run as root): transcripts ~40 s, SFT ~3 min, evaluations ~30 s
-          each, RL ~5 s a version (100 versions).
-Expected: the issue's targets (benchmarks/rl_learning.py) — measured 2026-11-30: held-out pass@1 at T = 1
-          0.148 → 0.453 (+30 points) over the SFT start (an imperfect teacher: sft.teacher_error = 0.5), easy effort
-          366.6 → 305.3 (0.83×), hard pass 0.047 → 0.156, 756 s end to end (docs/rl.md, "The toy experiment").
-          Curves: runs/toy/rl/curves.png; per-version metrics: runs/toy/rl/logs/metrics.jsonl (batch/summary_fraction
-          and batch/summary_tokens: the self-summaries; rollout/acceptance: the MTP drafts). Those figures predate the
-          toy's summarising context budget and its drafts with MTP self-distillation; rerun 2026-12-02 with whole
-          episodes (the benchmark's harness): 0.102 → 0.406, easy effort 0.78×, hard 0.031 → 0.078, 3,471 s on a
-          loaded machine; with this config's summarising budget the start is weaker (0.055) and learns more slowly
+Hardware: toy — a 2-core CPU with bubblewrap (run as root): transcripts ~50 s, SFT ~4–7 min, evaluations ~40 s
+          each, RL ~9 s a version (100 versions; measured 2026-12-02 with other jobs beside it).
+Expected: the issue's targets (benchmarks/rl_learning.py, whole episodes) — measured 2026-12-02: held-out pass@1
+          at T = 1 0.141 → 0.422 (+28 points) over the SFT start (an imperfect teacher: sft.teacher_error = 0.5),
+          easy effort 322.7 → 251.0 (0.78×), hard pass 0.047 → 0.172, 1,506 s end to end (docs/rl.md, "The toy
+          experiment"). Curves: runs/toy/rl/curves.png; per-version metrics: runs/toy/rl/logs/metrics.jsonl
+          (batch/summary_fraction and batch/summary_tokens: the self-summaries; rollout/acceptance: the MTP drafts).
+          With this config's summarising budget (260) the start is weaker (0.055) and learns more slowly
           (docs/rl.md, "The toy experiment").
 """
 
