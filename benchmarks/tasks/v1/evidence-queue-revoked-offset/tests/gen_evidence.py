@@ -1,6 +1,9 @@
 """A week of production logs of an order-confirmation queue, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 11, 12,000 orders: ≈ 1,040 files, ≈ 23 MB)
+    python generate.py REPO     builds REPO from its pinned kafka-python release and history (sdist_repo.py, a copy
+                                of the suite's shared script next to this file: the release the mailer consumers
+                                run, then the notifications team's mailops/ tools as a commit), then writes
+                                REPO/logs/ (seed 11, 12,000 orders: ≈ 1,040 files, ≈ 23 MB)
 
 Three sources, joined by message id, partition and offset:
   logs/producer/<service>-d<day>.jsonl        the producing services' send attempts (retried on timeout)
@@ -185,7 +188,18 @@ def write_logs(folder: str, seed: int = 11, count: int = 12000, fixed_at_frac: f
     return labels
 
 
+def _build(repo: str) -> None:
+    """The pinned release and its history (the shared sdist_repo.py, a byte-identical copy next to this file)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("sdist_repo", os.path.join(here, "sdist_repo.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build(repo)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: generate.py REPO")
+    _build(sys.argv[1])
     write_logs(os.path.join(sys.argv[1], "logs"))

@@ -55,5 +55,5 @@ def probe_overload_and_repeated_lines(ctx):
 
 def probe_repository_tests_pass(ctx):
     import sys
-    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "tests", "-t", "."], timeout=120)
+    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "quotaops/tests", "-t", "."], timeout=120)
     return r["returncode"]

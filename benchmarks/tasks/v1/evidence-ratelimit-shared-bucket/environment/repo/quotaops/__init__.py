@@ -1,1 +1,0 @@
-"""Readers and reports over the API gateway's logs and the customers' plans (docs/log-formats.md)."""
