@@ -1,6 +1,9 @@
 """A week of production logs of a streaming completion service, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 1, 1,000 requests: ≈ 1,200 files, ≈ 25 MB)
+    python generate.py REPO     builds REPO from its pinned h11 release and history (sdist_repo.py, a copy of the
+                                suite's shared script next to this file: the release the gateway speaks HTTP/1.1
+                                with, then the on-call team's opskit/ tools as a commit), then writes
+                                REPO/logs/ (seed 1, 1,000 requests: ≈ 1,200 files, ≈ 25 MB)
 
 Three sources, joined by request id and connection number:
   logs/gateway/gw-<host>-<day>-<hour>.jsonl  one line per client connection (at-least-once: some lines twice)
@@ -127,7 +130,18 @@ def write_logs(folder: str, seed: int = 1, count: int = 1000, fixed_at_frac: flo
     return labels
 
 
+def _build(repo: str) -> None:
+    """The pinned release and its history (the shared sdist_repo.py, a byte-identical copy next to this file)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("sdist_repo", os.path.join(here, "sdist_repo.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build(repo)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: generate.py REPO")
+    _build(sys.argv[1])
     write_logs(os.path.join(sys.argv[1], "logs"))

@@ -1,1 +1,0 @@
-"""Readers for the streaming service's logs and the daily traffic report."""
