@@ -1,6 +1,9 @@
 """A week of a caching DNS resolver fleet's logs and the zone's change history, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 10, 900 clients: 678 files, ≈ 43 MB)
+    python generate.py REPO     builds REPO from its pinned dnspython release and history (sdist_repo.py, a copy of
+                                the suite's shared script next to this file: the release the network team's
+                                scripts are built on, then its dnsops/ tools as a commit), then writes
+                                REPO/logs/ (seed 10, 900 clients: 678 files, ≈ 43 MB)
 
 Three sources, joined by node, name and time:
   logs/resolvers/NODE/dDAY-HH.log    one line per answer a resolver node sent: UTC seconds, node, client, name,
@@ -174,7 +177,18 @@ def write_logs(folder: str, seed: int = 10, count: int = 900, fixed_at: float | 
     return labels
 
 
+def _build(repo: str) -> None:
+    """The pinned release and its history (the shared sdist_repo.py, a byte-identical copy next to this file)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("sdist_repo", os.path.join(here, "sdist_repo.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build(repo)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: generate.py REPO")
+    _build(sys.argv[1])
     write_logs(os.path.join(sys.argv[1], "logs"))

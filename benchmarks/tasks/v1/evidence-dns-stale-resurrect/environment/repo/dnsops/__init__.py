@@ -1,1 +1,0 @@
-"""Readers for the resolver fleet's exports and the weekly cache report."""
