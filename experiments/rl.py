@@ -77,8 +77,8 @@ def get_config(preset: str = "toy"):
         env=EnvConfig(tools=("read_file", "edit_file", "submit"), pool_size=16),
         # experiments/sft.py on the oracle's transcripts; the toy warm start is short and its teacher imperfect
         # (at lr 3e-3, 165 steps: held-out pass@1 at T = 1 0.09–0.16 with teacher_error 0.5; 0.28–0.32 without;
-        # the hard-task ceiling is ~1/3). Toy rows of 16 × 512 (a transcript is ≤ ~400 tokens) carry the tokens of
-        # 8 × 1,024 at 1.35 s/step instead of 2.5 on 2 cores (attention is quadratic in the row; measured 2026-12-02).
+        # the hard-task ceiling is ~1/3). Toy rows of 16 × 512 carry the positions of 8 × 1,024 at 1.35 s/step
+        # instead of 2.5 on 2 cores (attention is quadratic in the row; measured 2026-12-02).
         sft=WarmStartConfig(transcripts=600 if toy else 1500, teacher_error=0.5 if toy else 0.0,
                             steps=165 if toy else 2000, lr=3e-3 if toy else 2e-5,
                             seq_len=512 if toy else 1024, batch_size=16 if toy else 8),
