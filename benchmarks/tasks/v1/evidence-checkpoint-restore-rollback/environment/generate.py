@@ -1,6 +1,9 @@
 """A week of production logs of a training cluster's preemptible jobs, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 13, 1,200 jobs: ≈ 1,210 files, ≈ 30 MB)
+    python generate.py REPO     builds REPO from its pinned pytorch-ignite release and history (sdist_repo.py, a
+                                copy of the suite's shared script next to this file: the release the
+                                training-platform team's trainers are built on, then its trainops/ tools as a
+                                commit), then writes REPO/logs/ (seed 13, 1,200 jobs: ≈ 1,210 files, ≈ 30 MB)
 
 Three sources, joined by job id and checkpoint id:
   logs/trainer/<job>.log                 each job's trainer log (steps, checkpoint saves, preemption, restores)
@@ -179,7 +182,18 @@ def write_logs(folder: str, seed: int = 13, count: int = 1200, fixed_at_frac: fl
     return labels
 
 
+def _build(repo: str) -> None:
+    """The pinned release and its history (the shared sdist_repo.py, a byte-identical copy next to this file)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("sdist_repo", os.path.join(here, "sdist_repo.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build(repo)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: generate.py REPO")
+    _build(sys.argv[1])
     write_logs(os.path.join(sys.argv[1], "logs"))

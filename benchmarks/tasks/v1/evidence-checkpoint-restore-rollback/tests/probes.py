@@ -49,5 +49,5 @@ def probe_early_and_plain(ctx):
 
 def probe_repository_tests_pass(ctx):
     import sys
-    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "tests", "-t", "."], timeout=120)
+    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "trainops/tests", "-t", "."], timeout=120)
     return r["returncode"]
