@@ -1,6 +1,9 @@
 """A week of a contacts API's bulk-export logs, its change stream and table snapshots, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 5, 1,500 exports: ≈ 710 files, ≈ 35 MB)
+    python generate.py REPO     builds REPO from its pinned requests release and history (sdist_repo.py, a copy of
+                                the suite's shared script next to this file: the release the contacts sync
+                                client is built on, then the integrations team's syncops/ tools as a commit),
+                                then writes REPO/logs/ (seed 5, 1,500 exports: ≈ 710 files, ≈ 35 MB)
 
 Three sources, joined by tenant, export id and time:
   logs/api/api-HOST-dDAY-hHOUR.jsonl  one line per page request of GET /v1/contacts/export: ts, host, tenant,
@@ -201,7 +204,18 @@ def write_folder(folder: str, lines: list[dict], cdc: list[dict], snapshot: dict
             f.writelines("%d\n" % i for i in ids)
 
 
+def _build(repo: str) -> None:
+    """The pinned release and its history (the shared sdist_repo.py, a byte-identical copy next to this file)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("sdist_repo", os.path.join(here, "sdist_repo.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build(repo)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: generate.py REPO")
+    _build(sys.argv[1])
     write_logs(os.path.join(sys.argv[1], "logs"))

@@ -56,5 +56,5 @@ def probe_across_hours(ctx):
 
 
 def probe_repository_tests_pass(ctx):
-    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "tests", "-t", "."], timeout=120)
+    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "syncops/tests", "-t", "."], timeout=120)
     return r["returncode"]

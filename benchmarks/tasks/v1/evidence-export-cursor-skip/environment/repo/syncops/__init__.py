@@ -1,1 +1,0 @@
-"""Readers and reports over the contacts API's exports (docs/formats.md)."""
