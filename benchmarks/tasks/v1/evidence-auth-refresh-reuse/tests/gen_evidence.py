@@ -1,6 +1,9 @@
 """A week of an app's API gateway log, its auth nodes' logs and the ended-sessions export, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 11, 8,000 sessions: ≈ 680 files, ≈ 40 MB)
+    python generate.py REPO     builds REPO from its pinned oauthlib release and history (sdist_repo.py, a copy of
+                                the suite's shared script next to this file: the release the auth service's
+                                token endpoint is built on, then the identity team's authops/ tools as a
+                                commit), then writes REPO/logs/ (seed 11, 8,000 sessions: ≈ 680 files, ≈ 40 MB)
 
 Three sources, joined by request id, session (token family) and time:
   logs/gateway/gw-dDAY-hHOUR.jsonl     one line per API request: ts, req, method, path, status, upstream (the auth
@@ -246,7 +249,18 @@ def write_folder(folder: str, gateway: list[dict], auth: list[tuple[float, str]]
     return seen
 
 
+def _build(repo: str) -> None:
+    """The pinned release and its history (the shared sdist_repo.py, a byte-identical copy next to this file)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("sdist_repo", os.path.join(here, "sdist_repo.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build(repo)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: generate.py REPO")
+    _build(sys.argv[1])
     write_logs(os.path.join(sys.argv[1], "logs"))

@@ -44,5 +44,5 @@ def probe_grace_edge_and_lifetime(ctx):
 
 
 def probe_repository_tests_pass(ctx):
-    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "tests", "-t", "."], timeout=120)
+    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "authops/tests", "-t", "."], timeout=120)
     return r["returncode"]

@@ -3,7 +3,7 @@
 An immediate downgrade (a `subscription.updated` event, `effective` now, to a plan cheaper than `previous_plan`) is
 invoiced at the new plan for the rest of the cycle, and the unused part of the old plan is credited to the
 account's balance by a `credit_note ... invoice=INV ... reason=proration` line in the ledger, sometimes hours later
-(docs/billing.md). A plan change within 24 hours of the cycle's start is a correction: the renewal is voided and
+(billops/docs/billing.md). A plan change within 24 hours of the cycle's start is a correction: the renewal is voided and
 re-issued at the new plan for the full cycle, with no credit. A downgrade's invoice outside that window with no
 proration credit note for it was billed as a new full cycle. Repeated invoice rows are one row.
 """

@@ -1,7 +1,10 @@
 """A week of a subscription business's billing exports, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 12, 12,000 accounts: 527 files, 33 MB;
-                                        a week of 8,000 accounts is 518-519 files, 22 MB)
+    python generate.py REPO     builds REPO from its pinned recurly release and history (sdist_repo.py, a copy of
+                                the suite's shared script next to this file: the billing client release the
+                                finance team's scripts are built on, then its billops/ tools as a commit),
+                                then writes REPO/logs/ (seed 12, 12,000 accounts: 527 files, 33 MB; a week of
+                                8,000 accounts is 518-519 files, 22 MB)
 
 Three sources, joined by account, invoice and event ids:
   logs/events/events-dDAY.jsonl       the billing API's event stream, one JSON object per line: id, ts, type
@@ -300,7 +303,18 @@ def write_folder(folder: str, events: list, rows: list, ledger: list, rng: rando
                 f.writelines(text + "\n" for _, text in lines)
 
 
+def _build(repo: str) -> None:
+    """The pinned release and its history (the shared sdist_repo.py, a byte-identical copy next to this file)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("sdist_repo", os.path.join(here, "sdist_repo.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build(repo)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: generate.py REPO")
+    _build(sys.argv[1])
     write_logs(os.path.join(sys.argv[1], "logs"))

@@ -1,1 +1,0 @@
-"""Finance tooling for the subscription billing exports (events, invoices, ledger)."""
