@@ -1,7 +1,10 @@
 """A week of a shop's product change stream, its search indexers' and reindex job's logs and the search query log,
 from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 7, 60,000 changes: ≈ 680 files, ≈ 45 MB)
+    python generate.py REPO     builds REPO from its pinned Elasticsearch client release and history (sdist_repo.py,
+                                a copy of the suite's shared script next to this file: the release the search
+                                service is built on, then the search team's searchops/, docs/, tests/ as a
+                                commit), then writes REPO/logs/ (seed 7, 60,000 changes: ≈ 680 files, ≈ 45 MB)
 
 Three sources, joined by product, version and time:
   logs/cdc/changes-dDAY-hHOUR.jsonl    the products table's change stream: change, lsn, ts (commit), op (upsert or
@@ -256,7 +259,18 @@ def write_folder(folder: str, changes: list[dict], lines: list[tuple[float, str]
             w.writerows(("%.3f" % r[0],) + tuple(r[1:]) for r in rows)
 
 
+def _build(repo: str) -> None:
+    """The pinned release and its history (the shared sdist_repo.py, a byte-identical copy next to this file)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("sdist_repo", os.path.join(here, "sdist_repo.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build(repo)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: generate.py REPO")
+    _build(sys.argv[1])
     write_logs(os.path.join(sys.argv[1], "logs"))

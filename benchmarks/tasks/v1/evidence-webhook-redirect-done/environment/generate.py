@@ -1,6 +1,9 @@
 """A week of a webhook platform's events, its delivery workers' logs and the outbox journal, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 5, 30,000 events: ≈ 850 files, ≈ 30 MB)
+    python generate.py REPO     builds REPO from its pinned requests release and history (sdist_repo.py, a copy of
+                                the suite's shared script next to this file: the release the delivery workers
+                                send with, then the platform team's hookops/ tools as a commit), then writes
+                                REPO/logs/ (seed 5, 30,000 events: ≈ 850 files, ≈ 30 MB)
 
 Three sources, joined by delivery id and time:
   logs/events/events-dDAY-hHOUR.jsonl  one line per event a tenant's account emitted: id, type, tenant, created,
@@ -240,7 +243,18 @@ def write_folder(folder: str, events: list[dict], lines: list[tuple[float, str]]
             w.writerows(rows)
 
 
+def _build(repo: str) -> None:
+    """The pinned release and its history (the shared sdist_repo.py, a byte-identical copy next to this file)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("sdist_repo", os.path.join(here, "sdist_repo.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build(repo)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: generate.py REPO")
+    _build(sys.argv[1])
     write_logs(os.path.join(sys.argv[1], "logs"))
