@@ -1,6 +1,9 @@
 """A week of smart-meter data and the billing ingest's records, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 7, 900 meters: ≈ 1,000 files, ≈ 25 MB)
+    python generate.py REPO     builds REPO from its pinned python-dateutil release and history (sdist_repo.py, a copy
+                                of the suite's shared script next to this file: the release the billing team's
+                                scripts are built on, then its billops/ tools as a commit), then writes
+                                REPO/logs/ (seed 7, 900 meters: ≈ 1,000 files, ≈ 25 MB)
 
 Three sources, joined by meter id and interval id:
   logs/meters/<meter>.csv            what the meter reported every 15 minutes: local time as the meter printed it,
@@ -115,7 +118,18 @@ def write_logs(folder: str, seed: int = 7, count: int = 900, fixed_at: float | N
     return labels
 
 
+def _build(repo: str) -> None:
+    """The pinned release and its history (the shared sdist_repo.py, a byte-identical copy next to this file)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("sdist_repo", os.path.join(here, "sdist_repo.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build(repo)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: generate.py REPO")
+    _build(sys.argv[1])
     write_logs(os.path.join(sys.argv[1], "logs"))

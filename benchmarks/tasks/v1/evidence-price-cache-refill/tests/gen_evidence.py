@@ -1,6 +1,9 @@
 """A week of a shop's orders, its price-cache nodes' logs and the price table's commit log, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 9, 30,000 orders: 875 files, 23 MB)
+    python generate.py REPO     builds REPO from its pinned redis-py release and history (sdist_repo.py, a copy of
+                                the suite's shared script next to this file: the release the pricing team's
+                                scripts are built on, then its priceops/ tools as a commit), then writes
+                                REPO/logs/ (seed 9, 30,000 orders: 875 files, 23 MB)
 
 Three sources, joined by SKU, node and time:
   logs/orders/orders-dDAY-hHOUR.jsonl  one line per order: ts, order, customer, node (the price-cache node that
@@ -211,7 +214,18 @@ def write_folder(folder: str, orders: list[dict], cache_lines: list[tuple[float,
             w.writerows(rows)
 
 
+def _build(repo: str) -> None:
+    """The pinned release and its history (the shared sdist_repo.py, a byte-identical copy next to this file)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("sdist_repo", os.path.join(here, "sdist_repo.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build(repo)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: generate.py REPO")
+    _build(sys.argv[1])
     write_logs(os.path.join(sys.argv[1], "logs"))

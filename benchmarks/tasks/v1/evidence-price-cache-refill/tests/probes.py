@@ -45,5 +45,5 @@ def probe_scheduled_and_lagging_replica(ctx):
 
 
 def probe_repository_tests_pass(ctx):
-    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "tests", "-t", "."], timeout=120)
+    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "priceops/tests", "-t", "."], timeout=120)
     return r["returncode"]

@@ -1,1 +1,0 @@
-"""Readers for the metering pipeline's exports and the weekly reconciliation summary."""

@@ -1,1 +1,0 @@
-"""Readers and reports over the shop's pricing exports (docs/formats.md)."""
