@@ -52,5 +52,5 @@ def probe_moved_after_origin_error(ctx):
 
 def probe_repository_tests_pass(ctx):
     import sys
-    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "tests", "-t", "."], timeout=120)
+    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "edgeops/tests", "-t", "."], timeout=120)
     return r["returncode"]

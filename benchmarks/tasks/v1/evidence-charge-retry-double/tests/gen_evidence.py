@@ -1,6 +1,9 @@
 """A week of production logs of a payments API, from a seed (stdlib only).
 
-    python generate.py REPO             writes REPO/logs/ (seed 7, 6,000 purchases: ≈ 530 files, ≈ 25 MB)
+    python generate.py REPO     builds REPO from its pinned braintree release and history (sdist_repo.py, a copy
+                                of the suite's shared script next to this file: the release the payments team's
+                                card processor client is built on, then its payops/ tools as a commit), then
+                                writes REPO/logs/ (seed 7, 6,000 purchases: ≈ 530 files, ≈ 25 MB)
 
 Two sources, joined by trace id:
   logs/gateway/gw-<host>-d<day>-h<hour>.jsonl  one line per upstream attempt of every API call (at-least-once)
@@ -157,7 +160,18 @@ def write_logs(folder: str, seed: int = 7, count: int = 6000, fixed_at_frac: flo
     return labels
 
 
+def _build(repo: str) -> None:
+    """The pinned release and its history (the shared sdist_repo.py, a byte-identical copy next to this file)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("sdist_repo", os.path.join(here, "sdist_repo.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build(repo)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: generate.py REPO")
+    _build(sys.argv[1])
     write_logs(os.path.join(sys.argv[1], "logs"))

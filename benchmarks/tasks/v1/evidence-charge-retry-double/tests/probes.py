@@ -59,5 +59,5 @@ def probe_across_midnight(ctx):
 
 def probe_repository_tests_pass(ctx):
     import sys
-    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "tests", "-t", "."], timeout=120)
+    r = ctx.run([sys.executable, "-I", "-m", "unittest", "discover", "-s", "payops/tests", "-t", "."], timeout=120)
     return r["returncode"]

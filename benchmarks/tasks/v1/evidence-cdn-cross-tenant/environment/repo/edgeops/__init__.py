@@ -1,1 +1,0 @@
-"""Readers and reports over the edge caches' and the origin's logs (docs/log-formats.md)."""

@@ -1,1 +1,0 @@
-"""Readers and reports over the payments API's exports (docs/log-formats.md)."""
