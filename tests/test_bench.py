@@ -135,6 +135,17 @@ def test_archive_repo_and_generator_materialise_once(tmp_path):
     assert task.repo_dir(tmp_path / "cache") == first
 
 
+
+def test_a_generator_past_its_bound_is_a_clear_error_and_leaves_no_cache(tmp_path, monkeypatch):
+    from composer2_jax.bench import task as task_mod
+
+    root = toy_task(tmp_path, "slowgen")
+    (root / "environment" / "generate.py").write_text("import time\ntime.sleep(30)\n")
+    monkeypatch.setattr(task_mod, "GENERATOR_TIMEOUT_S", 1)
+    with pytest.raises(TaskError, match="ran past GENERATOR_TIMEOUT_S = 1 s"):
+        load_task(root).repo_dir(tmp_path / "cache")
+    assert not any((tmp_path / "cache").iterdir())  # the staging copy is gone, nothing half-built is cached
+
 def test_egress_policy_from_task_toml(tmp_path):
     toml = HARBOR_TOML.replace("storage_mb = 4096\n", "storage_mb = 4096\nallow_internet = true\n\n"
                                                       '[environment.egress]\nallow_hosts = ["pypi.org"]\n')

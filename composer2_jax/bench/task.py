@@ -288,6 +288,12 @@ def _unpack(archive: Path, dest: Path) -> None:
         tf.extractall(dest, filter="data")
 
 
+# A generator writes a task's production evidence (tens of MB) and replays a release's history; the evidence tasks
+# take 1–7 minutes each on a loaded 2-core machine (evidence-meter-fallback-hour: 395 s at load 13, 2026-12-02), so the
+# bound is a hang guard, not a budget.
+GENERATOR_TIMEOUT_S = 900
+
+
 def materialize(task: Task, cache_dir: Path) -> Path:
     """Build the task's repository once under cache_dir (copy or unpack, then run the generator); its path."""
     final = cache_dir / f"{task.name}-{_fingerprint(task)}"
@@ -303,8 +309,12 @@ def materialize(task: Task, cache_dir: Path) -> Path:
             repo.mkdir()
             _unpack(task.repo_source, repo)
         if task.generator is not None:
-            run = subprocess.run([sys.executable, "-I", str(task.generator), str(repo)], capture_output=True,
-                                 text=True, timeout=300, check=False)
+            try:
+                run = subprocess.run([sys.executable, "-I", str(task.generator), str(repo)], capture_output=True,
+                                     text=True, timeout=GENERATOR_TIMEOUT_S, check=False)
+            except subprocess.TimeoutExpired as e:
+                raise TaskError(f"{task.generator} ran past GENERATOR_TIMEOUT_S = {GENERATOR_TIMEOUT_S} s (expected "
+                                "a generator to finish within it: a hang, or a machine too loaded)") from e
             if run.returncode != 0:
                 raise TaskError(f"{task.generator} failed with exit code {run.returncode}: {run.stderr[-2000:]}")
         try:
