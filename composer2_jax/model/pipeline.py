@@ -38,8 +38,9 @@ so GSPMD gathers a stage's FSDP-sharded parameters there: once per iteration for
 recompute, M·R + S − 1 times per step. With `gather_specs` the staged parameters [S, R, L, ...] are constrained,
 before the loop, to a layout without the FSDP axes (only `stage` and the splits that stay: `expert`, `tensor`):
 one all-gather per step, and the loop body reads the gathered weights. Autodiff of that constraint puts the
-gradient back into the parameters' layout after the backward loop (one reduce-scatter); inside the loop each
-iteration's gradient contribution is still summed over the batch split (docs/scaling.md, "Pipeline parallelism").
+gradient back into the parameters' layout after the backward loop; inside the loop each iteration's gradient
+contribution is still summed over the batch split (an all-reduce per iteration on XLA:CPU, which XLA's while-loop
+all-reduce code motion can hoist on GPU; docs/scaling.md, "Pipeline parallelism").
 """
 
 from __future__ import annotations
