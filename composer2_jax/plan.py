@@ -274,14 +274,15 @@ def _by_kind(colls) -> dict:
 def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optional[int] = None,
          seq_len: Optional[int] = None, optimizer: str = "muon", estimate: bool = True,
          moe_impl: str = "capacity", microbatches: int = 0, repeats: int = 1,
-         execution: Optional["Execution"] = None) -> dict:
+         execution: Optional["Execution"] = None, gather_params: bool = False) -> dict:
     """Compile the stage on the mesh (devices must exist) and return the memory/cost/roofline report.
 
     `execution` (remat policy, expert capacity factor, causal block skipping) overrides the stage's defaults (full
     remat, factor 1.25, the masked chunked kernel); `search_execution` searches them on an unpipelined mesh.
 
     With a `stage` axis > 1 the scanned stack is pipelined (model/pipeline.py) with `microbatches` (0: one per
-    stage) and `repeats` virtual stages per stage; the report gains the schedule and its bubble."""
+    stage) and `repeats` virtual stages per stage; the report gains the schedule and its bubble. `gather_params`
+    sets model.pipeline_gather_params (a stage's parameters gathered once per step, not once per iteration)."""
     import jax
 
     from composer2_jax import chips
@@ -292,7 +293,8 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
         raise ValueError(f"unknown stage {stage!r}; expected one of {sorted(STAGES)}")
     chip = chips.get_chip(chip_name)
     cfg, seq = _stage_config(preset, stage, moe_impl=moe_impl)
-    cfg = dataclasses.replace(cfg, pipeline_microbatches=microbatches, pipeline_repeats=repeats)
+    cfg = dataclasses.replace(cfg, pipeline_microbatches=microbatches, pipeline_repeats=repeats,
+                              pipeline_gather_params=gather_params)
     seq = seq_len or seq
     if mesh_shape.get("context", 1) == 1 and cfg.attention_kernel == "ring":
         cfg = dataclasses.replace(cfg, attention_kernel="xla_chunked")
@@ -332,7 +334,8 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
 
         spec = pipeline_spec(cfg, mesh, layer_plan(cfg)[2])
         report["pipeline"] = dict(stages=spec.stages, microbatches=spec.microbatches, repeats=spec.repeats,
-                                  units_per_stage=spec.units_per_stage, bubble=spec.bubble)
+                                  units_per_stage=spec.units_per_stage, bubble=spec.bubble,
+                                  gather_params=cfg.pipeline_gather_params)
     if not estimate:
         return report
     if stages > 1:
@@ -400,7 +403,10 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
                over `stage` too, so a device's share is the same as on the sub-mesh at B/S;
       unit   = Δ at B/S = M/S microbatches: one unit on one microbatch costs Δ·S/M in FLOPs, HBM bytes and
                token-proportional collectives (expert all-to-all), and the full parameter collectives (FSDP
-               gathers, gradient reductions: they repeat for every microbatch a stage runs).
+               gathers, gradient reductions: they repeat for every microbatch a stage runs, M·R + S − 1 times
+               per step, unless model.pipeline_gather_params gathers a stage's R·L units once per step before
+               the schedule loop and reduces their gradients once after it: then R·L unit-sets of parameter
+               collectives per step, as an unpipelined step does for the stage's units).
     A stage runs L units at each of the M·R + S − 1 iterations (M·R of them on real microbatches): executed stack
     work = (M·R + S − 1)·L units-on-a-microbatch, useful = M·R·L, i.e. compute × (1 + (S − 1)/(M·R)). The stage
     step's checkpoint (model/pipeline.py) adds one forward of the stack: Δ/4 of the FLOPs under per-layer remat
@@ -432,6 +438,7 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     per_mb = s_ / m_  # one microbatch's share of Δ (Δ was compiled at M/S microbatches)
     passes = spec.iterations * l_  # unit-on-a-microbatch passes a stage executes
     useful_passes = m_ * r_ * l_
+    param_passes = r_ * l_ if cfg.pipeline_gather_params else passes  # units' parameter collectives per step
     remat_extra = 1 / 4 if cfg.remat_policy != "none" else 0.0  # the stage step's own recompute (see above)
     split = {k: _split_collectives(raw[1]["colls"])[k] - _split_collectives(raw[0]["colls"])[k]
              for k in ("param_ici", "param_dcn", "token_ici", "token_dcn")}  # one unit's increment
@@ -441,8 +448,8 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     stack_flops = passes * unit_flops * (1 + remat_extra)
     useful_stack_flops = useful_passes * unit_flops
     stack_bytes = passes * delta["bytes"] * per_mb * (1 + remat_extra)
-    stack_ici = passes * (param_ici + tok_ici * per_mb)
-    stack_dcn = passes * (param_dcn + tok_dcn * per_mb)
+    stack_ici = param_passes * param_ici + passes * tok_ici * per_mb
+    stack_dcn = param_passes * param_dcn + passes * tok_dcn * per_mb
     mb = batch // m_
     inner_batch = shd.axis_size(inner, shd.mesh_axes_of("activation_batch", shd.within_stage()))
     send = mb * seq * cfg.hidden_size * 2 / inner_batch  # bf16 [mb, T, D] per device
@@ -459,8 +466,8 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
             outer_flops=outer["flops"], stack_flops_executed=stack_flops, stack_flops_useful=useful_stack_flops,
             bubble_flops=(passes - useful_passes) * unit_flops, stage_remat_flops=passes * unit_flops * remat_extra,
             stage_send_bytes=pipe_bytes, stage_sends_cross_nodes=pipe_crosses,
-            fsdp_and_grad_ici_bytes=passes * param_ici,
-            fsdp_and_grad_dcn_bytes=passes * param_dcn, token_ici_bytes=passes * tok_ici * per_mb,
+            fsdp_and_grad_ici_bytes=param_passes * param_ici,
+            fsdp_and_grad_dcn_bytes=param_passes * param_dcn, token_ici_bytes=passes * tok_ici * per_mb,
             token_dcn_bytes=passes * tok_dcn * per_mb, outer_ici_bytes=outer["ici"], outer_dcn_bytes=outer["dcn"],
             optimizer_extra_flops=opt_once["flops"], optimizer_extra_ici_bytes=opt_once["ici"],
             optimizer_extra_dcn_bytes=opt_once["dcn"],
@@ -805,6 +812,8 @@ def main(argv=None):
                          "case)")
     ap.add_argument("--microbatches", type=int, default=0, help="pipeline microbatches (0: one per stage)")
     ap.add_argument("--repeats", type=int, default=1, help="pipeline virtual stages per stage (circular schedule)")
+    ap.add_argument("--gather_params", action="store_true",
+                    help="pipeline: gather a stage's parameters once per step (model.pipeline_gather_params)")
     ap.add_argument("--search", type=int, default=0, help="chip count: propose the fastest fitting mesh")
     ap.add_argument("--search_stages", default="1",
                     help="pipeline stage counts --search includes, e.g. 1,2,4 (pipelined compiles are slow)")
@@ -871,6 +880,7 @@ def main(argv=None):
         return out
     rep = plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer,
                estimate=not a.memory_only, moe_impl=a.moe_impl, microbatches=a.microbatches, repeats=a.repeats,
+               gather_params=a.gather_params,
                execution=parse_execution(a.execution) if a.execution else None)
     if a.stage == "rl" and "roofline" in rep:
         rep["rollout"] = _rollout_plan(a, rep["roofline"]["step_calibrated_s"], rep["chips"], rep["global_batch"])

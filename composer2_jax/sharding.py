@@ -161,6 +161,24 @@ def within_stage(rules=LOGICAL_RULES):
     return tuple((name, drop(axes)) for name, axes in rules)
 
 
+# The mesh axes that shard parameters as ZeRO-3 / FSDP does (gathered before use, gradients reduce-scattered):
+# `fsdp`, and `context`, which the rules table uses as more FSDP for parameters (`embed`).
+FSDP_PARAM_AXES = ("fsdp", "context")
+
+
+def gathered_param_rules(rules=LOGICAL_RULES, axes=FSDP_PARAM_AXES):
+    """`rules` with the FSDP axes dropped: a parameter laid out by them is gathered over `fsdp` and `context` and
+    keeps its other splits (`stage` for the stack's units, `expert` for routed experts, `tensor`). Meant for
+    parameter names only (the activation rules lose `fsdp` as well)."""
+    def drop(ax):
+        if ax is None or isinstance(ax, str):
+            return None if ax in axes else ax
+        kept = tuple(a for a in ax if a not in axes)
+        return kept if len(kept) > 1 else (kept[0] if kept else None)
+
+    return tuple((name, drop(ax)) for name, ax in rules)
+
+
 def logical_to_spec(logical: Sequence[Optional[str]], rules=LOGICAL_RULES) -> P:
     """PartitionSpec of one array from its logical axis names."""
     return nn.logical_to_mesh_axes(tuple(logical), rules)

@@ -2,10 +2,12 @@
 
 stage=2 and stage=4, with and without repeats (circular schedule), with fsdp / expert parallelism inside a stage,
 remat and MTP on: loss, gradients and parameters after an update equal the single-device step's
-(tests/tolerances.py SHARDED_FP32).
+(tests/tolerances.py SHARDED_FP32), with model.pipeline_gather_params off and on; with it on, the compiled
+program gathers the stage's parameters before the schedule loop, not inside it.
 """
 
 import dataclasses
+import re
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +19,7 @@ from composer2_jax import sharding as shd
 from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
 from composer2_jax.model.pipeline import bubble_fraction, from_stages, pipeline_spec, to_stages
-from composer2_jax.train.state import activate, init_train_state
+from composer2_jax.train.state import abstract_train_state, activate, init_train_state, logical_axes
 from composer2_jax.train.step import StepConfig, make_train_step
 from tests.tolerances import SHARDED_FP32
 
@@ -60,6 +62,11 @@ CASES = [  # (mesh, model overrides); the first is the fast suite's proof, the r
     pytest.param(dict(stage=2, fsdp=4), {}, id="s2-fsdp", marks=pytest.mark.slow),
     pytest.param(dict(stage=4, fsdp=2), dict(pipeline_microbatches=4, remat_policy="dots"), id="s4-fsdp",
                  marks=pytest.mark.slow),
+    # model.pipeline_gather_params: the stage's parameters gathered once per step, before the schedule loop
+    pytest.param(dict(stage=2, fsdp=2, expert=2), dict(pipeline_repeats=2, remat_policy="full",
+                                                       pipeline_gather_params=True), id="s2-fsdp-ep-r2-gather"),
+    pytest.param(dict(stage=2, fsdp=4), dict(pipeline_gather_params=True), id="s2-fsdp-gather",
+                 marks=pytest.mark.slow),
 ]
 
 
@@ -80,6 +87,90 @@ def test_pipelined_step_matches_the_unpipelined_step(mesh_shape, overrides):
         np.testing.assert_allclose(b, a, **SHARDED_FP32, err_msg=jax.tree_util.keystr(path))
     for a, b in zip(jax.tree.leaves(ref_r), jax.tree.leaves(pp_r)):  # router biases moved by the same loads
         np.testing.assert_array_equal(b, a)
+
+
+def _hlo_computations(text):
+    """{computation name: its instruction lines} of an HLO module's text."""
+    comps, cur = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$", line)
+        if m:
+            cur = comps.setdefault(m.group(1), [])
+        elif cur is not None and line.startswith(" "):
+            cur.append(line)
+    return comps
+
+
+def _reachable(comps, roots):
+    """The computations `roots` call, transitively (fusions, calls, nested loops, branches), roots included."""
+    seen, todo = set(), list(roots)
+    while todo:
+        c = todo.pop()
+        if c in seen or c not in comps:
+            continue
+        seen.add(c)
+        for line in comps[c]:
+            for m in re.finditer(r"\b(?:calls|to_apply|body|condition|branch_computations|called_computations)="
+                                 r"(?:\{([^}]*)\}|%?([\w.\-]+))", line):
+                todo.extend(n.strip().lstrip("%") for n in (m.group(1) or m.group(2)).split(","))
+    return seen
+
+
+def _param_gathers(cfg, mesh_shape):
+    """(inside, outside): all-gathers of the pipelined stack's parameters in the compiled train step, inside the
+    schedule's loops (forward and backward: the while loops traced at `_pipelined_stack/while`, and everything
+    they call) and outside them. A gather is a parameter gather when its result's trailing dims are one unit's
+    parameter leaf, split only over `expert` (layouts differ, the logical shape does not)."""
+    mesh = shd.make_mesh(mesh_shape)
+    model = Transformer(cfg, mesh)
+    abstract, shardings, tx = abstract_train_state(model, lambda p, n: optax.sgd(1.0), mesh, (B, T))
+    boxed = jax.eval_shape(lambda r: model.init(r, jnp.zeros((B, T), jnp.int32)), jax.random.key(0))
+    axes = logical_axes(boxed)["params"]["stack"]
+    shapes = set()
+    for leaf, names in zip(jax.tree.leaves(abstract.params["stack"]), jax.tree.leaves(
+            axes, is_leaf=lambda x: isinstance(x, tuple))):
+        dims = tuple(d // (mesh_shape.get("expert", 1) if n == "exp" else 1) for d, n in zip(leaf.shape[1:], names[1:]))
+        if len(dims) >= 2:  # matrices (a vector's shape could be an activation's too)
+            shapes.add(dims)
+    batch = {k: jax.ShapeDtypeStruct((B, T), jnp.int32)
+             for k in ("tokens", "targets", "loss_mask", "segment_ids", "positions")}
+    with activate(mesh):
+        step = jax.jit(make_train_step(model, tx, StepConfig(loss_chunk=64)), in_shardings=(shardings, None))
+        text = step.lower(abstract, batch).compile().as_text()
+    return _count_gathers(text, shapes)
+
+
+def _count_gathers(text, shapes):
+    """(inside, outside) the schedule's loops: all-gathers whose result ends in one of `shapes`."""
+    comps = _hlo_computations(text)
+    bodies = set()
+    for lines in comps.values():
+        for line in lines:
+            m = re.search(r"\swhile\(.*body=%?([\w.\-]+).*op_name=\"[^\"]*_pipelined_stack/while\"", line)
+            if m:
+                bodies.add(m.group(1))
+    assert len(bodies) == 2, f"expected the schedule's forward and backward loops, found {sorted(bodies)}"
+    loop = _reachable(comps, bodies)
+    inside = outside = 0
+    for name, lines in comps.items():
+        for line in lines:
+            m = re.search(r"=\s*[a-z0-9]+\[([\d,]*)\]\S*\s+all-gather(?:-start)?\(", line)
+            if m and any(tuple(int(d) for d in m.group(1).split(",") if d)[-len(s):] == s for s in shapes):
+                if name in loop:
+                    inside += 1
+                else:
+                    outside += 1
+    return inside, outside
+
+
+def test_gather_params_moves_the_stage_parameter_gathers_out_of_the_schedule_loop():
+    """Off, GSPMD gathers a stage's FSDP-sharded weights inside the schedule's loops (every iteration, forward and
+    the backward's recompute); with model.pipeline_gather_params none are left there: they run before the loop."""
+    mesh_shape = dict(stage=2, fsdp=2, expert=2)
+    off = _param_gathers(_cfg(pipeline_repeats=2, remat_policy="full"), mesh_shape)
+    on = _param_gathers(_cfg(pipeline_repeats=2, remat_policy="full", pipeline_gather_params=True), mesh_shape)
+    assert off[0] > 0, off
+    assert on[0] == 0 and on[1] > 0, on
 
 
 def test_circular_layout_regroups_units_by_virtual_stage():
@@ -113,6 +204,8 @@ def test_pipeline_config_fields_are_validated():
         _cfg(pipeline_repeats=0)
     with pytest.raises(ValueError, match=r"model.pipeline_microbatches must be an int >= 0"):
         dataclasses.replace(_cfg(), pipeline_microbatches=-1)
+    with pytest.raises(ValueError, match=r"model.pipeline_gather_params must be a bool \(True / False\), got 'yes'"):
+        _cfg(pipeline_gather_params="yes")
 
 
 def test_startup_check_names_the_microbatch_split():

@@ -51,7 +51,8 @@ def test_pipelined_mesh_plans_memory_the_bubble_and_the_roofline():
     work is (M·R + S − 1)/(M·R) of the useful work."""
     mesh = dict(MESH, stage=2, fsdp=2, expert=2)
     rep = plan_lib.plan("toy", "cpt_bulk", mesh, "h200", seq_len=64, optimizer="adamw", microbatches=4)
-    assert rep["pipeline"] == dict(stages=2, microbatches=4, repeats=1, units_per_stage=1, bubble=1 / 5)
+    assert rep["pipeline"] == dict(stages=2, microbatches=4, repeats=1, units_per_stage=1, bubble=1 / 5,
+                                   gather_params=False)
     assert rep["global_batch"] == 4 * 4 and rep["per_device"]["peak_bytes"] > 0  # 4 data-parallel shards × M
     c, r = rep["pipeline_costs"], rep["roofline"]
     assert c["bubble_flops"] == pytest.approx(c["stack_flops_useful"] * (2 - 1) / 4)
@@ -61,6 +62,29 @@ def test_pipelined_mesh_plans_memory_the_bubble_and_the_roofline():
     assert c["outer_flops"] > 0 and c["stage_send_bytes"] > 0 and c["optimizer_extra_flops"] == 0
     assert r["step_s"] >= max(r["compute_s"], r["memory_s"]) > 0 and 0 < rep["est_mfu"] < 1
     assert rep["executed_over_useful_flops"] > 1
+
+
+def test_gathered_stage_parameters_are_counted_once_per_step():
+    """model.pipeline_gather_params: a stage's parameter collectives (FSDP gathers, gradient reductions) run once
+    per step for its R·L units instead of at each of the (M·R + S − 1)·L unit passes, so their bytes are
+    R / (M·R + S − 1) of the per-iteration figure (here 1/5: S = 2, M = 4, R = 1) and equal the unpipelined step's
+    for the stage's units (R·L × one unit's increment on the stage's sub-mesh); token collectives and FLOPs do not
+    change; the gathered copy shows in the compiled memory."""
+    mesh = dict(MESH, stage=2, fsdp=2, expert=2)
+    kw = dict(seq_len=64, optimizer="adamw", microbatches=4)
+    off = plan_lib.plan("toy", "cpt_bulk", mesh, "h200", **kw)
+    on = plan_lib.plan("toy", "cpt_bulk", mesh, "h200", gather_params=True, **kw)
+    assert on["pipeline"]["gather_params"] and not off["pipeline"]["gather_params"]
+    c_on, c_off = on["pipeline_costs"], off["pipeline_costs"]
+    s_, m_, r_ = 2, 4, 1
+    assert c_off["fsdp_and_grad_ici_bytes"] > 0
+    for k in ("fsdp_and_grad_ici_bytes", "fsdp_and_grad_dcn_bytes"):
+        assert c_on[k] == pytest.approx(c_off[k] * r_ / (m_ * r_ + s_ - 1))
+    for k in ("token_ici_bytes", "token_dcn_bytes", "stack_flops_executed", "stage_send_bytes"):
+        assert c_on[k] == pytest.approx(c_off[k])
+    saved = c_off["fsdp_and_grad_ici_bytes"] - c_on["fsdp_and_grad_ici_bytes"]
+    assert on["ici_bytes_per_device"] == pytest.approx(off["ici_bytes_per_device"] - saved)
+    assert on["per_device"]["peak_bytes"] > off["per_device"]["peak_bytes"]
 
 
 def test_bad_meshes_are_clear_errors():

@@ -32,6 +32,15 @@ shard_map's token split agree, so GSPMD needs no resharding (before, it replicat
 Each stage step is checkpointed whole (`remat_stage`): per iteration the backward pass keeps the stage's input
 [S, mb, T, D] and recomputes its L units, instead of keeping L units' residuals for each of the M·R + S − 1
 iterations.
+
+Parameter gathers (`gather_specs`, model.pipeline_gather_params). The stage body runs inside the schedule's loop,
+so GSPMD gathers a stage's FSDP-sharded parameters there: once per iteration forward and again in the backward's
+recompute, M·R + S − 1 times per step. With `gather_specs` the staged parameters [S, R, L, ...] are constrained,
+before the loop, to a layout without the FSDP axes (only `stage` and the splits that stay: `expert`, `tensor`):
+one all-gather per step, and the loop body reads the gathered weights. Autodiff of that constraint puts the
+gradient back into the parameters' layout after the backward loop; inside the loop each iteration's gradient
+contribution is still summed over the batch split (an all-reduce per iteration on XLA:CPU, which XLA's while-loop
+all-reduce code motion can hoist on GPU; docs/scaling.md, "Pipeline parallelism").
 """
 
 from __future__ import annotations
@@ -112,6 +121,16 @@ def to_stages(tree, spec: PipelineSpec, mesh):
     return jax.tree.map(one, tree)
 
 
+def gather_stage_params(params_S, gather_specs, mesh):
+    """Constrain staged leaves [S, R, L, ...] to P(`stage`, None, None, *spec): gathered over the axes `spec` omits
+    (the FSDP axes), still split over `stage` and over the axes `spec` names (`expert`, `tensor`)."""
+    def one(a, spec):
+        spec = tuple(spec) + (None,) * (a.ndim - 3 - len(tuple(spec)))
+        return jax.lax.with_sharding_constraint(a, NamedSharding(mesh, P(STAGE_AXIS, None, None, *spec)))
+
+    return jax.tree.map(one, params_S, gather_specs, is_leaf=lambda x: isinstance(x, P))
+
+
 def from_stages(tree, spec: PipelineSpec):
     """The inverse of `to_stages` for per-unit results: [S, R, L, ...] → [U, ...] in unit order."""
     return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1).reshape((-1,) + a.shape[3:]), tree)
@@ -135,7 +154,7 @@ class _Carry(NamedTuple):
 
 
 def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, segment_ids_BT, spec: PipelineSpec,
-                 mesh, batch_axes: tuple[str, ...] = (), remat_stage: bool = True):
+                 mesh, batch_axes: tuple[str, ...] = (), remat_stage: bool = True, gather_specs=None):
     """Run the scanned stack under the circular schedule (module docstring).
 
     Args:
@@ -149,6 +168,9 @@ def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, se
         constrained to them so they match the layout of `stage_fn`'s activations.
       remat_stage: checkpoint each stage step whole (`jax.checkpoint`): the backward pass keeps only the stage's
         input per schedule iteration and recomputes its L units (under their own remat policy) when it gets there.
+      gather_specs: None, or a tree like `params_U` of PartitionSpecs of one unit's leaf (without the unit axis)
+        with the FSDP axes dropped: the staged parameters are constrained to (`stage`, -, -, *spec) before the
+        schedule loop, so they are gathered once per step rather than at every iteration (module docstring).
 
     Returns:
       (y_BTD, aux): the stack's output and the per-unit aux summed over microbatches, leaves [U, ...].
@@ -168,6 +190,8 @@ def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, se
 
     x_M, pos_M, seg_M = split(x_BTD), split(positions_BT), split(segment_ids_BT)
     params_S, router_S = to_stages(params_U, spec, mesh), to_stages(router_U, spec, mesh)
+    if gather_specs is not None:
+        params_S = gather_stage_params(params_S, gather_specs, mesh)
     stage_ids_S = jnp.arange(s_)
     first_S = (stage_ids_S == 0)[:, None, None, None]
 

@@ -162,9 +162,19 @@ class Transformer(nn.Module):
                 return jax.lax.scan(one, constrain(x_bTD, RESIDUAL), {"params": params_L, "router_state": router_L})
 
         router = self.variables.get("router_state", {}).get(SCANNED_STACK, {})
-        y_BTD, aux = run_pipeline(stage_fn, self.variables["params"][SCANNED_STACK], router, x_BTD, positions_BT,
+        params_U = self.variables["params"][SCANNED_STACK]
+        gather_specs = None
+        if c.pipeline_gather_params:  # one unit's parameter specs without the FSDP axes (model/pipeline.py)
+            mb = x_BTD.shape[0] // spec.microbatches
+            with nn.logical_axis_rules(inner):  # as the stage body sees a microbatch
+                boxed = jax.eval_shape(lambda: unit.init(jax.random.key(0), x_BTD[:mb], positions_BT[:mb],
+                                                         None if segment_ids_BT is None else segment_ids_BT[:mb],
+                                                         None))
+            logical = nn.get_partition_spec(boxed["params"])
+            gather_specs = nn.logical_to_mesh(logical, shd.gathered_param_rules(inner))
+        y_BTD, aux = run_pipeline(stage_fn, params_U, router, x_BTD, positions_BT,
                                   segment_ids_BT, spec, mesh, batch_axes=shd.mesh_axes_of("activation_batch", inner),
-                                  remat_stage=c.remat_policy != "none")
+                                  remat_stage=c.remat_policy != "none", gather_specs=gather_specs)
         y_BTD = constrain(y_BTD, RESIDUAL)  # back to the batch split over stage × data × fsdp × expert
         if aux is None:
             return y_BTD, None
