@@ -384,11 +384,15 @@ _PARAM_COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce")
 
 
 def _split_collectives(colls) -> dict:
-    """Wire bytes per device by (parameter vs token collective) × (inside a node: ICI / NVLink, across: DCN / IB)."""
-    out = dict(param_ici=0.0, param_dcn=0.0, token_ici=0.0, token_dcn=0.0)
+    """Wire bytes per device by (parameter vs token collective) × (inside a node: ICI / NVLink, across: DCN / IB);
+    `gather_*` is the parameter collectives' all-gather part (the FSDP weight gathers), the rest of `param_*` their
+    gradient reductions."""
+    out = dict(param_ici=0.0, param_dcn=0.0, token_ici=0.0, token_dcn=0.0, gather_ici=0.0, gather_dcn=0.0)
     for c in colls:
-        out[("param_" if c.kind in _PARAM_COLLECTIVES else "token_") + ("dcn" if c.crosses_nodes else "ici")] += \
-            c.wire_bytes
+        link = "dcn" if c.crosses_nodes else "ici"
+        out[("param_" if c.kind in _PARAM_COLLECTIVES else "token_") + link] += c.wire_bytes
+        if c.kind == "all-gather":
+            out["gather_" + link] += c.wire_bytes
     return out
 
 
@@ -404,9 +408,11 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
       unit   = Δ at B/S = M/S microbatches: one unit on one microbatch costs Δ·S/M in FLOPs, HBM bytes and
                token-proportional collectives (expert all-to-all), and the full parameter collectives (FSDP
                gathers, gradient reductions: they repeat for every microbatch a stage runs, M·R + S − 1 times
-               per step, unless model.pipeline_gather_params gathers a stage's R·L units once per step before
-               the schedule loop and reduces their gradients once after it: then R·L unit-sets of parameter
-               collectives per step, as an unpipelined step does for the stage's units).
+               per step; model.pipeline_gather_params gathers a stage's R·L units once per step before the
+               schedule loop, so their all-gathers count R·L times per step, as in an unpipelined step, while
+               the gradient reductions stay at every iteration: in the compiled program they remain inside the
+               backward loop (XLA:CPU, tests/test_pipeline_parallel.py counts them), now as all-reduces of the
+               gathered gradients, which the unrolled compile's reduce-scatter bytes undercount).
     A stage runs L units at each of the M·R + S − 1 iterations (M·R of them on real microbatches): executed stack
     work = (M·R + S − 1)·L units-on-a-microbatch, useful = M·R·L, i.e. compute × (1 + (S − 1)/(M·R)). The stage
     step's checkpoint (model/pipeline.py) adds one forward of the stack: Δ/4 of the FLOPs under per-layer remat
@@ -438,18 +444,21 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     per_mb = s_ / m_  # one microbatch's share of Δ (Δ was compiled at M/S microbatches)
     passes = spec.iterations * l_  # unit-on-a-microbatch passes a stage executes
     useful_passes = m_ * r_ * l_
-    param_passes = r_ * l_ if cfg.pipeline_gather_params else passes  # units' parameter collectives per step
+    gather_passes = r_ * l_ if cfg.pipeline_gather_params else passes  # units' weight all-gathers per step
     remat_extra = 1 / 4 if cfg.remat_policy != "none" else 0.0  # the stage step's own recompute (see above)
     split = {k: _split_collectives(raw[1]["colls"])[k] - _split_collectives(raw[0]["colls"])[k]
-             for k in ("param_ici", "param_dcn", "token_ici", "token_dcn")}  # one unit's increment
+             for k in ("param_ici", "param_dcn", "token_ici", "token_dcn", "gather_ici", "gather_dcn")}  # one unit's
     param_ici, param_dcn, tok_ici, tok_dcn = (split[k] for k in ("param_ici", "param_dcn", "token_ici", "token_dcn"))
+    # a step's parameter collectives: the weight gathers gather_passes times, the gradient reductions every pass
+    param_ici_step = gather_passes * split["gather_ici"] + passes * (param_ici - split["gather_ici"])
+    param_dcn_step = gather_passes * split["gather_dcn"] + passes * (param_dcn - split["gather_dcn"])
     outer = {k: base[k] - delta[k] for k in ("flops", "bytes", "ici", "dcn")}
     unit_flops = delta["flops"] * per_mb
     stack_flops = passes * unit_flops * (1 + remat_extra)
     useful_stack_flops = useful_passes * unit_flops
     stack_bytes = passes * delta["bytes"] * per_mb * (1 + remat_extra)
-    stack_ici = param_passes * param_ici + passes * tok_ici * per_mb
-    stack_dcn = param_passes * param_dcn + passes * tok_dcn * per_mb
+    stack_ici = param_ici_step + passes * tok_ici * per_mb
+    stack_dcn = param_dcn_step + passes * tok_dcn * per_mb
     mb = batch // m_
     inner_batch = shd.axis_size(inner, shd.mesh_axes_of("activation_batch", shd.within_stage()))
     send = mb * seq * cfg.hidden_size * 2 / inner_batch  # bf16 [mb, T, D] per device
@@ -466,8 +475,9 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
             outer_flops=outer["flops"], stack_flops_executed=stack_flops, stack_flops_useful=useful_stack_flops,
             bubble_flops=(passes - useful_passes) * unit_flops, stage_remat_flops=passes * unit_flops * remat_extra,
             stage_send_bytes=pipe_bytes, stage_sends_cross_nodes=pipe_crosses,
-            fsdp_and_grad_ici_bytes=param_passes * param_ici,
-            fsdp_and_grad_dcn_bytes=param_passes * param_dcn, token_ici_bytes=passes * tok_ici * per_mb,
+            fsdp_and_grad_ici_bytes=param_ici_step, fsdp_and_grad_dcn_bytes=param_dcn_step,
+            fsdp_gather_ici_bytes=gather_passes * split["gather_ici"],
+            fsdp_gather_dcn_bytes=gather_passes * split["gather_dcn"], token_ici_bytes=passes * tok_ici * per_mb,
             token_dcn_bytes=passes * tok_dcn * per_mb, outer_ici_bytes=outer["ici"], outer_dcn_bytes=outer["dcn"],
             optimizer_extra_flops=opt_once["flops"], optimizer_extra_ici_bytes=opt_once["ici"],
             optimizer_extra_dcn_bytes=opt_once["dcn"],

@@ -65,11 +65,11 @@ def test_pipelined_mesh_plans_memory_the_bubble_and_the_roofline():
 
 
 def test_gathered_stage_parameters_are_counted_once_per_step():
-    """model.pipeline_gather_params: a stage's parameter collectives (FSDP gathers, gradient reductions) run once
-    per step for its R·L units instead of at each of the (M·R + S − 1)·L unit passes, so their bytes are
-    R / (M·R + S − 1) of the per-iteration figure (here 1/5: S = 2, M = 4, R = 1) and equal the unpipelined step's
-    for the stage's units (R·L × one unit's increment on the stage's sub-mesh); token collectives and FLOPs do not
-    change; the gathered copy shows in the compiled memory."""
+    """model.pipeline_gather_params: a stage's FSDP weight all-gathers run once per step for its R·L units instead
+    of at each of the (M·R + S − 1)·L unit passes, so their bytes are R / (M·R + S − 1) of the per-iteration
+    figure (here 1/5: S = 2, M = 4, R = 1); the gradient reductions stay at every pass (the compiled program keeps
+    them inside the backward loop); token collectives and FLOPs do not change; the gathered copy shows in the
+    compiled memory."""
     mesh = dict(MESH, stage=2, fsdp=2, expert=2)
     kw = dict(seq_len=64, optimizer="adamw", microbatches=4)
     off = plan_lib.plan("toy", "cpt_bulk", mesh, "h200", **kw)
@@ -77,12 +77,17 @@ def test_gathered_stage_parameters_are_counted_once_per_step():
     assert on["pipeline"]["gather_params"] and not off["pipeline"]["gather_params"]
     c_on, c_off = on["pipeline_costs"], off["pipeline_costs"]
     s_, m_, r_ = 2, 4, 1
-    assert c_off["fsdp_and_grad_ici_bytes"] > 0
-    for k in ("fsdp_and_grad_ici_bytes", "fsdp_and_grad_dcn_bytes"):
-        assert c_on[k] == pytest.approx(c_off[k] * r_ / (m_ * r_ + s_ - 1))
+    assert c_off["fsdp_gather_ici_bytes"] > 0
+    assert c_off["fsdp_and_grad_ici_bytes"] > c_off["fsdp_gather_ici_bytes"]  # gradient reductions are counted too
+    for link in ("ici", "dcn"):
+        gathers_off = c_off[f"fsdp_gather_{link}_bytes"]
+        assert c_on[f"fsdp_gather_{link}_bytes"] == pytest.approx(gathers_off * r_ / (m_ * r_ + s_ - 1))
+        grads_on = c_on[f"fsdp_and_grad_{link}_bytes"] - c_on[f"fsdp_gather_{link}_bytes"]
+        grads_off = c_off[f"fsdp_and_grad_{link}_bytes"] - c_off[f"fsdp_gather_{link}_bytes"]
+        assert grads_on == pytest.approx(grads_off)
     for k in ("token_ici_bytes", "token_dcn_bytes", "stack_flops_executed", "stage_send_bytes"):
         assert c_on[k] == pytest.approx(c_off[k])
-    saved = c_off["fsdp_and_grad_ici_bytes"] - c_on["fsdp_and_grad_ici_bytes"]
+    saved = c_off["fsdp_gather_ici_bytes"] - c_on["fsdp_gather_ici_bytes"]
     assert on["ici_bytes_per_device"] == pytest.approx(off["ici_bytes_per_device"] - saved)
     assert on["per_device"]["peak_bytes"] > off["per_device"]["peak_bytes"]
 
