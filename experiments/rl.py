@@ -27,7 +27,7 @@ from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.losses.rl import PolicyLossConfig
-from composer2_jax.rl import orchestrator, tasks
+from composer2_jax.rl import orchestrator, sources
 from composer2_jax.rl.config import EnvConfig, RLConfig, RLExperimentConfig, WarmStartConfig
 from composer2_jax.rl.rewards import TERMS, RewardConfig
 from composer2_jax.rl.services.env_worker import env_worker_for
@@ -116,7 +116,8 @@ def prepare(config) -> dict:
     w = run.sft
     with Environment(pool_size=run.env.pool_size) as env:
         worker = env_worker_for(run, env, run.tokenizer.build())
-        written = write_oracle_transcripts(worker, tasks.task_set(w.transcripts, w.seed + 7, tuple(run.rl.levels)),
+        family = sources.family_module(sources.warm_start_family(run.tasks))  # toy, or pkg with tasks=pkg
+        written = write_oracle_transcripts(worker, family.task_set(w.transcripts, w.seed + 7, tuple(run.rl.levels)),
                                            transcripts_path(run), w.read_prob, w.seed, error_rate=w.teacher_error,
                                            flaw_rates=w.flaw_rates)
     r = train(sft_config(run))
@@ -196,6 +197,23 @@ def main(argv) -> dict:
     r = orchestrator.run_rl(config)
     summary.update(final_version=r.final_version, seconds=round(r.seconds, 1), counters=r.counters,
                    evals=[{k: round(v, 4) for k, v in e.items()} for e in r.evals])
+    print(json.dumps(summary))
+    return summary
+
+
+def warm_start_main(argv) -> dict:
+    """Only the warm start (trained unless `init_from` holds one) and its held-out evaluation; prints and returns a
+    JSON summary (benchmarks/rl_learning.py `--sft-only`)."""
+    from experiments.main import parse, quiet_logs
+
+    saved_argv, sys.argv = sys.argv, list(argv)
+    try:
+        config, run = parse(__file__, "toy", argv, orchestrator.rl_config)
+    finally:
+        sys.argv = saved_argv
+    quiet_logs()
+    summary = prepare(config)
+    summary["eval"] = {k: round(v, 4) for k, v in evaluate_checkpoint(config, run.init_from).items()}
     print(json.dumps(summary))
     return summary
 

@@ -103,3 +103,32 @@ def test_tree_learning_refuses_a_missing_start_and_an_unknown_mode(tmp_path):
         tl.main(["--init", str(tmp_path / "none"), "--workdir", str(tmp_path / "w")])
     with pytest.raises(SystemExit, match="'greedy'; expected plain or one of"):
         tl.main(["--init", str(tmp_path), "--modes", "plain,greedy"])
+
+
+def test_rl_learning_family_pkg_sets_the_shapes_that_hold_its_episodes(monkeypatch, tmp_path):
+    calls = _fake_runs(monkeypatch, tmp_path, [[{"batch/tokens_spent": 10.0, "batch/useful_samples": 2.0}]])
+    out = rl_learning.main(["--workdir", "w", "--family", "pkg", "--config.harness.max_turns=12"])
+    argv = calls[0]
+    assert out["family"] == "pkg" and "--config.tasks=pkg" in argv and argv[-1] == "--config.harness.max_turns=12"
+    budget = [a for a in argv if a.startswith("--config.harness.context_budget=")]
+    assert budget[-1] == f"--config.harness.context_budget={rl_learning.PKG_EPISODE_BUDGET}"  # wins over 352
+    assert rl_learning.PKG_EPISODE_BUDGET > 1324  # the longest whole oracle episode (k = 3, measured)
+    with pytest.raises(SystemExit):
+        rl_learning.main(["--family", "nope"])
+
+
+def test_rl_learning_family_pkg_parses_into_a_valid_config():
+    from composer2_jax.rl import orchestrator
+    from experiments import rl as rl_exp
+
+    c = rl_exp.get_config("toy")
+    for flag in [*rl_learning.WHOLE_EPISODES, *rl_learning.PKG]:
+        key, value = flag.removeprefix("--config.").split("=", 1)
+        node = c
+        *path, leaf = key.split(".")
+        for part in path:
+            node = node[part]
+        node[leaf] = type(node[leaf])(value)
+    run = orchestrator.rl_config(c)
+    assert run.tasks == "pkg" and run.harness.max_turns >= 8
+    orchestrator.check_shapes(run.harness, run.rollout, run.trainer.seq_len, run.tokenizer.build())

@@ -94,6 +94,9 @@ def source_tasks(run: RLExperimentConfig, spec: sources.SourceSpec, split: str) 
     if spec.kind == "toy":
         n, seed = (rl.train_tasks, rl.task_seed) if split == "train" else (rl.eval_tasks, rl.heldout_seed)
         return sources.toy_tasks(spec, split, n, seed, rl.levels)
+    if spec.kind == "pkg":
+        n, seed = (rl.train_tasks, rl.task_seed) if split == "train" else (rl.eval_tasks, rl.heldout_seed)
+        return sources.pkg_family_tasks(spec, split, n, seed, rl.levels)
     if spec.kind == "suite":
         return sources.harbor_tasks(spec, spec.arg, split, sc.heldout_frac, sc.heldout_versions)
     return sources.generated_tasks(spec, split, sc.heldout_frac, sc.generated_count, sc.generated_seed,
@@ -127,7 +130,8 @@ def _heldout_specs(run: RLExperimentConfig) -> list[sources.SourceSpec]:
 
 def _heldout_all(run: RLExperimentConfig) -> list:
     """Every held-out task of every Harbor source (untruncated)."""
-    return [t for spec in _heldout_specs(run) if spec.kind != "toy" for t in source_tasks(run, spec, "heldout").tasks]
+    return [t for spec in _heldout_specs(run) if spec.kind not in sources.FAMILIES
+            for t in source_tasks(run, spec, "heldout").tasks]
 
 
 def heldout_tasks(run: RLExperimentConfig) -> list:
@@ -136,7 +140,7 @@ def heldout_tasks(run: RLExperimentConfig) -> list:
     out = []
     for spec in _heldout_specs(run):
         got = source_tasks(run, spec, "heldout").tasks
-        out += list(got if spec.kind == "toy" else got[:run.sources.eval_tasks])
+        out += list(got if spec.kind in sources.FAMILIES else got[:run.sources.eval_tasks])
     if not out:
         raise ValueError(f"tasks={run.tasks!r} holds no held-out task; raise sources.heldout_frac or name "
                          f"sources.heldout_versions")

@@ -1,6 +1,8 @@
 """Task sources the RL loop draws from, and the mixed curriculum over them (one string: `--config.tasks`).
 
     toy                 the generated calc family (rl/tasks.py): fast, the CI family
+    pkg                 the generated multi-module family (rl/pkg_tasks.py): 6–8-turn episodes (run the tests,
+                        read and fix each failing module, re-run); needs run_terminal_cmd in env.tools
     suite:VERSION|DIR   Harbor-format task folders (benchmarks/tasks/VERSION or any folder of task folders)
     generated:DIR       feature-deletion tasks in DIR, generated there on first use: from the standard library
                         (bench/generate.py), or from any pure-Python package (`sources.generated_packages`:
@@ -12,7 +14,7 @@ tasks cycle in their own seeded order). Every source has a train and a held-out 
 - suites and generated folders split by task: a fixed share (`SourcesConfig.heldout_frac`) of task names, chosen
   by a hash of the name, is held out; a whole suite version named in `heldout_versions` is held out entirely
   (evaluation only, never trained on);
-- the toy family splits by content (rl/tasks.py `split_of`).
+- the toy and pkg families split by content (rl/tasks.py, rl/pkg_tasks.py `split_of`).
 Groups, staleness, grading and evaluation are the same for every source: a task of any source is an `RLTask`
 (id, instruction, difficulty, source, starting repository) that the env worker grades through its source's
 verdict (rl/services/grader.py `grade_episode`). Suite tasks that need an image, several steps or are not
@@ -28,9 +30,11 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from composer2_jax.bench.task import Task, load_suite
+from composer2_jax.rl import pkg_tasks
 from composer2_jax.rl import tasks as toy
 
-KINDS = ("toy", "suite", "generated")
+KINDS = ("toy", "pkg", "suite", "generated")
+FAMILIES = ("toy", "pkg")  # generated in memory, no argument, split by content; the rest are Harbor folders
 SPLITS = ("train", "heldout")
 
 
@@ -93,8 +97,9 @@ def parse_mix(mix: str) -> tuple[SourceSpec, ...]:
         if kind not in KINDS:
             raise ValueError(f"task source {entry!r}: unknown kind {kind!r}; expected one of {KINDS} "
                              f"(e.g. toy@2,suite:v0@1,generated:runs/gen@1)")
-        if (kind == "toy") == bool(arg):
-            raise ValueError(f"task source {entry!r}: {'toy takes no argument' if arg else kind + ' needs :FOLDER'}")
+        if (kind in FAMILIES) == bool(arg):
+            why = "takes no argument" if arg else "needs :FOLDER"
+            raise ValueError(f"task source {entry!r}: {kind} {why}")
         try:
             w = float(weight) if weight else 1.0
         except ValueError:
@@ -169,3 +174,25 @@ def generated_tasks(spec: SourceSpec, split: str, heldout_frac: float, count: in
 def toy_tasks(spec: SourceSpec, split: str, n: int, seed: int, levels: Sequence[int]) -> SourceTasks:
     """n toy tasks of one content split (level 0 has 2 held-out contents, so held-out tasks repeat)."""
     return SourceTasks(spec, tuple(toy.task_set(n, seed, tuple(levels), split)), {})
+
+
+def pkg_family_tasks(spec: SourceSpec, split: str, n: int, seed: int, levels: Sequence[int]) -> SourceTasks:
+    """n tasks of the multi-module family (rl/pkg_tasks.py) of one content split."""
+    return SourceTasks(spec, tuple(pkg_tasks.task_set(n, seed, tuple(levels), split)), {})
+
+
+def family_module(kind: str):
+    """The module of a generated family (rl/tasks.py or rl/pkg_tasks.py): task_set, oracle and hidden check."""
+    if kind not in FAMILIES:
+        raise ValueError(f"{kind!r} is not a generated family; expected one of {FAMILIES}")
+    return pkg_tasks if kind == "pkg" else toy
+
+
+def required_tools(mix: str) -> tuple[str, ...]:
+    """Tools a curriculum's families need beyond the toy's: the pkg family runs its tests (run_terminal_cmd)."""
+    return ("run_terminal_cmd",) if any(s.kind == "pkg" for s in parse_mix(mix)) else ()
+
+
+def warm_start_family(mix: str) -> str:
+    """The family the SFT warm start's oracle demonstrates: the curriculum's first generated family (toy if none)."""
+    return next((s.kind for s in parse_mix(mix) if s.kind in FAMILIES), "toy")

@@ -41,7 +41,7 @@ from composer2_jax.rl.rewards import (
 from composer2_jax.rl.services.grader import grade_episode
 from composer2_jax.rl.services.records import EpisodeRecord
 from composer2_jax.rl.services.tool_view import ToolView
-from composer2_jax.rl.sources import HarborTask, RLTask
+from composer2_jax.rl.sources import HarborTask, RLTask, required_tools
 
 
 class LayerSafeEnv:
@@ -199,6 +199,8 @@ def sandbox_limits(env: EnvConfig) -> SandboxLimits:
 
 
 def env_worker_for(run: RLExperimentConfig, env: Any, tokenizer: tk.Tokenizer) -> EnvWorker:
-    """The environment worker of a run over `env`: its tool view, harness, reward and grading limit."""
-    return EnvWorker(env, tokenizer, run.harness, run.reward, run.env.tools, run.env.schemas_in_prompt,
+    """The environment worker of a run over `env`: its tool view (env.tools, plus what the curriculum's families
+    need: rl/sources.py `required_tools`), harness, reward and grading limit."""
+    tools = run.env.tools + tuple(t for t in required_tools(run.tasks) if t not in run.env.tools)
+    return EnvWorker(env, tokenizer, run.harness, run.reward, tools, run.env.schemas_in_prompt,
                      grade_timeout_s=run.env.grade_timeout_s)

@@ -18,9 +18,11 @@ import time
 from composer2_jax.bench import verdict
 from composer2_jax.bench.grade import WORKSPACE, fresh_dirs, read_file
 from composer2_jax.bench.grade import grade as harbor_grade
+from composer2_jax.rl import pkg_tasks
+from composer2_jax.rl import tasks as toy
 from composer2_jax.rl.rewards import TestResult
 from composer2_jax.rl.sources import HarborTask
-from composer2_jax.rl.tasks import CodingTask, check_spec, expected_values
+from composer2_jax.rl.tasks import CodingTask
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,12 +35,14 @@ class GradeResult:
     error: str | None = None  # why the check produced no verdict
 
 
-def grade_task(env, source: str, task: CodingTask, timeout_s: float = 30.0) -> GradeResult:
-    """Run the task's hidden check on a fresh fork of `source` (sandbox or snapshot id); the fork is closed after."""
+def grade_task(env, source: str, task: CodingTask | pkg_tasks.PkgTask, timeout_s: float = 30.0) -> GradeResult:
+    """Run the task's hidden check on a fresh fork of `source` (sandbox or snapshot id); the fork is closed after.
+    Both generated families (rl/tasks.py, rl/pkg_tasks.py): calls of their modules' functions, values judged here."""
     start = time.monotonic()
-    expected = expected_values(task)
+    family = pkg_tasks if isinstance(task, pkg_tasks.PkgTask) else toy
+    expected = family.expected_values(task)
     base = fresh_dirs()[0].rpartition("/")[0]
-    run = verdict.direct_run(check_spec(task)["items"], WORKSPACE, base, timeout_s, site=False)  # calc: stdlib
+    run = verdict.direct_run(family.check_spec(task)["items"], WORKSPACE, base, timeout_s, site=False)  # stdlib
     gid = env.fork(source)
     try:
         obs = env.call(gid, "run_terminal_cmd", {"command": run.command, "timeout": timeout_s + 5})
@@ -76,6 +80,6 @@ def grade_episode(env, source: str, task, timeout_s: float = 30.0) -> GradeResul
     """The verdict of any RL task (rl/sources.py) on a fresh fork of `source`: the toy check or the task's own."""
     if isinstance(task, HarborTask):
         return grade_harbor(env, source, task)
-    if isinstance(task, CodingTask):
+    if isinstance(task, (CodingTask, pkg_tasks.PkgTask)):
         return grade_task(env, source, task, timeout_s)
-    raise TypeError(f"cannot grade {type(task).__name__} {task!r}; expected a CodingTask or a HarborTask")
+    raise TypeError(f"cannot grade {type(task).__name__} {task!r}; expected a CodingTask, PkgTask or HarborTask")

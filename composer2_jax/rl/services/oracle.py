@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from composer2_jax.bench.agents import ScriptedPolicy
+from composer2_jax.rl import pkg_tasks
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.tasks import CodingTask, oracle_reads, oracle_replies, oracle_summary, teacher_flaws, teacher_op
 
@@ -29,7 +30,19 @@ log = logging.getLogger(__name__)
 def oracle_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: int, error_rate: float = 0.0,
                   flaw_rates: Mapping[str, float] | None = None) -> dict:
     """One graded oracle episode as {"messages", "task_id", "difficulty", "read_first", "teacher_error",
-    "teacher_flaws", "success"}; `flaw_rates` {flaw: probability} (rl.tasks.TEACHER_FLAWS)."""
+    "teacher_flaws", "success"}; `flaw_rates` {flaw: probability} (rl.tasks.TEACHER_FLAWS). A task of the
+    multi-module family (rl/pkg_tasks.py) gets that family's oracle: 2k + 2 turns, one wrong fix at `error_rate`."""
+    if isinstance(task, pkg_tasks.PkgTask):
+        ops = pkg_tasks.teacher_ops(task, error_rate, seed)
+        policy = ScriptedPolicy(worker.tok, pkg_tasks.oracle_replies(task, True, ops), worker.harness,
+                                summary=pkg_tasks.oracle_summary(task))
+        messages: list[dict] = []
+        record = worker.run(task, policy, admitted_version=0, transcript=messages)
+        while messages and messages[-1]["role"] != "assistant":
+            messages.pop()
+        return {"messages": messages, "task_id": task.task_id, "difficulty": task.difficulty, "read_first": True,
+                "teacher_error": any(op != task.right_op for op in ops), "teacher_flaws": [],
+                "success": record.success, "turns": record.turns}
     read = oracle_reads(task, read_prob, seed)
     op = teacher_op(task, error_rate, seed)
     flaws = teacher_flaws(task, dict(flaw_rates or {}), seed)
