@@ -342,8 +342,9 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
         return report
     if stages > 1:
         report.update(_pipelined_roofline(cfg, mesh_shape, spec, chip, batch, seq, optimizer, abstract))
-        if cfg.n_routed_experts:
-            _add_overlap(report, report.pop("_moe_overlap"))
+        overlap = report.pop("_moe_overlap")
+        if overlap is not None:
+            _add_overlap(report, overlap)
         return report
     base, delta, n_units, raw = _unit_costs(cfg, mesh, batch, seq, optimizer, chip.node_size)
     tot = {k: base[k] + (n_units - 1) * delta[k] for k in delta}
