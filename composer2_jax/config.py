@@ -98,6 +98,10 @@ class ModelConfig:
     moe_expert_parallel: bool = True  # dispatch in shard_map over the `expert` axis when the caller gives a mesh
     moe_gmm_impl: str = "auto"  # grouped matmul: auto (per backend) | ragged (lax.ragged_dot) | padded (batched einsum)
     moe_dropless_slack: float = 2.0  # padded dropless: expert buffer = slack × mean load; heavier skew: exact slow path
+    # split each MoE layer's tokens (per shard) into this many chunks, software-pipelined so one chunk's expert
+    # all-to-all can overlap another chunk's expert FFN (model/moe.py `_routed_experts`); 1 = no chunking; must
+    # divide the tokens each MoE shard holds. Capacity mode gives every chunk its own slots (docs/scaling.md "Overlap")
+    moe_overlap_chunks: int = 1
 
     def __post_init__(self):
         _validate(self)
@@ -162,6 +166,9 @@ def _validate(c: ModelConfig):
     _require(c.moe_gmm_impl in _GMM_IMPLS, f"model.moe_gmm_impl={c.moe_gmm_impl!r}; expected one of {_GMM_IMPLS}")
     _require(c.moe_capacity_factor > 0, f"model.moe_capacity_factor must be > 0, got {c.moe_capacity_factor}")
     _require(c.moe_dropless_slack >= 1, f"model.moe_dropless_slack must be >= 1, got {c.moe_dropless_slack}")
+    _require(isinstance(c.moe_overlap_chunks, int) and not isinstance(c.moe_overlap_chunks, bool)
+             and c.moe_overlap_chunks >= 1,
+             f"model.moe_overlap_chunks must be an int >= 1 (1 = no chunking), got {c.moe_overlap_chunks!r}")
 
 
 def _preset_overrides(name: str) -> dict[str, Any]:
@@ -243,7 +250,7 @@ def long_context_rope(m: ModelConfig, target_len: int = CPT_LONG_TARGET_LEN,
 # values of these (ring attention in cpt_long need not follow into SFT); every other field is the architecture the
 # checkpoint's parameters belong to and is inherited (`inherit_model`).
 EXECUTION_FIELDS = ("attention_kernel", "remat_policy", "moe_impl", "moe_capacity_factor", "moe_expert_parallel",
-                    "moe_gmm_impl", "moe_dropless_slack")
+                    "moe_gmm_impl", "moe_dropless_slack", "moe_overlap_chunks")
 
 
 def inherit_model(recorded: ModelConfig, stage: ModelConfig, base: ModelConfig

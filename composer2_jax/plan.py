@@ -274,7 +274,7 @@ def _by_kind(colls) -> dict:
 def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optional[int] = None,
          seq_len: Optional[int] = None, optimizer: str = "muon", estimate: bool = True,
          moe_impl: str = "capacity", microbatches: int = 0, repeats: int = 1,
-         execution: Optional["Execution"] = None, gather_params: bool = False) -> dict:
+         execution: Optional["Execution"] = None, gather_params: bool = False, moe_overlap_chunks: int = 1) -> dict:
     """Compile the stage on the mesh (devices must exist) and return the memory/cost/roofline report.
 
     `execution` (remat policy, expert capacity factor, causal block skipping) overrides the stage's defaults (full
@@ -282,7 +282,9 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
 
     With a `stage` axis > 1 the scanned stack is pipelined (model/pipeline.py) with `microbatches` (0: one per
     stage) and `repeats` virtual stages per stage; the report gains the schedule and its bubble. `gather_params`
-    sets model.pipeline_gather_params (a stage's parameters gathered once per step, not once per iteration)."""
+    sets model.pipeline_gather_params (a stage's parameters gathered once per step, not once per iteration).
+    `moe_overlap_chunks` sets model.moe_overlap_chunks: the report gains `moe_overlap` (`moe_overlap_hidden`) and
+    the roofline `a2a_hidden_s` and `step_overlap_s` = step_s − a2a_hidden_s (the other bounds are unchanged)."""
     import jax
 
     from composer2_jax import chips
@@ -294,7 +296,7 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
     chip = chips.get_chip(chip_name)
     cfg, seq = _stage_config(preset, stage, moe_impl=moe_impl)
     cfg = dataclasses.replace(cfg, pipeline_microbatches=microbatches, pipeline_repeats=repeats,
-                              pipeline_gather_params=gather_params)
+                              pipeline_gather_params=gather_params, moe_overlap_chunks=moe_overlap_chunks)
     seq = seq_len or seq
     if mesh_shape.get("context", 1) == 1 and cfg.attention_kernel == "ring":
         cfg = dataclasses.replace(cfg, attention_kernel="xla_chunked")
@@ -340,12 +342,26 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
         return report
     if stages > 1:
         report.update(_pipelined_roofline(cfg, mesh_shape, spec, chip, batch, seq, optimizer, abstract))
+        overlap = report.pop("_moe_overlap")
+        if overlap is not None:
+            _add_overlap(report, overlap)
         return report
     base, delta, n_units, raw = _unit_costs(cfg, mesh, batch, seq, optimizer, chip.node_size)
     tot = {k: base[k] + (n_units - 1) * delta[k] for k in delta}
     report.update(collectives_per_unit=raw[1]["kinds"],
                   **_roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip, n, batch, seq))
+    if cfg.n_routed_experts:
+        token_split = shd.axis_size(mesh, shd.mesh_axes_of("activation_batch") + shd.mesh_axes_of("activation_length"))
+        _add_overlap(report, _moe_overlap_report(cfg, raw[0]["colls"], raw[1]["colls"], n_units,
+                                                 batch * seq / token_split, mesh, chip))
     return report
+
+
+def _add_overlap(report: dict, overlap: dict):
+    """The MoE overlap's fields in a plan report (`plan`)."""
+    report["moe_overlap"] = overlap
+    report["roofline"]["a2a_hidden_s"] = overlap["a2a_hidden_s"]
+    report["roofline"]["step_overlap_s"] = report["roofline"]["step_s"] - overlap["a2a_hidden_s"]
 
 
 def peak_bytes(mem) -> int:
@@ -394,6 +410,62 @@ def _split_collectives(colls) -> dict:
         if c.kind == "all-gather":
             out["gather_" + link] += c.wire_bytes
     return out
+
+
+_A2A_KINDS = ("all-to-all", "ragged-all-to-all")
+
+
+def moe_overlap_hidden(a2a_s: float, expert_s: float, chunks: int) -> dict:
+    """Expert all-to-all time hidden under expert compute by model.moe_overlap_chunks = C (docs/scaling.md
+    "Overlap").
+
+    Per MoE layer the tokens run as C chunks, each with a dispatch and a combine all-to-all (a = a2a_s / C per chunk,
+    half each way) and an expert FFN (f = expert_s / C). The software pipeline (model/expert_parallel.py
+    `overlap_chunks`) runs chunk i's FFN while chunk i+1's dispatch and chunk i−1's combine are in flight, so only
+    the first chunk's dispatch and the last chunk's combine are exposed:
+        t = a/2 + Σ_i max(f, comm_i) + a/2,   comm_i = a/2·[i > 0] + a/2·[i < C − 1]
+    and the hidden all-to-all time is a2a_s + expert_s − t = Σ_i min(f, comm_i): all but 1/C of the all-to-all
+    when compute covers it, at most the compute available otherwise. C = 1 hides nothing.
+    """
+    if not isinstance(chunks, int) or chunks < 1:
+        raise ValueError(f"moe_overlap_chunks must be an int >= 1, got {chunks!r}")
+    a, f = a2a_s / chunks, expert_s / chunks
+    comm = [a / 2 * (i > 0) + a / 2 * (i < chunks - 1) for i in range(chunks)]
+    hidden = sum(min(f, c) for c in comm)
+    return dict(chunks=chunks, a2a_s=a2a_s, expert_compute_s=expert_s, a2a_hidden_s=hidden,
+                a2a_exposed_s=a2a_s - hidden, moe_serial_s=a2a_s + expert_s,
+                moe_overlapped_s=a2a_s + expert_s - hidden)
+
+
+def _a2a_wire(colls) -> tuple[float, float]:
+    """(intra-node, inter-node) wire bytes per device of the all-to-alls among `colls`."""
+    ici = sum(c.wire_bytes for c in colls if c.kind in _A2A_KINDS and not c.crosses_nodes)
+    dcn = sum(c.wire_bytes for c in colls if c.kind in _A2A_KINDS and c.crosses_nodes)
+    return ici, dcn
+
+
+def expert_flops_per_token(cfg) -> float:
+    """Executed expert-FFN FLOPs per token and MoE layer in a train step, summed over the experts a device runs
+    for it: k assignments (× the capacity factor in capacity mode: the buffer is computed whole) × 3 matmuls of
+    D·F × 2 FLOPs, × 3 for forward and backward, + 1 forward again when the layer's remat policy recomputes the
+    matmuls."""
+    rows = cfg.num_experts_per_tok * (cfg.moe_capacity_factor if cfg.moe_impl == "capacity" else 1.0)
+    passes = 3 + (cfg.remat_policy not in ("none", "dots", "dots_no_batch"))
+    return rows * 3 * 2 * cfg.hidden_size * cfg.moe_intermediate_size * passes
+
+
+def _moe_overlap_report(cfg, colls_1, colls_2, n_unit_passes: float, tokens_per_pass: float, mesh, chip) -> dict:
+    """`moe_overlap_hidden` for a step: the all-to-all of one unit from the 1- and 2-unit compiles × the unit
+    passes, the expert compute from `expert_flops_per_token` × the tokens a device's experts process per pass
+    (its share of the routed tokens: tokens_per_pass / the devices that split tokens, times the `tensor` split of
+    the expert width)."""
+    from composer2_jax import sharding as shd
+
+    (i1, d1), (i2, d2) = _a2a_wire(colls_1), _a2a_wire(colls_2)
+    a2a_s = n_unit_passes * ((i2 - i1) / chip.ici_bw + (d2 - d1) / chip.dcn_bw)
+    tensor = shd.axis_size(mesh, shd.mesh_axes_of("moe_mlp"))
+    expert_s = n_unit_passes * tokens_per_pass * expert_flops_per_token(cfg) / tensor / chip.peak_bf16_flops
+    return moe_overlap_hidden(max(a2a_s, 0.0), expert_s, cfg.moe_overlap_chunks)
 
 
 def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int, optimizer: str, abstract) -> dict:
@@ -469,8 +541,13 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     hbm = outer["bytes"] + stack_bytes + opt_once["bytes"]
     ici = outer["ici"] + stack_ici + pipe_ici + opt_once["ici"]
     dcn = outer["dcn"] + stack_dcn + pipe_dcn + opt_once["dcn"]
+    inner_tokens = shd.axis_size(inner, shd.mesh_axes_of("activation_batch", shd.within_stage())
+                                 + shd.mesh_axes_of("activation_length", shd.within_stage()))
+    overlap = _moe_overlap_report(cfg, raw[0]["colls"], raw[1]["colls"], passes * per_mb,
+                                  (batch // s_) * seq / inner_tokens, inner, chip) if cfg.n_routed_experts else None
     return dict(
         _roofline(flops, hbm, ici, dcn, cfg, abstract, chip, n, batch, seq), collectives_per_unit=raw[1]["kinds"],
+        _moe_overlap=overlap,
         pipeline_costs=dict(
             outer_flops=outer["flops"], stack_flops_executed=stack_flops, stack_flops_useful=useful_stack_flops,
             bubble_flops=(passes - useful_passes) * unit_flops, stage_remat_flops=passes * unit_flops * remat_extra,
@@ -780,6 +857,11 @@ def _human(report: dict) -> str:
                      f"{r['comm_s']:.3f}); est. MFU {report['est_mfu_calibrated']:.1%}; "
                      f"{report['tokens_per_s_calibrated']:,.0f} tok/s")
         lines.append(f"  executed / useful FLOPs {report['executed_over_useful_flops']:.2f}")
+        if "moe_overlap" in report:
+            o = report["moe_overlap"]
+            lines.append(f"  MoE overlap ({o['chunks']} chunks): expert all-to-all {o['a2a_s']:.3f} s, expert compute "
+                         f"{o['expert_compute_s']:.3f} s, hidden {o['a2a_hidden_s']:.3f} s; step without overlap of "
+                         f"the rest {r['step_overlap_s']:.3f} s")
         if "pipeline_costs" in report:
             c = report["pipeline_costs"]
             lines.append(f"  pipelined stack: {c['stack_flops_executed'] / 1e15:.1f} PFLOP executed per device "
@@ -824,6 +906,9 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=1, help="pipeline virtual stages per stage (circular schedule)")
     ap.add_argument("--gather_params", action="store_true",
                     help="pipeline: gather a stage's parameters once per step (model.pipeline_gather_params)")
+    ap.add_argument("--moe_overlap_chunks", type=int, default=1,
+                    help="model.moe_overlap_chunks: MoE tokens in C software-pipelined chunks; the report gains the "
+                         "expert all-to-all time hidden under expert compute (a2a_hidden_s)")
     ap.add_argument("--search", type=int, default=0, help="chip count: propose the fastest fitting mesh")
     ap.add_argument("--search_stages", default="1",
                     help="pipeline stage counts --search includes, e.g. 1,2,4 (pipelined compiles are slow)")
@@ -890,7 +975,7 @@ def main(argv=None):
         return out
     rep = plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer,
                estimate=not a.memory_only, moe_impl=a.moe_impl, microbatches=a.microbatches, repeats=a.repeats,
-               gather_params=a.gather_params,
+               gather_params=a.gather_params, moe_overlap_chunks=a.moe_overlap_chunks,
                execution=parse_execution(a.execution) if a.execution else None)
     if a.stage == "rl" and "roofline" in rep:
         rep["rollout"] = _rollout_plan(a, rep["roofline"]["step_calibrated_s"], rep["chips"], rep["global_batch"])

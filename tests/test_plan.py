@@ -198,3 +198,42 @@ def test_execution_search_adds_causal_skip_as_a_direct_compile_would():
         assert rows[(cap, True)]["executed_over_useful_flops"] < rows[(cap, False)]["executed_over_useful_flops"]
     assert rows[(1.0, False)]["compiled_flops_per_device"] < rows[(1.25, False)]["compiled_flops_per_device"]
     assert out["best"] is out["candidates"][0] and out["best"]["fits_calibrated"]
+
+
+def test_moe_overlap_rule_on_hand_computed_numbers():
+    """model.moe_overlap_chunks = C: per chunk a = a2a/C, f = expert/C; chunk i's FFN overlaps chunk i+1's dispatch
+    and chunk i−1's combine (a/2 each), the first dispatch and the last combine stay exposed:
+    hidden = Σ_i min(f, comm_i), comm = a/2·[i > 0] + a/2·[i < C − 1]."""
+    o = plan_lib.moe_overlap_hidden(4.0, 6.0, 2)  # a = 2, f = 3, comm = [1, 1]: hidden 2 = half of the a2a
+    assert o["a2a_hidden_s"] == pytest.approx(2.0) and o["a2a_exposed_s"] == pytest.approx(2.0)
+    assert o["moe_serial_s"] == pytest.approx(10.0) and o["moe_overlapped_s"] == pytest.approx(8.0)
+    o = plan_lib.moe_overlap_hidden(8.0, 40.0, 4)  # a = 2, f = 10, comm = [1, 2, 2, 1]: all but 1/C hidden
+    assert o["a2a_hidden_s"] == pytest.approx(6.0)
+    o = plan_lib.moe_overlap_hidden(8.0, 2.0, 4)  # f = 0.5 < every comm_i: the compute available bounds it
+    assert o["a2a_hidden_s"] == pytest.approx(2.0) and o["moe_overlapped_s"] == pytest.approx(8.0)
+    assert plan_lib.moe_overlap_hidden(3.0, 5.0, 1)["a2a_hidden_s"] == 0.0  # one chunk: nothing to overlap
+    with pytest.raises(ValueError, match=r"moe_overlap_chunks must be an int >= 1, got 0"):
+        plan_lib.moe_overlap_hidden(1.0, 1.0, 0)
+    # the toy's executed expert FLOPs per token and layer: k=2 × capacity 1.25 × 3 matmuls × 2·D·F × 3 passes
+    toy = get_model_config("toy", moe_impl="capacity")
+    assert plan_lib.expert_flops_per_token(toy) == 2 * 1.25 * 3 * 2 * 64 * 32 * 3
+
+
+def test_overlap_report_reads_the_unit_all_to_all_and_the_expert_compute():
+    """`_moe_overlap_report` on hand-made collectives (no compile): one unit's all-to-all = the 2-unit program's
+    minus the 1-unit program's, split by link; expert compute = tokens per device × `expert_flops_per_token` /
+    the `tensor` split of the expert width; then `moe_overlap_hidden`."""
+    from composer2_jax import chips
+
+    chip = chips.get_chip("h200")
+    a2a = lambda b, cross=False: plan_lib.Collective("all-to-all", b, 2, cross)  # noqa: E731  wire = b/2
+    other = plan_lib.Collective("all-gather", 10**9, 8, False)  # not an all-to-all: ignored
+    one = [a2a(900e6), other]
+    two = [a2a(900e6), a2a(900e6), a2a(100e6, cross=True), other]  # one unit: 450 MB inside, 50 MB across nodes
+    cfg = get_model_config("toy", moe_impl="capacity", moe_overlap_chunks=2)
+    mesh = shd.make_mesh(dict(MESH, tensor=2, fsdp=2))
+    o = plan_lib._moe_overlap_report(cfg, one, two, 3, 4096, mesh, chip)
+    a2a_s = 3 * (450e6 / chip.ici_bw + 50e6 / chip.dcn_bw)
+    expert_s = 3 * 4096 * plan_lib.expert_flops_per_token(cfg) / 2 / chip.peak_bf16_flops
+    assert o["a2a_s"] == pytest.approx(a2a_s) and o["expert_compute_s"] == pytest.approx(expert_s)
+    assert o["a2a_hidden_s"] == pytest.approx(plan_lib.moe_overlap_hidden(a2a_s, expert_s, 2)["a2a_hidden_s"])

@@ -169,13 +169,27 @@ def _received_groups(recv_nE, recv_off_n, n_rows: int):
     return jnp.where(valid_R, e_R, e_loc), pos_R
 
 
-def dropless_ep(x_ND_, idx_Nk_, w_Nk_, experts_: Experts, axis: str, impl: str = "auto",
-                slack: Optional[float] = None, collective=None):
-    """Dropless expert parallelism inside shard_map over `axis` (the numbered algorithm above). [N_, D]."""
+class EPDispatch(NamedTuple):
+    """One dispatch group's rows after the dispatch all-to-all (`ep_dispatch`), what `ep_experts` and `ep_combine`
+    need."""
+
+    plan: SortPlan  # the group's local assignments sorted by global expert
+    recv_RD: jax.Array  # [R, D] received rows (R = n·X_, the dropless worst case)
+    e_R: jax.Array  # [R] local expert of each received row (E_: padding)
+    pos_R: jax.Array  # [R] slot of each received row within its local expert
+    sizes_E: jax.Array  # [E_] rows received per local expert
+    send_n: jax.Array  # [n] rows I sent to each shard
+    recv_n: jax.Array  # [n] rows each shard sent me
+    recv_off_n: jax.Array  # [n] where each source's rows start in recv_RD
+    back_off_n: jax.Array  # [n] where each source keeps the rows it sent me
+
+
+def ep_dispatch(x_ND_, idx_Nk_, n_local_experts: int, axis: str, collective=None) -> EPDispatch:
+    """Steps 1–4 of dropless expert parallelism (module docstring): sort, exchange counts, all-to-all the rows."""
     collective = collective or ragged_collective()
     n = jax.lax.axis_size(axis)
     me = jax.lax.axis_index(axis)
-    e_loc = experts_.wi_gate.shape[0]
+    e_loc = n_local_experts
     plan = sort_by_expert(idx_Nk_, n * e_loc)
     x_rows = plan.order.shape[0]
     xs_XD_ = jnp.take(x_ND_, plan.token, axis=0)  # [X_, D] grouped by expert, so by destination shard
@@ -191,18 +205,47 @@ def dropless_ep(x_ND_, idx_Nk_, w_Nk_, experts_: Experts, axis: str, impl: str =
     recv_RD_ = collective(xs_XD_, jnp.zeros((r_rows, d), xs_XD_.dtype), in_off_n_, send_n_, out_off_n_, recv_n_,
                           axis_name=axis, chunk=x_rows)  # [R, D]
     e_R_, pos_R_ = _received_groups(recv_nE_, recv_off_n_, r_rows)
+    return EPDispatch(plan, recv_RD_, e_R_, pos_R_, recv_nE_.sum(0), send_n_, recv_n_, recv_off_n_, back_off_n_)
+
+
+def ep_experts(sent: EPDispatch, experts_: Experts, impl: str = "auto", slack: Optional[float] = None):
+    """Step 5: the local grouped SwiGLU on the received rows. [R, D]."""
+    x_rows, e_loc = sent.plan.order.shape[0], experts_.wi_gate.shape[0]
     slots = None if slack is None else padded_capacity(x_rows, e_loc, slack)  # mean rows per local expert: X_/E_
-    ys_RD_ = grouped_swiglu(recv_RD_, e_R_, pos_R_, recv_nE_.sum(0), *experts_, impl=impl, capacity=slots)
-    ys_XD_ = collective(ys_RD_, jnp.zeros((x_rows, d), ys_RD_.dtype), recv_off_n_, recv_n_, back_off_n_, send_n_,
-                        axis_name=axis, chunk=x_rows)  # [X_, D] back in sorted order
-    return combine(ys_XD_, plan, w_Nk_)
+    return grouped_swiglu(sent.recv_RD, sent.e_R, sent.pos_R, sent.sizes_E, *experts_, impl=impl, capacity=slots)
 
 
-def capacity_ffn(x_ND_, idx_Nk_, w_Nk_, experts_: Experts, slots: int, valid_N_=None, axis: Optional[str] = None):
-    """GShard capacity dispatch (local, or all-to-all over `axis`): (y [N_, D], kept [N_, k] bool)."""
+def ep_combine(sent: EPDispatch, ys_RD_, w_Nk_, axis: str, collective=None):
+    """Steps 6–7 (without the `tensor` psum): the reverse all-to-all, unsort, weighted sum. [N_, D]."""
+    collective = collective or ragged_collective()
+    x_rows, d = sent.plan.order.shape[0], ys_RD_.shape[-1]
+    ys_XD_ = collective(ys_RD_, jnp.zeros((x_rows, d), ys_RD_.dtype), sent.recv_off_n, sent.recv_n, sent.back_off_n,
+                        sent.send_n, axis_name=axis, chunk=x_rows)  # [X_, D] back in sorted order
+    return combine(ys_XD_, sent.plan, w_Nk_)
+
+
+def dropless_ep(x_ND_, idx_Nk_, w_Nk_, experts_: Experts, axis: str, impl: str = "auto",
+                slack: Optional[float] = None, collective=None):
+    """Dropless expert parallelism inside shard_map over `axis` (the numbered algorithm above). [N_, D]."""
+    sent = ep_dispatch(x_ND_, idx_Nk_, experts_.wi_gate.shape[0], axis, collective)
+    return ep_combine(sent, ep_experts(sent, experts_, impl, slack), w_Nk_, axis, collective)
+
+
+class CapacityDispatch(NamedTuple):
+    """One dispatch group's expert buffer after the capacity all-to-all (`capacity_dispatch`)."""
+
+    plan: SortPlan  # the group's local assignments sorted by global expert, in GShard priority
+    dest_X: jax.Array  # [X_] slot (expert·C + pos) of each sorted row; E·C: dropped
+    x_ECD: jax.Array  # [E_, n·C, D] with an axis ([E, C, D] locally): the slots my experts compute
+    slots: int  # C
+
+
+def capacity_dispatch(x_ND_, idx_Nk_, n_local_experts: int, slots: int, valid_N_=None,
+                      axis: Optional[str] = None) -> CapacityDispatch:
+    """GShard capacity dispatch up to and including the all-to-all (`capacity_ffn`)."""
     n_tok, k = idx_Nk_.shape
     n = 1 if axis is None else jax.lax.axis_size(axis)
-    e_loc = experts_.wi_gate.shape[0]
+    e_loc = n_local_experts
     e, d = n * e_loc, x_ND_.shape[-1]
     plan = sort_by_expert(idx_Nk_, e, capacity_priority(n_tok, k, valid_N_))
     kept_X = plan.pos < slots
@@ -212,13 +255,50 @@ def capacity_ffn(x_ND_, idx_Nk_, w_Nk_, experts_: Experts, slots: int, valid_N_=
     if axis is not None:
         x_ECD_ = jax.lax.all_to_all(x_ECD_.reshape(n, e_loc, slots, d), axis, 0, 0, tiled=True)  # [n, E_, C, D]
         x_ECD_ = x_ECD_.transpose(1, 0, 2, 3).reshape(e_loc, n * slots, d)  # [E_, n·C, D]
-    y_ECD_ = swiglu_ecd(x_ECD_, *experts_)
+    return CapacityDispatch(plan, dest_X, x_ECD_, slots)
+
+
+def capacity_combine(sent: CapacityDispatch, y_ECD_, w_Nk_, axis: Optional[str] = None):
+    """The capacity path's reverse all-to-all and combine: (y [N_, D], kept [N_, k] bool)."""
+    n_tok, k = w_Nk_.shape
+    e_loc, d = y_ECD_.shape[0], y_ECD_.shape[-1]
+    n = 1 if axis is None else jax.lax.axis_size(axis)
+    slots = sent.slots
     if axis is not None:
         y_ECD_ = y_ECD_.reshape(e_loc, n, slots, d).transpose(1, 0, 2, 3)  # [n, E_, C, D]
         y_ECD_ = jax.lax.all_to_all(y_ECD_, axis, 0, 0, tiled=True)  # [n, E_, C, D]: my tokens' slots again
-    dest_a = unsort(dest_X, plan)  # slot of each assignment (E·C: dropped)
+    e = n * e_loc
+    dest_a = unsort(sent.dest_X, sent.plan)  # slot of each assignment (E·C: dropped)
     y_XD_ = jnp.take(y_ECD_.reshape(e * slots, d), dest_a, axis=0, mode="fill", fill_value=0)  # [X_, D]
-    return weighted_sum(y_XD_, w_Nk_), unsort(kept_X, plan, (n_tok, k))
+    return weighted_sum(y_XD_, w_Nk_), unsort(sent.plan.pos < slots, sent.plan, (n_tok, k))
+
+
+def capacity_ffn(x_ND_, idx_Nk_, w_Nk_, experts_: Experts, slots: int, valid_N_=None, axis: Optional[str] = None):
+    """GShard capacity dispatch (local, or all-to-all over `axis`): (y [N_, D], kept [N_, k] bool)."""
+    sent = capacity_dispatch(x_ND_, idx_Nk_, experts_.wi_gate.shape[0], slots, valid_N_, axis)
+    return capacity_combine(sent, swiglu_ecd(sent.x_ECD, *experts_), w_Nk_, axis)
+
+
+def overlap_chunks(n_chunks: int, dispatch, compute, combine, scope: str = "moe_chunk"):
+    """Software-pipelined chunks: chunk i+1's dispatch is issued before chunk i's compute, chunk i's combine before
+    chunk i+1's compute. `dispatch(i)`, `compute(i, sent)`, `combine(i, sent, computed)` act on chunk i alone, so
+    no chunk's collective depends on another chunk's compute and XLA's scheduler may run them concurrently (one
+    unrolled program, static chunks). Each phase runs under the name scope `{scope}{i}/{phase}` (the compiled
+    program's op metadata, which `composer2_jax.hlo_schedule` reads). Returns [combine(i, ...) for i in chunks].
+    """
+    def phase(i, name, fn, *args):
+        with jax.named_scope(f"{scope}{i}"), jax.named_scope(name):
+            return fn(i, *args)
+
+    sent = [None] * n_chunks
+    out = [None] * n_chunks
+    sent[0] = phase(0, "dispatch", dispatch)
+    for i in range(n_chunks):
+        if i + 1 < n_chunks:
+            sent[i + 1] = phase(i + 1, "dispatch", dispatch)  # chunk i+1's all-to-all, before chunk i's experts
+        computed = phase(i, "experts", compute, sent[i])
+        out[i] = phase(i, "combine", combine, sent[i], computed)
+    return out
 
 
 # ------------------------------------------------------------------------------------------- mesh and shard_map

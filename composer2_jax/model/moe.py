@@ -37,14 +37,18 @@ from composer2_jax.model.expert_parallel import (
     Experts,
     MoEAxes,
     capacity,
-    capacity_ffn,
+    capacity_combine,
+    capacity_dispatch,
     check_moe_divisible,
-    dropless_ep,
     dropless_ffn,
+    ep_combine,
+    ep_dispatch,
+    ep_experts,
     moe_axes,
+    overlap_chunks,
     shard_moe,
 )
-from composer2_jax.model.grouped_matmul import padded_capacity
+from composer2_jax.model.grouped_matmul import padded_capacity, swiglu_ecd
 from composer2_jax.model.layer_plan import SCANNED_STACK, layer_slots
 from composer2_jax.model.layers import MLP, constrain, dtype_of, param
 
@@ -153,16 +157,9 @@ def moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up, wo
     valid_N = valid_BT.reshape(-1).astype(jnp.float32)
     logits_NE = jnp.einsum("ND,DE->NE", x_ND.astype(jnp.float32), router_DE)
     r = route(logits_NE, bias_E, cfg, None if replay_BTk is None else replay_BTk.reshape(b * t, k))
+    check_overlap_chunks(b * t, cfg.moe_overlap_chunks, f" ({b} sequences × {t} positions)")
     experts = Experts(wi_gate, wi_up, wo)
-    kept_Nk = jnp.ones((b * t, k), bool)
-    if cfg.moe_impl == "capacity":
-        slots = capacity(b * t, k, e, cfg.moe_capacity_factor)
-        y_ND, kept_Nk = capacity_ffn(x_ND, r.indices, r.weights, experts, slots, valid_N, axes.expert)
-    elif axes.expert:
-        y_ND = dropless_ep(x_ND, r.indices, r.weights, experts, axes.expert, cfg.moe_gmm_impl, cfg.moe_dropless_slack)
-    else:
-        slots = padded_capacity(b * t * k, e, cfg.moe_dropless_slack)
-        y_ND = dropless_ffn(x_ND, r.indices, r.weights, experts, cfg.moe_gmm_impl, slots)
+    y_ND, kept_Nk = _routed_experts(x_ND, r, valid_N, experts, cfg, axes)
     if axes.tensor:
         y_ND = jax.lax.psum(y_ND, axes.tensor)
     stats = dict(load=expert_load(r.indices, e, valid_N), tokens=jnp.sum(valid_N), assigned=k * jnp.sum(valid_N),
@@ -174,6 +171,55 @@ def moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up, wo
     if axes.length:
         terms = jax.lax.psum(terms, axes.length)
     return y_ND.reshape(b, t, d), r.indices.reshape(b, t, k), stats, balance_from_terms(*terms, k)
+
+
+def check_overlap_chunks(n_tokens: int, chunks: int, where: str = ""):
+    """ValueError naming both numbers unless `chunks` (model.moe_overlap_chunks) divides the MoE block's tokens."""
+    if n_tokens % chunks:
+        divisors = [c for c in range(1, n_tokens + 1) if n_tokens % c == 0]
+        raise ValueError(f"model.moe_overlap_chunks={chunks} does not divide the {n_tokens} tokens each MoE shard "
+                         f"holds{where}; expected a divisor of {n_tokens} (one of {divisors})")
+
+
+def _routed_experts(x_ND, r: Routing, valid_N, experts: Experts, cfg: ModelConfig, axes: MoEAxes):
+    """Dispatch, experts and combine of one shard's N tokens: (y [N, D], kept [N, k] bool).
+
+    With model.moe_overlap_chunks = C > 1 the N tokens are cut into C contiguous chunks that run as a software
+    pipeline (`overlap_chunks`): chunk i+1's dispatch all-to-all is issued before chunk i's expert FFN and chunk
+    i's combine all-to-all depends on nothing of chunk i+1, so the compiled program may overlap them. Dropless,
+    every token's result is the same as with C = 1. Capacity mode gives every expert C_c = ceil(factor·(N/C)·k/E)
+    slots per chunk (each chunk is its own GShard dispatch group): C = 1 is exactly today's behaviour; with C > 1
+    which assignments are dropped can differ (priority runs within a chunk), and the slots total C·C_c ≥ the
+    unchunked C_1.
+    """
+    n, k = r.indices.shape
+    e = cfg.n_routed_experts
+    c = cfg.moe_overlap_chunks
+    nc = n // c
+    cut = lambda a, i: a[i * nc:(i + 1) * nc]  # noqa: E731  chunk i of a per-token array
+    if cfg.moe_impl == "capacity":
+        slots = capacity(nc, k, e, cfg.moe_capacity_factor)
+        e_loc = experts.wi_gate.shape[0]
+        outs = overlap_chunks(
+            c, lambda i: capacity_dispatch(cut(x_ND, i), cut(r.indices, i), e_loc, slots, cut(valid_N, i),
+                                           axes.expert),
+            lambda i, sent: swiglu_ecd(sent.x_ECD, *experts),
+            lambda i, sent, y: capacity_combine(sent, y, cut(r.weights, i), axes.expert))
+        return (jnp.concatenate([o[0] for o in outs]) if c > 1 else outs[0][0],
+                jnp.concatenate([o[1] for o in outs]) if c > 1 else outs[0][1])
+    if axes.expert:
+        ax, impl, slack = axes.expert, cfg.moe_gmm_impl, cfg.moe_dropless_slack
+        outs = overlap_chunks(
+            c, lambda i: ep_dispatch(cut(x_ND, i), cut(r.indices, i), experts.wi_gate.shape[0], ax),
+            lambda i, sent: ep_experts(sent, experts, impl, slack),
+            lambda i, sent, y: ep_combine(sent, y, cut(r.weights, i), ax))
+    else:  # one device: no collective to overlap; chunked all the same, so every mesh computes alike
+        slots = padded_capacity(nc * k, e, cfg.moe_dropless_slack)
+        outs = overlap_chunks(
+            c, lambda i: i, lambda i, _: dropless_ffn(cut(x_ND, i), cut(r.indices, i), cut(r.weights, i), experts,
+                                                      cfg.moe_gmm_impl, slots),
+            lambda i, _, y: y)
+    return (jnp.concatenate(outs) if c > 1 else outs[0]), jnp.ones((n, k), bool)
 
 
 def _ambient_rules():

@@ -1,0 +1,212 @@
+"""What the compiled (scheduled, post-optimisation) HLO of a step says about MoE overlap (model.moe_overlap_chunks).
+
+`moe_overlap(hlo_text)` reads `compiled.as_text()`: XLA prints a scheduled module's computations in schedule order,
+every instruction with its operands and the metadata `op_name` (the JAX name stack). The MoE layer runs its
+chunks under the name scopes `moe_chunk{i}/dispatch|experts|combine` (`model/expert_parallel.py: overlap_chunks`),
+so the compiled program's all-to-alls and expert matmuls can be attributed to a chunk:
+
+  * an all-to-all of chunk i: an `all-to-all` / `ragged-all-to-all` instruction (or `all-to-all-start` /
+    an `async-start` wrapping one, on backends with asynchronous collectives) whose op_name holds `moe_chunk{i}/`;
+  * an expert matmul of chunk j: a `dot` / `convolution` / matmul custom-call whose op_name holds
+    `moe_chunk{j}/experts`, directly in a computation or inside a fusion / call / conditional / while it calls.
+
+Both are grouped by `site`, the op_name before `moe_chunk` (one MoE layer in one pass: the forward
+`jit(f)/jvp(MoE)/...` and the backward `jit(f)/transpose(jvp(MoE))/...` are different sites, as are layers of an
+unrolled stack); the backward's all-to-alls legitimately depend on every chunk's forward output through the loss.
+Dependence: inside each computation the data-dependency DAG (operands only; control edges are not data) is closed
+transitively; an all-to-all of chunk i and an expert matmul of chunk j ≠ i at the same site are independent when
+neither is an ancestor of the other. Schedule: for each all-to-all, how many expert matmuls the schedule places
+between the op and its first use (its `-done` for an asynchronous one; get-tuple-element / bitcast / copy count
+as no use). On XLA:CPU collectives are synchronous, so "between" is only an order, not concurrency; on a GPU's
+asynchronous collectives the matmuls between a start and its done are what runs under the transfer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Optional
+
+_A2A_OPS = ("all-to-all", "ragged-all-to-all", "all-to-all-start")
+_DOT_OPS = ("dot", "convolution")
+_GEMM_TARGETS = ("gemm", "matmul", "cublas", "ragged-dot", "ragged_dot")  # custom-call targets that are matmuls
+_NO_USE_OPS = ("get-tuple-element", "bitcast", "copy", "tuple")
+_CHUNK = re.compile(r"moe_chunk(\d+)/(dispatch|experts|combine)")
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*?)\s+([a-z][\w\-]*)\((.*)$")
+_CALLS = re.compile(r"(?:calls|to_apply|body|condition|called_computations|branch_computations|"
+                    r"true_computation|false_computation)=\{?([%\w.\-, ]+)\}?")
+
+
+@dataclasses.dataclass
+class Instr:
+    name: str
+    opcode: str
+    operands: list
+    calls: list
+    op_name: str
+    target: str
+
+
+def parse_computations(hlo_text: str) -> dict[str, list[Instr]]:
+    """{computation name: its instructions in printed (for a scheduled module: schedule) order}."""
+    comps: dict[str, list[Instr]] = {}
+    cur: Optional[list] = None
+    for line in hlo_text.splitlines():
+        if cur is None:
+            m = re.match(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\{\s*$", line)
+            if m:
+                cur = comps.setdefault(m.group(1), [])
+            continue
+        if line.startswith("}"):
+            cur = None
+            continue
+        m = _INSTR.match(line)
+        if not m:
+            continue
+        name, opcode, rest = m.group(1), m.group(3), m.group(4)
+        depth, i = 1, 0
+        while i < len(rest) and depth:  # the operand list: up to the matching ')'
+            depth += {"(": 1, ")": -1}.get(rest[i], 0)
+            i += 1
+        operands = re.findall(r"%([\w.\-]+)", rest[: i - 1])
+        attrs = rest[i:]
+        calls = [c.strip().lstrip("%") for g in _CALLS.findall(attrs) for c in g.split(",") if c.strip()]
+        op_name = re.search(r'op_name="([^"]*)"', attrs)
+        target = re.search(r'custom_call_target="([^"]*)"', attrs)
+        cur.append(Instr(name, opcode, operands, calls, op_name.group(1) if op_name else "",
+                         target.group(1) if target else ""))
+    return comps
+
+
+def _chunk_tag(op_name: str):
+    """(site, chunk, phase) of an op_name inside `moe_chunk{i}/{phase}`, else None."""
+    m = _CHUNK.search(op_name)
+    return None if m is None else (op_name[: m.start()], int(m.group(1)), m.group(2))
+
+
+def _is_dot(ins: Instr) -> bool:
+    return ins.opcode in _DOT_OPS or (ins.opcode == "custom-call" and any(t in ins.target.lower()
+                                                                           for t in _GEMM_TARGETS))
+
+
+def _is_a2a(ins: Instr, comps) -> bool:
+    if ins.opcode in _A2A_OPS:
+        return True
+    return ins.opcode == "async-start" and any(i.opcode in _A2A_OPS for c in ins.calls for i in comps.get(c, ()))
+
+
+@dataclasses.dataclass
+class A2A:
+    """One all-to-all of a chunk and where the schedule puts it."""
+
+    computation: str
+    name: str
+    site: str
+    chunk: int
+    phase: str  # dispatch | combine
+    expert_dots_before_use: int  # expert matmuls (any chunk) scheduled between the op and its first use
+    other_chunk_dots_before_use: int  # ... of another chunk at the same site
+
+
+def moe_overlap(hlo_text: str) -> dict:
+    """The chunked MoE's all-to-alls and expert matmuls in a compiled module (module docstring).
+
+    Returns dict(chunks (distinct chunk ids seen), a2a (list of `A2A` as dicts), pairs_checked (all-to-all ×
+    other-chunk expert matmul pairs in one computation at one site), dependent (those where one depends on the
+    other: [(a2a, dot, 'a2a_needs_dot' | 'dot_needs_a2a')]), independent (pairs_checked > 0 and no dependent),
+    order ({computation:site: the schedule as tokens, A<chunk><d|c> an all-to-all of a chunk's dispatch or
+    combine, E<chunk> its expert matmuls, repeats collapsed})).
+    """
+    comps = parse_computations(hlo_text)
+    dot_tags: dict[str, set] = {}  # computation -> {(site, chunk)} of expert dots it holds, nested calls included
+
+    def tags_of(comp: str, seen=()) -> set:
+        if comp in dot_tags:
+            return dot_tags[comp]
+        out = set()
+        for ins in comps.get(comp, ()):
+            t = _chunk_tag(ins.op_name)
+            if _is_dot(ins) and t and t[2] == "experts":
+                out.add(t[:2])
+            for c in ins.calls:
+                if c not in seen and c != comp:
+                    out |= tags_of(c, seen + (comp,))
+        dot_tags[comp] = out
+        return out
+
+    a2as, dependent, pairs, chunks, order = [], [], 0, set(), {}
+    for comp, instrs in comps.items():
+        index = {ins.name: i for i, ins in enumerate(instrs)}
+        a2a_at, dot_at = [], []  # (position, (site, chunk[, phase]))
+        for i, ins in enumerate(instrs):
+            t = _chunk_tag(ins.op_name)
+            if t and _is_a2a(ins, comps):
+                a2a_at.append((i, t))
+            own = {t[:2]} if (t and _is_dot(ins) and t[2] == "experts") else set()
+            for c in ins.calls:
+                own |= tags_of(c)
+            for tag in own:
+                dot_at.append((i, tag))
+        if not a2a_at:
+            continue
+        events = sorted([(p, t[0], f"A{t[1]}{t[2][0]}") for p, t in a2a_at]
+                        + [(p, t[0], f"E{t[1]}") for p, t in dot_at])
+        for _, site, ev in events:  # per site: all-to-alls (A<chunk><d|c>) and expert matmuls (E<chunk>) in order
+            seq = order.setdefault(f"{comp}:{site}", [])
+            if not seq or seq[-1] != ev:
+                seq.append(ev)
+        anc = [0] * len(instrs)  # bitset of each instruction's transitive operands
+        for i, ins in enumerate(instrs):
+            a = 0
+            for o in ins.operands:
+                j = index.get(o)
+                if j is not None:
+                    a |= (1 << j) | anc[j]
+            anc[i] = a
+        users: dict[int, list] = {}
+        for i, ins in enumerate(instrs):
+            for o in ins.operands:
+                if o in index:
+                    users.setdefault(index[o], []).append(i)
+
+        def first_use(i):
+            """Position of the first real consumer of instruction i (through no-op wrappers), or None."""
+            todo, best = list(users.get(i, ())), None
+            while todo:
+                u = todo.pop()
+                if instrs[u].opcode in _NO_USE_OPS:
+                    todo.extend(users.get(u, ()))
+                elif best is None or u < best:
+                    best = u
+            return best
+
+        for pos, (site, chunk, phase) in a2a_at:
+            chunks.add(chunk)
+            use = first_use(pos)
+            between = [(p, tag) for p, tag in dot_at if use is not None and pos < p < use]
+            a2as.append(A2A(comp, instrs[pos].name, site, chunk, phase, len(between),
+                            sum(1 for _, (s, c) in between if s == site and c != chunk)))
+            for dpos, (dsite, dchunk) in dot_at:
+                if dsite != site or dchunk == chunk:
+                    continue
+                pairs += 1
+                if anc[pos] >> dpos & 1:
+                    dependent.append((instrs[pos].name, instrs[dpos].name, "a2a_needs_dot"))
+                elif anc[dpos] >> pos & 1:
+                    dependent.append((instrs[pos].name, instrs[dpos].name, "dot_needs_a2a"))
+    return dict(chunks=sorted(chunks), a2a=[dataclasses.asdict(a) for a in a2as], pairs_checked=pairs,
+                dependent=dependent, independent=bool(pairs) and not dependent,
+                order={k: " ".join(v) for k, v in order.items()})
+
+
+def schedule_summary(report: dict) -> dict:
+    """Per (site kind, phase): all-to-alls, and how many have an expert matmul of another chunk scheduled before
+    their first use (the order an asynchronous collective needs to overlap)."""
+    out: dict[str, dict] = {}
+    for a in report["a2a"]:
+        key = ("backward" if "transpose(" in a["site"] else "forward") + "/" + a["phase"]
+        s = out.setdefault(key, dict(all_to_alls=0, with_other_chunk_dots_before_use=0, expert_dots_before_use=0))
+        s["all_to_alls"] += 1
+        s["with_other_chunk_dots_before_use"] += a["other_chunk_dots_before_use"] > 0
+        s["expert_dots_before_use"] += a["expert_dots_before_use"]
+    return out
