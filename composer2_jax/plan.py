@@ -532,9 +532,11 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     stack_ici = param_ici_step + passes * tok_ici * per_mb
     stack_dcn = param_dcn_step + passes * tok_dcn * per_mb
     mb = batch // m_
-    inner_batch = shd.axis_size(inner, shd.mesh_axes_of("activation_batch", shd.within_stage()))
-    send = mb * seq * cfg.hidden_size * 2 / inner_batch  # bf16 [mb, T, D] per device
-    pipe_bytes = 2 * spec.iterations * send + 2 * 2 * (batch // s_) * seq * cfg.hidden_size * 2 / inner_batch
+    # a stage's devices split the activations' batch over data × fsdp × expert and their length over `context`
+    inner_split = (shd.axis_size(inner, shd.mesh_axes_of("activation_batch", shd.within_stage()))
+                   * shd.axis_size(inner, shd.mesh_axes_of("activation_length", shd.within_stage())))
+    send = mb * seq * cfg.hidden_size * 2 / inner_split  # bf16 [mb, T, D] per device
+    pipe_bytes = 2 * spec.iterations * send + 2 * 2 * (batch // s_) * seq * cfg.hidden_size * 2 / inner_split
     pipe_crosses = n > chip.node_size  # `stage` is outermost: its neighbours sit n/S devices apart
     pipe_dcn, pipe_ici = (pipe_bytes, 0.0) if pipe_crosses else (0.0, pipe_bytes)
     flops = outer["flops"] + stack_flops + opt_once["flops"]

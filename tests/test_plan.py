@@ -64,6 +64,25 @@ def test_pipelined_mesh_plans_memory_the_bubble_and_the_roofline():
     assert rep["executed_over_useful_flops"] > 1
 
 
+def test_pipelined_mesh_with_ring_attention_inside_a_stage():
+    """cpt_long's shape pipelined: context parallelism (the ring) inside each stage. The ring's shard_map specs
+    follow the stage body's rules (no `stage`: the stage vmap owns that axis); until 2026-12-03 they came from the
+    global table, whose batch split over stage × data × fsdp × expert (here 4) does not divide a microbatch of 2
+    (kimi_k2_5 cpt_long at stage=4, expert=8, context=8: 32 against 8), and the plan failed. The stage sends are
+    [mb, T, D] bf16 split over the stage's data × fsdp × expert AND its `context` devices."""
+    mesh = dict(MESH, stage=2, fsdp=1, expert=2, context=2)
+    seq = 64
+    rep = plan_lib.plan("toy", "cpt_long", mesh, "h200", seq_len=seq, optimizer="adamw")
+    assert rep["pipeline"]["stages"] == 2 and rep["pipeline"]["microbatches"] == 2
+    assert rep["global_batch"] == 4 and rep["per_device"]["peak_bytes"] > 0  # 2 batch shards in a stage × M
+    c, d = rep["pipeline_costs"], get_model_config("toy").hidden_size
+    mb, iterations, split = 2, 2 * 1 + 2 - 1, 2 * 2  # M·R + S − 1 iterations; expert × context devices per stage
+    assert c["stage_send_bytes"] == pytest.approx(2 * iterations * mb * seq * d * 2 / split
+                                                  + 2 * 2 * (4 // 2) * seq * d * 2 / split)
+    assert c["bubble_flops"] == pytest.approx(c["stack_flops_useful"] * (2 - 1) / 2)
+    assert rep["roofline"]["compute_s"] > 0 and 0 < rep["est_mfu"] < 1
+
+
 def test_gathered_stage_parameters_are_counted_once_per_step():
     """model.pipeline_gather_params: a stage's FSDP weight all-gathers run once per step for its R·L units instead
     of at each of the (M·R + S − 1)·L unit passes, so their bytes are R / (M·R + S − 1) of the per-iteration

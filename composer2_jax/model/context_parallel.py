@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from composer2_jax.sharding import check_divisible, logical_to_spec
+from composer2_jax.sharding import LOGICAL_RULES, check_divisible, logical_to_spec
 
 CONTEXT_AXIS = "context"
 LAYOUTS = ("zigzag", "contiguous")
@@ -125,11 +125,21 @@ def context_size(mesh, axis: str = CONTEXT_AXIS) -> int:
     return int(dict(mesh.shape)[axis])
 
 
-def spec_for(mesh, logical: Sequence[Optional[str]]) -> P:
-    """PartitionSpec of an activation from the rules table, keeping only axes that exist in `mesh`."""
+def ambient_rules() -> tuple:
+    """The logical rules in force: flax's active `nn.logical_axis_rules`, or the project table when none are.
+    Inside a pipeline stage's body they are `sharding.within_stage` (no `stage`: the stage vmap owns that axis),
+    so a context-parallel shard_map there splits the batch over data × fsdp × expert only."""
+    import flax.linen as nn
+
+    return tuple(nn.get_logical_axis_rules()) or LOGICAL_RULES
+
+
+def spec_for(mesh, logical: Sequence[Optional[str]], rules: Optional[tuple] = None) -> P:
+    """PartitionSpec of an activation from the rules (default: `ambient_rules()`), keeping only axes that exist in
+    `mesh`."""
     names = set(mesh.axis_names)
     out = []
-    for entry in logical_to_spec(logical):
+    for entry in logical_to_spec(logical, rules or ambient_rules()):
         axes = (entry,) if isinstance(entry, str) else tuple(entry or ())
         axes = tuple(a for a in axes if a in names)
         out.append(None if not axes else axes[0] if len(axes) == 1 else axes)

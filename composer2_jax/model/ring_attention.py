@@ -62,6 +62,9 @@ class RingSpec(NamedTuple):
     nope_dim: int  # latent mode: N, the no-rope part of the key head dim
     mesh: object  # Mesh / AbstractMesh, or None for the local (n = 1) path
     has_seg: bool
+    # the logical rules the call was traced under (context_parallel.ambient_rules: inside a pipeline stage, the
+    # rules without `stage`), kept here because the custom_vjp backward is traced outside that rules context
+    rules: tuple = ()
 
 
 class Blk(NamedTuple):
@@ -246,8 +249,8 @@ def _head_axes(spec: RingSpec) -> tuple[str, ...]:
     if not spec.latent or spec.n == 1:
         return ()
     mesh = spec.mesh
-    latent_rep = set(cp.replicated_axes(mesh, cp.spec_for(mesh, cp.LATENT_BTL)))
-    heads_rep = set(cp.replicated_axes(mesh, cp.spec_for(mesh, cp.HEADS_BTHK)))
+    latent_rep = set(cp.replicated_axes(mesh, cp.spec_for(mesh, cp.LATENT_BTL, spec.rules)))
+    heads_rep = set(cp.replicated_axes(mesh, cp.spec_for(mesh, cp.HEADS_BTHK, spec.rules)))
     return tuple(a for a in mesh.axis_names if a in latent_rep and a not in heads_rep)
 
 
@@ -264,17 +267,17 @@ def _psum_latent_grads(spec: RingSpec, dsrc, dw):
     axes = _head_axes(spec)
     if axes:
         dsrc = jax.tree.map(lambda g: jax.lax.psum(g, axes), dsrc)
-    return dsrc, jax.lax.psum(dw, _weight_sum_axes(spec.mesh))
+    return dsrc, jax.lax.psum(dw, _weight_sum_axes(spec.mesh, spec.rules))
 
 
-def _weight_sum_axes(mesh) -> tuple[str, ...]:
+def _weight_sum_axes(mesh, rules: tuple = ()) -> tuple[str, ...]:
     """Mesh axes dW_kvb is a partial sum over: those its spec replicates it over that split an input (the batch,
     the sequence or the heads). An axis no input names (e.g. `stage` around a ring inside one pipeline stage) sees
     the same inputs on every device, so each already holds the whole gradient."""
     inputs = (cp.HEADS_BTHK, cp.LATENT_BTL, cp.TOKENS_BT)
-    split = {a for spec in (cp.spec_for(mesh, x) for x in inputs) for e in spec
+    split = {a for spec in (cp.spec_for(mesh, x, rules) for x in inputs) for e in spec
              for a in ((e,) if isinstance(e, str) else (e or ()))}
-    return tuple(a for a in cp.replicated_axes(mesh, cp.spec_for(mesh, cp.WEIGHT_LHX)) if a in split)
+    return tuple(a for a in cp.replicated_axes(mesh, cp.spec_for(mesh, cp.WEIGHT_LHX, rules)) if a in split)
 
 
 # ----------------------------------------------------------------------------------------------- custom_vjp
@@ -283,16 +286,24 @@ def _weight_sum_axes(mesh) -> tuple[str, ...]:
 def _specs(spec: RingSpec):
     """shard_map specs: (q, src, segs, w) inputs and the out/lse/dsrc/dw outputs."""
     mesh = spec.mesh
-    heads, tok, lse = (cp.spec_for(mesh, a) for a in (cp.HEADS_BTHK, cp.TOKENS_BT, cp.LSE_BTH))
-    src = (cp.spec_for(mesh, cp.LATENT_BTL),) * 2 if spec.latent else (heads, heads)
+    heads, tok, lse = (cp.spec_for(mesh, a, spec.rules) for a in (cp.HEADS_BTHK, cp.TOKENS_BT, cp.LSE_BTH))
+    src = (cp.spec_for(mesh, cp.LATENT_BTL, spec.rules),) * 2 if spec.latent else (heads, heads)
     segs = (tok, tok) if spec.has_seg else ()
-    w = (cp.spec_for(mesh, cp.WEIGHT_LHX),) if spec.latent else ()
+    w = (cp.spec_for(mesh, cp.WEIGHT_LHX, spec.rules),) if spec.latent else ()
     return dict(heads=heads, lse=lse, src=src, segs=segs, w=w)
 
 
 def _sharded(spec: RingSpec, fn, in_specs, out_specs):
-    """`fn` per shard under shard_map on the ring's mesh."""
-    return jax.shard_map(functools.partial(fn, spec), mesh=spec.mesh, in_specs=in_specs, out_specs=out_specs)
+    """`fn` per shard under shard_map on the ring's mesh.
+
+    Inside a pipeline stage the ring runs under `jax.vmap(spmd_axis_name='stage')` (model/pipeline.py): the
+    batched inputs then vary over `stage` and the unbatched ones (the ring ids, the iota masks) do not, which JAX
+    0.10's varying-axes check refuses in their elementwise ops ("Primitive and requires varying manual axes to
+    match"), so the check is off on a mesh with stage > 1, as for the MoE shard_map (model/expert_parallel.py).
+    The ring needs no inferred psum: its backward is the custom VJP's own shard_map with explicit collectives."""
+    check_vma = dict(spec.mesh.shape).get("stage", 1) == 1
+    return jax.shard_map(functools.partial(fn, spec), mesh=spec.mesh, in_specs=in_specs, out_specs=out_specs,
+                         check_vma=check_vma)
 
 
 def _run_fwd(spec: RingSpec, q, src, segs, w):
@@ -353,9 +364,10 @@ def _make_spec(q_BTHK, src, *, mesh, scale, causal, layout, block_kernel, latent
                              f"queries' [B, T] = {(b, t)}")
     has_seg = cp._check_segments(*segs)
     spec = RingSpec(n, causal, layout, float(q_BTHK.shape[-1] ** -0.5 if scale is None else scale),
-                    get_block_kernel(block_kernel), latent, nope_dim, mesh if n > 1 else None, has_seg)
+                    get_block_kernel(block_kernel), latent, nope_dim, mesh if n > 1 else None, has_seg,
+                    cp.ambient_rules())
     if n > 1:
-        heads = cp.spec_for(mesh, cp.HEADS_BTHK)
+        heads = cp.spec_for(mesh, cp.HEADS_BTHK, spec.rules)
         cp.check_specs(mesh, {"ring attention queries [B, T, H, K]": (q_BTHK.shape, heads)})
     return spec
 
