@@ -81,13 +81,19 @@ class ModelConfig:
     pipeline_microbatches: int = 0  # microbatches M per pipelined batch over the mesh's `stage` axis; 0: M = stages
     pipeline_repeats: int = 1  # virtual stages per device (circular schedule): the stack is cut into stage·repeats
     # Gather each stage's parameters over the FSDP axes (fsdp, context) once per step, before the schedule loop,
-    # instead of inside it at every one of the M·R + S − 1 iterations (and again in the backward's recompute); the
-    # loop then reads weights sharded only over `stage` (and `expert`/`tensor`, which stay). Costs the stage's
-    # parameters gathered in their param dtype, per device: params / (stage·expert·tensor), plus their gradients
+    # instead of inside it at every one of the M·R + S − 1 iterations (and again in the backward's recompute), and
+    # (tensor = context = 1) reduce their gradients once after it (model/pipeline.py); the loop then reads weights
+    # sharded only over `stage` (and `expert`/`tensor`, which stay). Costs the stage's parameters gathered in
+    # pipeline_gather_dtype, per device: params / (stage·expert·tensor), plus a per-device gradient accumulator
     # in that layout through the backward loop. Off by default: the kimi_k2_5 plan on 256×H200 (stage=4, fsdp=8,
     # expert=8) would hold ≈ 1T / 32 parameters gathered per device, which does not fit in 141 GB next to the rest;
     # turn it on where the stage's gathered parameters fit (docs/scaling.md "Pipeline parallelism").
     pipeline_gather_params: bool = False
+    # With pipeline_gather_params: the dtype of the gathered stage copy, None = the param dtype. 'bfloat16' halves
+    # the copy, its all-gather and its per-device gradient accumulator (every leaf but the fp32 router; the model
+    # casts them to model.dtype at use anyway); the gradients are reduce-scattered in the param dtype to the master
+    # parameters (model/pipeline.py `_shard_gather`).
+    pipeline_gather_dtype: Optional[str] = None
     # activation checkpointing per layer: none | full | dots | dots_no_batch | save_attention_out
     remat_policy: str = "full"
     attention_kernel: str = "xla"  # attention implementation by name (model/attention.py KERNELS)
@@ -153,6 +159,12 @@ def _validate(c: ModelConfig):
              f"model.pipeline_repeats must be an int >= 1, got {c.pipeline_repeats!r}")
     _require(isinstance(c.pipeline_gather_params, bool),
              f"model.pipeline_gather_params must be a bool (True / False), got {c.pipeline_gather_params!r}")
+    _require(c.pipeline_gather_dtype is None or c.pipeline_gather_dtype in _DTYPES,
+             f"model.pipeline_gather_dtype={c.pipeline_gather_dtype!r}; expected None (the param dtype) or one of "
+             f"{_DTYPES}")
+    _require(c.pipeline_gather_dtype is None or c.pipeline_gather_params,
+             f"model.pipeline_gather_dtype={c.pipeline_gather_dtype!r} sets the dtype of the gathered stage copy; "
+             f"it needs model.pipeline_gather_params=True")
     _require(c.remat_policy in _REMAT_POLICIES,
              f"model.remat_policy={c.remat_policy!r}; expected one of {_REMAT_POLICIES}")
     _require(c.dtype in _DTYPES and c.param_dtype in _DTYPES,
