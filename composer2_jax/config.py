@@ -81,9 +81,10 @@ class ModelConfig:
     pipeline_microbatches: int = 0  # microbatches M per pipelined batch over the mesh's `stage` axis; 0: M = stages
     pipeline_repeats: int = 1  # virtual stages per device (circular schedule): the stack is cut into stage·repeats
     # Gather each stage's parameters over the FSDP axes (fsdp, context) once per step, before the schedule loop,
-    # instead of inside it at every one of the M·R + S − 1 iterations (and again in the backward's recompute); the
-    # loop then reads weights sharded only over `stage` (and `expert`/`tensor`, which stay). Costs the stage's
-    # parameters gathered in their param dtype, per device: params / (stage·expert·tensor), plus their gradients
+    # instead of inside it at every one of the M·R + S − 1 iterations (and again in the backward's recompute), and
+    # (tensor = context = 1) reduce their gradients once after it (model/pipeline.py); the loop then reads weights
+    # sharded only over `stage` (and `expert`/`tensor`, which stay). Costs the stage's parameters gathered in
+    # the param dtype, per device: params / (stage·expert·tensor), plus a per-device gradient accumulator
     # in that layout through the backward loop. Off by default: the kimi_k2_5 plan on 256×H200 (stage=4, fsdp=8,
     # expert=8) would hold ≈ 1T / 32 parameters gathered per device, which does not fit in 141 GB next to the rest;
     # turn it on where the stage's gathered parameters fit (docs/scaling.md "Pipeline parallelism").

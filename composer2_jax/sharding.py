@@ -179,6 +179,15 @@ def gathered_param_rules(rules=LOGICAL_RULES, axes=FSDP_PARAM_AXES):
     return tuple((name, drop(ax)) for name, ax in rules)
 
 
+def per_shard_param_spec(logical: Sequence[Optional[str]], rules=LOGICAL_RULES) -> P:
+    """The block of a stack parameter that one device holds in the pipeline's per-shard schedule
+    (model/pipeline.py `_run_per_shard`): gathered over every axis but the routed experts' leading `exp` dimension,
+    which stays split like the MoE block's expert-parallel shard_map takes it (model/expert_parallel.py)."""
+    lead = tuple(logical)[:1] == ("exp",)
+    return P(*[nn.logical_to_mesh_axes(("exp",), rules)[0] if (i == 0 and lead) else None
+               for i in range(len(tuple(logical)))])
+
+
 def logical_to_spec(logical: Sequence[Optional[str]], rules=LOGICAL_RULES) -> P:
     """PartitionSpec of one array from its logical axis names."""
     return nn.logical_to_mesh_axes(tuple(logical), rules)

@@ -3,7 +3,8 @@
 stage=2 and stage=4, with and without repeats (circular schedule), with fsdp / expert parallelism inside a stage,
 remat and MTP on: loss, gradients and parameters after an update equal the single-device step's
 (tests/tolerances.py SHARDED_FP32), with model.pipeline_gather_params off and on; with it on, the compiled
-program gathers the stage's parameters before the schedule loop, not inside it.
+program gathers the stage's parameters before the schedule loop and reduces their gradients after it, neither
+inside it.
 """
 
 import dataclasses
@@ -116,41 +117,47 @@ def _reachable(comps, roots):
     return seen
 
 
-def _param_gathers(cfg, mesh_shape):
-    """(inside, outside): all-gathers of the pipelined stack's parameters in the compiled train step, inside the
-    schedule's loops (forward and backward: the while loops traced at `_pipelined_stack/while`, and everything
-    they call) and outside them. A gather is a parameter gather when its result's trailing dims are one unit's
-    parameter leaf, split only over `expert` (layouts differ, the logical shape does not)."""
+def _compiled_step(cfg, mesh_shape):
+    """(HLO text of the compiled train step, one unit's matrix parameter leaves as (shape, logical names))."""
     mesh = shd.make_mesh(mesh_shape)
     model = Transformer(cfg, mesh)
     abstract, shardings, tx = abstract_train_state(model, lambda p, n: optax.sgd(1.0), mesh, (B, T))
     boxed = jax.eval_shape(lambda r: model.init(r, jnp.zeros((B, T), jnp.int32)), jax.random.key(0))
     axes = logical_axes(boxed)["params"]["stack"]
-    shapes = set()
-    for leaf, names in zip(jax.tree.leaves(abstract.params["stack"]), jax.tree.leaves(
-            axes, is_leaf=lambda x: isinstance(x, tuple))):
-        dims = tuple(d // (mesh_shape.get("expert", 1) if n == "exp" else 1) for d, n in zip(leaf.shape[1:], names[1:]))
-        if len(dims) >= 2:  # matrices (a vector's shape could be an activation's too)
-            shapes.add(dims)
+    leaves = [(leaf.shape[1:], names[1:]) for leaf, names in zip(
+        jax.tree.leaves(abstract.params["stack"]), jax.tree.leaves(axes, is_leaf=lambda x: isinstance(x, tuple)))
+        if leaf.ndim >= 3]  # matrices (a vector's shape could be an activation's too)
     batch = {k: jax.ShapeDtypeStruct((B, T), jnp.int32)
              for k in ("tokens", "targets", "loss_mask", "segment_ids", "positions")}
     with activate(mesh):
         step = jax.jit(make_train_step(model, tx, StepConfig(loss_chunk=64)), in_shardings=(shardings, None))
-        text = step.lower(abstract, batch).compile().as_text()
-    return _count_gathers(text, shapes)
+        return step.lower(abstract, batch).compile().as_text(), leaves
 
 
-def _count_gathers(text, shapes):
-    """(inside, outside) the schedule's loops: all-gathers whose result ends in one of `shapes`."""
+def _loop_computations(text):
+    """(computations, the set of them reachable from the schedule's loops) of a compiled HLO module."""
     comps = _hlo_computations(text)
     bodies = set()
     for lines in comps.values():
         for line in lines:
-            m = re.search(r"\swhile\(.*body=%?([\w.\-]+).*op_name=\"[^\"]*_pipelined_stack/while\"", line)
+            # the schedule's loop: traced at `_pipelined_stack/while`, or `_pipelined_stack/<shard_map>/while` in
+            # the per-shard program (no loop between: the units' scans inside it are at `.../while/body/.../while`)
+            m = re.search(r"\swhile\(.*body=%?([\w.\-]+).*op_name=\"[^\"]*_pipelined_stack/"
+                          r"(?:(?!while)[^\"])*while\"", line)
             if m:
                 bodies.add(m.group(1))
-    assert len(bodies) == 2, f"expected the schedule's forward and backward loops, found {sorted(bodies)}"
-    loop = _reachable(comps, bodies)
+    loops = sorted(set(re.findall(r"\swhile\(.*op_name=\"([^\"]*)\"", text)))
+    assert len(bodies) == 2, f"expected the schedule's forward and backward loops, found {sorted(bodies)} in {loops}"
+    return comps, _reachable(comps, bodies)
+
+
+def _count_gathers(text, leaves, mesh_shape):
+    """(inside, outside) the schedule's loops: all-gathers of the stack's parameters, i.e. whose result's
+    trailing dims are one unit's parameter leaf split only over `expert` (layouts differ, the logical shape does
+    not)."""
+    shapes = {tuple(d // (mesh_shape.get("expert", 1) if n == "exp" else 1) for d, n in zip(dims, names))
+              for dims, names in leaves}
+    comps, loop = _loop_computations(text)
     inside = outside = 0
     for name, lines in comps.items():
         for line in lines:
@@ -163,14 +170,54 @@ def _count_gathers(text, shapes):
     return inside, outside
 
 
-def test_gather_params_moves_the_stage_parameter_gathers_out_of_the_schedule_loop():
+def _count_grad_reductions(text, leaves, mesh_shape):
+    """(inside, outside) the schedule's loops: all-reduce / reduce-scatter instructions that reduce a stack
+    parameter's gradient, i.e. one of whose results (tuples included) has, up to unit dims and dim order (the
+    partitioner may reduce a transposed or stacked layout), the shape of one unit's leaf in any layout the step
+    uses: gathered, gathered but for `expert`, or split like the parameter itself (over `fsdp`/`expert`)."""
+    rules = dict(shd.LOGICAL_RULES)
+
+    def split(d, name, axes):
+        own = rules.get(name)
+        own = () if own is None else (own,) if isinstance(own, str) else own
+        return d // int(np.prod([mesh_shape.get(a, 1) for a in own if a in axes]))
+
+    shapes = set()
+    for dims, names in leaves:
+        for axes in ((), ("expert",), ("fsdp", "expert", "context", "tensor")):
+            shapes.add(tuple(sorted(x for x in (split(d, n, axes) for d, n in zip(dims, names)) if x != 1)))
+    comps, loop = _loop_computations(text)
+    inside = outside = 0
+    for name, lines in comps.items():
+        for line in lines:
+            m = re.search(r"=\s*(\(.*?\)|\S+)\s+(?:all-reduce|reduce-scatter)(?:-start)?\(", line)
+            if not m:
+                continue
+            results = re.findall(r"[a-z0-9]+\[([\d,]*)\]", m.group(1))
+            if any(tuple(sorted(int(d) for d in r.split(",") if d and int(d) != 1)) in shapes for r in results):
+                if name in loop:
+                    inside += 1
+                else:
+                    outside += 1
+    return inside, outside
+
+
+def test_gather_params_moves_the_stage_parameter_collectives_out_of_the_schedule_loop():
     """Off, GSPMD gathers a stage's FSDP-sharded weights inside the schedule's loops (every iteration, forward and
-    the backward's recompute); with model.pipeline_gather_params none are left there: they run before the loop."""
+    the backward's recompute) and reduces each iteration's weight gradients there; with
+    model.pipeline_gather_params neither is left there: the gathers run once before the loop, the gradients
+    accumulate per device through the backward loop and are reduced once after it (model/pipeline.py
+    `_run_per_shard`)."""
     mesh_shape = dict(stage=2, fsdp=2, expert=2)
-    off = _param_gathers(_cfg(pipeline_repeats=2, remat_policy="full"), mesh_shape)
-    on = _param_gathers(_cfg(pipeline_repeats=2, remat_policy="full", pipeline_gather_params=True), mesh_shape)
-    assert off[0] > 0, off
-    assert on[0] == 0 and on[1] > 0, on
+    counts = {}
+    for on in (False, True):
+        text, leaves = _compiled_step(_cfg(pipeline_repeats=2, remat_policy="full", pipeline_gather_params=on),
+                                      mesh_shape)
+        counts[on] = _count_gathers(text, leaves, mesh_shape), _count_grad_reductions(text, leaves, mesh_shape)
+    (gathers_off, grads_off), (gathers_on, grads_on) = counts[False], counts[True]
+    assert gathers_off[0] > 0 and grads_off[0] > 0, counts
+    assert gathers_on[0] == 0 and gathers_on[1] > 0, counts
+    assert grads_on[0] == 0 and grads_on[1] > 0, counts
 
 
 def test_circular_layout_regroups_units_by_virtual_stage():

@@ -28,7 +28,10 @@ def param(module: nn.Module, name: str, shape: Sequence[int], axes: Sequence[Opt
 
 
 def constrain(x, axes: Sequence[Optional[str]]):
-    """Logical sharding constraint on an activation (a no-op outside a mesh with rules)."""
+    """Logical sharding constraint on an activation (a no-op outside a mesh with rules, and inside a per-shard
+    program over every mesh axis, where arrays are local blocks: model/pipeline.py `_run_per_shard`)."""
+    if jax.sharding.get_abstract_mesh().are_all_axes_manual:
+        return x
     return nn.with_logical_constraint(x, tuple(axes))
 
 

@@ -233,8 +233,6 @@ def run_moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up
     if not cfg.moe_expert_parallel or mesh is None or mesh.size == 1:
         return moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up, wo, cfg=cfg)
     axes = moe_axes(mesh, _ambient_rules())
-    b, t, _ = x_BTD.shape
-    check_moe_divisible(axes, mesh, b, t, cfg.n_routed_experts, cfg.moe_intermediate_size)
     with_replay = replay_BTk is not None
 
     def body(x, valid, *rest):
@@ -242,6 +240,16 @@ def run_moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up
         return moe_block(x, valid, replay, *rest, cfg=cfg, axes=axes)
 
     args = (x_BTD, valid_BT) + ((replay_BTk,) if with_replay else ()) + (router_DE, bias_E, wi_gate, wi_up, wo)
+    if jax.sharding.get_abstract_mesh().are_all_axes_manual:
+        # Already per shard (the pipeline's per-shard schedule, model/pipeline.py `_run_per_shard`): the arrays are
+        # the local blocks shard_moe's specs would cut, so the body runs as is; the per-sequence balance losses
+        # come back for the whole batch, as shard_moe's output spec assembles them.
+        y, idx, stats, seq_loss_B = body(*args)
+        if axes.batch:
+            seq_loss_B = jax.lax.all_gather(seq_loss_B, axes.batch, axis=0, tiled=True)
+        return y, idx, stats, seq_loss_B
+    b, t, _ = x_BTD.shape
+    check_moe_divisible(axes, mesh, b, t, cfg.n_routed_experts, cfg.moe_intermediate_size)
     return shard_moe(body, mesh, axes, with_replay)(*args)
 
 
@@ -261,9 +269,12 @@ class MoE(nn.Module):
         w_router = param(self, "router", (d, e), ("embed", "exp"), init, jnp.float32)  # router kept fp32
         bias_E = self.variable("router_state", "e_score_correction_bias",
                                nn.with_logical_partitioning(lambda: jnp.zeros((e,), jnp.float32), ("exp",))).value
-        wi_gate = param(self, "wi_gate", (e, d, f), ("exp", "embed", "moe_mlp"), init, pd).astype(dt)
-        wi_up = param(self, "wi_up", (e, d, f), ("exp", "embed", "moe_mlp"), init, pd).astype(dt)
-        wo = param(self, "wo", (e, f, d), ("exp", "moe_mlp", "embed"), init, pd).astype(dt)
+        e_w = e  # the routed experts' weights hold this device's experts only inside a per-shard program
+        if self.mesh is not None and jax.sharding.get_abstract_mesh().are_all_axes_manual:  # (model/pipeline.py)
+            e_w = e // shd.axis_size(self.mesh, shd.mesh_axes_of("exp", _ambient_rules()))
+        wi_gate = param(self, "wi_gate", (e_w, d, f), ("exp", "embed", "moe_mlp"), init, pd).astype(dt)
+        wi_up = param(self, "wi_up", (e_w, d, f), ("exp", "embed", "moe_mlp"), init, pd).astype(dt)
+        wo = param(self, "wo", (e_w, f, d), ("exp", "moe_mlp", "embed"), init, pd).astype(dt)
         valid_BT = jnp.ones((b, t), bool) if valid_BT is None else valid_BT
         y_BTD, idx_BTk, stats, seq_loss_B = run_moe_block(x_BTD.astype(dt), valid_BT, replay_BTk, w_router, bias_E,
                                                           wi_gate, wi_up, wo, c, self.mesh)

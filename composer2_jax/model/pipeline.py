@@ -33,14 +33,18 @@ Each stage step is checkpointed whole (`remat_stage`): per iteration the backwar
 [S, mb, T, D] and recomputes its L units, instead of keeping L units' residuals for each of the M·R + S − 1
 iterations.
 
-Parameter gathers (`gather_specs`, model.pipeline_gather_params). The stage body runs inside the schedule's loop,
-so GSPMD gathers a stage's FSDP-sharded parameters there: once per iteration forward and again in the backward's
-recompute, M·R + S − 1 times per step. With `gather_specs` the staged parameters [S, R, L, ...] are constrained,
-before the loop, to a layout without the FSDP axes (only `stage` and the splits that stay: `expert`, `tensor`):
-one all-gather per step, and the loop body reads the gathered weights. Autodiff of that constraint puts the
-gradient back into the parameters' layout after the backward loop; inside the loop each iteration's gradient
-contribution is still summed over the batch split (an all-reduce per iteration on XLA:CPU, which XLA's while-loop
-all-reduce code motion can hoist on GPU; docs/scaling.md, "Pipeline parallelism").
+Parameter gathers (model.pipeline_gather_params). The stage body runs inside the schedule's loop, so GSPMD
+gathers a stage's FSDP-sharded parameters there: once per iteration forward and again in the backward's
+recompute, M·R + S − 1 times per step, and reduces each iteration's weight gradients there too (they are sums
+over a batch split across devices). With the option on, on meshes with tensor = context = 1 (`local_specs`), the
+schedule runs as one per-shard program (`_run_per_shard`, a shard_map over every mesh axis): each leaf is
+all-gathered over the axes its per-device block drops (FSDP; `expert` for all but the routed experts' weights)
+once before the loop; the backward loop accumulates each
+device's partial gradient of that block with no collective; the gather's transpose (a reduce-scatter over the
+FSDP axes, in the param dtype) and the sum over the axes the block is replicated on run once, after the loop.
+tests/test_pipeline_parallel.py counts both kinds of collectives inside and outside the loops. With tensor or
+context > 1 (`gather_specs`) the staged parameters are only constrained, before the loop, to a layout without
+the FSDP axes (one all-gather per step); their gradient reductions stay inside the backward loop.
 """
 
 from __future__ import annotations
@@ -154,7 +158,8 @@ class _Carry(NamedTuple):
 
 
 def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, segment_ids_BT, spec: PipelineSpec,
-                 mesh, batch_axes: tuple[str, ...] = (), remat_stage: bool = True, gather_specs=None):
+                 mesh, batch_axes: tuple[str, ...] = (), remat_stage: bool = True, gather_specs=None,
+                 local_specs=None):
     """Run the scanned stack under the circular schedule (module docstring).
 
     Args:
@@ -171,6 +176,10 @@ def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, se
       gather_specs: None, or a tree like `params_U` of PartitionSpecs of one unit's leaf (without the unit axis)
         with the FSDP axes dropped: the staged parameters are constrained to (`stage`, -, -, *spec) before the
         schedule loop, so they are gathered once per step rather than at every iteration (module docstring).
+      local_specs: None, or a tree like `params_U` of (param_spec, local_spec) pairs of one unit's leaf: the
+        schedule then runs per shard (`_run_per_shard`): each leaf, laid out by `param_spec` (its FSDP layout),
+        is all-gathered over the axes `local_spec` does not keep, once, before the loop; its gradient accumulates
+        per device through the backward loop and is reduce-scattered once after it.
 
     Returns:
       (y_BTD, aux): the stack's output and the per-unit aux summed over microbatches, leaves [U, ...].
@@ -190,6 +199,9 @@ def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, se
 
     x_M, pos_M, seg_M = split(x_BTD), split(positions_BT), split(segment_ids_BT)
     params_S, router_S = to_stages(params_U, spec, mesh), to_stages(router_U, spec, mesh)
+    if local_specs is not None:
+        return _run_per_shard(stage_fn, params_S, router_S, x_M, pos_M, seg_M, spec, mesh, batch, remat_stage,
+                              local_specs)
     if gather_specs is not None:
         params_S = gather_stage_params(params_S, gather_specs, mesh)
     stage_ids_S = jnp.arange(s_)
@@ -254,3 +266,122 @@ def _aux_zeros(stage_fn, params_S, router_S, x_M, pos_M, seg_M, spec: PipelineSp
         return None
     lead = (spec.stages, spec.repeats)
     return jax.tree.map(lambda a: jnp.zeros(lead + a.shape, jnp.float32), shapes)
+
+
+def _gather_plan(param_spec: P, local_spec: P):
+    """[(dim, axes)]: the all-gathers that turn a block in `param_spec`'s layout into one in `local_spec`'s
+    (dims of one unit's leaf; the axes a dim keeps must lead its split)."""
+    plan = []
+    for dim, have in enumerate(tuple(param_spec)):
+        keep = tuple(local_spec)[dim] if dim < len(tuple(local_spec)) else None
+        have = () if have is None else (have,) if isinstance(have, str) else tuple(have)
+        keep = () if keep is None else (keep,) if isinstance(keep, str) else tuple(keep)
+        drop = tuple(ax for ax in have if ax not in keep)
+        if drop:
+            if have[:len(keep)] != keep:
+                raise ValueError(f"cannot gather a dimension split over {have} down to {keep}: kept axes must lead")
+            plan.append((dim, drop))
+    return plan
+
+
+def _shard_gather(a, param_spec: P, local_spec: P):
+    """Inside the per-shard program: one leaf's local block [1, R, L, ...] in `param_spec`'s layout → the block of
+    `local_spec`, all-gathered over the axes it does not keep; its gradient is reduce-scattered back."""
+    plan = _gather_plan(param_spec, local_spec)
+
+    @jax.custom_vjp
+    def gather(x):
+        for dim, axes in plan:
+            x = jax.lax.all_gather(x, axes, axis=3 + dim, tiled=True)
+        return x
+
+    def fwd(x):
+        return gather(x), None
+
+    def bwd(_, ct):
+        for dim, axes in reversed(plan):
+            ct = jax.lax.psum_scatter(ct, axes, scatter_dimension=3 + dim, tiled=True)
+        return (ct,)
+
+    gather.defvjp(fwd, bwd)
+    return gather(a)
+
+
+def _run_per_shard(stage_fn, params_S, router_S, x_M, pos_M, seg_M, spec: PipelineSpec, mesh, batch, remat_stage,
+                   local_specs):
+    """The circular schedule as one per-shard program (`jax.shard_map` over every mesh axis), with the stage's
+    parameters gathered once before the loop and their gradients reduced once after it (model.pipeline_gather_params).
+
+    Under GSPMD the stage body's weight gradients are sums over a batch split across devices, so every iteration
+    of the backward loop all-reduces them (a partitioner has no "partial sum" layout for a loop-carried value).
+    Here the loop is per shard: the gathered weights are a loop-invariant input of the per-device program, so the
+    backward loop accumulates each device's partial gradient in the gathered layout with no collective, and the
+    gathers' transposes (a reduce-scatter over the FSDP axes per leaf, and the shard_map's sum over the axes a leaf
+    is replicated on, e.g. `expert` for attention weights) run once, after the loop. The stage body sees local
+    blocks: the MoE block runs its per-shard body directly (its all-to-all and statistics sums over the named
+    axes), sharding constraints are no-ops (layers.constrain), the stage axis is this device's one stage.
+    """
+    s_, m_, r_ = spec.stages, spec.microbatches, spec.repeats
+    perm = [(i, (i + 1) % s_) for i in range(s_)]
+    is_pair = lambda x: isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], P)  # noqa: E731
+    param_in = jax.tree.map(lambda ps: P(STAGE_AXIS, None, None, *ps[0]), local_specs, is_leaf=is_pair)
+    router_in = jax.tree.map(lambda a: P(STAGE_AXIS), router_S)
+    tok = P(None, batch)
+    with_seg = seg_M is not None
+
+    def per_shard(params_S, router_S, x_M, pos_M, seg_M, ids_S):
+        # params: [1, R, L, ...] local blocks in the FSDP layout → gathered (once per step, outside the loop)
+        params = jax.tree.map(lambda a, ps: _shard_gather(a, ps[0], ps[1])[0], params_S, local_specs,
+                              is_leaf=is_pair)
+        router = jax.tree.map(lambda a: a[0], router_S)
+        sid = ids_S[0]
+        first = sid == 0
+        seg = seg_M if with_seg else None
+
+        def one(p, rs, x, m, r):
+            pick = lambda tree: jax.tree.map(lambda a: a[r], tree)  # noqa: E731  this repeat's L units
+            return stage_fn(pick(p), pick(rs), x, pos_M[m], None if seg is None else seg[m])
+
+        if remat_stage:
+            one = jax.checkpoint(one, prevent_cse=False)
+
+        def body(c: _Carry, i):
+            with jax.named_scope("pipeline_stage_input"):
+                x = jnp.where(first, c.buf_S[i % m_], c.state_S)
+            with jax.named_scope("pipeline_stages"):
+                j = i - sid
+                valid = (j >= 0) & (j < m_ * r_)
+                j = jnp.clip(j, 0, m_ * r_ - 1)
+                y, aux = one(params, router, x, j % m_, j // m_)
+            with jax.named_scope("pipeline_send"):
+                state = jax.lax.ppermute(y, STAGE_AXIS, perm)
+            with jax.named_scope("pipeline_collect"):
+                j_last = i - (s_ - 1)
+                slot = jnp.clip(j_last, 0, m_ * r_ - 1) % m_
+                keep = (j_last >= 0) & first
+                buf = c.buf_S.at[slot].set(jnp.where(keep, state, c.buf_S[slot]))
+            aux_acc = c.aux_S
+            if aux is not None:
+                hit_R = jax.nn.one_hot(j // m_, r_, dtype=jnp.float32) * valid.astype(jnp.float32)
+
+                def add(acc, a):  # acc [R, L, ...] += hit [R] ⊗ a [L, ...]
+                    return acc + hit_R.reshape(hit_R.shape + (1,) * a.ndim) * a[None].astype(acc.dtype)
+
+                aux_acc = jax.tree.map(add, c.aux_S, aux)
+            return _Carry(state, buf, aux_acc), None
+
+        shapes = jax.eval_shape(lambda: one(params, router, x_M[0], 0, 0)[1])
+        aux0 = None if shapes is None else jax.tree.map(lambda a: jnp.zeros((r_,) + a.shape, jnp.float32), shapes)
+        carry, _ = jax.lax.scan(body, _Carry(jnp.zeros_like(x_M[0]), x_M, aux0), jnp.arange(spec.iterations))
+        return carry.buf_S[None], None if carry.aux_S is None else jax.tree.map(lambda a: a[None], carry.aux_S)
+
+    ids_S = jnp.arange(s_, dtype=jnp.int32)
+    aux_out = P(STAGE_AXIS)
+    fn = jax.shard_map(per_shard, mesh=mesh,
+                       in_specs=(param_in, router_in, tok, tok, tok if with_seg else None, P(STAGE_AXIS)),
+                       out_specs=(P(STAGE_AXIS, None, batch), aux_out), check_vma=False)
+    buf_S, aux_S = fn(params_S, router_S, x_M, pos_M, seg_M, ids_S)
+    b = x_M.shape[0] * x_M.shape[1]
+    y_BTD = buf_S[0].reshape((b,) + x_M.shape[2:])
+    aux = None if aux_S is None else from_stages(aux_S, spec)
+    return y_BTD, aux

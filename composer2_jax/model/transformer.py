@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 from flax import linen as nn
+from jax.sharding import PartitionSpec as P
 
 from composer2_jax import sharding as shd
 from composer2_jax.config import ModelConfig
@@ -163,7 +164,7 @@ class Transformer(nn.Module):
 
         router = self.variables.get("router_state", {}).get(SCANNED_STACK, {})
         params_U = self.variables["params"][SCANNED_STACK]
-        gather_specs = None
+        gather_specs = local_specs = None
         if c.pipeline_gather_params:  # one unit's parameter specs without the FSDP axes (model/pipeline.py)
             mb = x_BTD.shape[0] // spec.microbatches
             with nn.logical_axis_rules(inner):  # as the stage body sees a microbatch
@@ -171,10 +172,16 @@ class Transformer(nn.Module):
                                                          None if segment_ids_BT is None else segment_ids_BT[:mb],
                                                          None))
             logical = nn.get_partition_spec(boxed["params"])
-            gather_specs = nn.logical_to_mesh(logical, shd.gathered_param_rules(inner))
+            if shd.axis_size(mesh, ("tensor", "context")) == 1:  # per-shard schedule: gradients reduced once
+                local_specs = jax.tree.map(lambda names: (nn.logical_to_mesh_axes(tuple(names), inner),
+                                                          shd.per_shard_param_spec(tuple(names), inner)),
+                                           logical, is_leaf=lambda x: isinstance(x, P))
+            else:  # GSPMD gathers before the loop; the gradient reductions stay inside it (model/pipeline.py)
+                gather_specs = nn.logical_to_mesh(logical, shd.gathered_param_rules(inner))
         y_BTD, aux = run_pipeline(stage_fn, params_U, router, x_BTD, positions_BT,
                                   segment_ids_BT, spec, mesh, batch_axes=shd.mesh_axes_of("activation_batch", inner),
-                                  remat_stage=c.remat_policy != "none", gather_specs=gather_specs)
+                                  remat_stage=c.remat_policy != "none", gather_specs=gather_specs,
+                                  local_specs=local_specs)
         y_BTD = constrain(y_BTD, RESIDUAL)  # back to the batch split over stage × data × fsdp × expert
         if aux is None:
             return y_BTD, None
