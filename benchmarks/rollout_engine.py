@@ -7,6 +7,10 @@
     ... --gpu --only both                                    adds the static baseline at --static-slots (2: the most
                                                             rows of its fixed [rows, 18,736] program one H200 holds)
     ... --only static | --only rollout                       one engine (halves a slow run; no output comparison)
+    ... --turns 8 --obs-min 50 --obs-max 2000 --reply-median 24 --reply-max 128
+                                                            the issue's workload shape (observations 50–2,000
+                                                            tokens, long-tailed replies); the static engine's
+                                                            prefill runs in query chunks (--static-prefill-chunk)
     ... --num-draft 2                                        MTP speculative decoding: the rollout engine without
                                                             and with 2 drafts per slot (the model gets that many MTP
                                                             depths), same outputs checked, acceptance reported
@@ -18,7 +22,8 @@ produce the same tokens (checked: `same_outputs`).
 
   static   the old rollout service: each turn, the pending requests in batches of `slots` through one fixed-shape
            `Engine.generate` [slots, max context], every context re-prefilled from token 0, every batch running to
-           its longest reply (rounded up to a power of two ≥ 8: one compiled program per bucket, all warmed up)
+           its longest reply (rounded up to a power of two ≥ 8: one compiled program per bucket, all warmed up);
+           on CPU its prefill runs in query chunks of 512 (same positions computed, bounded score memory)
   rollout  `RolloutEngine`: one session per episode (only new tokens prefilled; the system prompt's pages shared),
            `slots` decode slots, chunked prefill, each episode's next turn queued as soon as its reply ends
 
