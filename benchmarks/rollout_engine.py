@@ -7,6 +7,10 @@
     ... --gpu --only both                                    adds the static baseline at --static-slots (2: the most
                                                             rows of its fixed [rows, 18,736] program one H200 holds)
     ... --only static | --only rollout                       one engine (halves a slow run; no output comparison)
+    ... --turns 8 --obs-min 50 --obs-max 2000 --reply-median 24 --reply-max 128
+                                                            the issue's workload shape (observations 50–2,000
+                                                            tokens, long-tailed replies); the static engine's
+                                                            prefill runs in query chunks (--static-prefill-chunk)
     ... --num-draft 2                                        MTP speculative decoding: the rollout engine without
                                                             and with 2 drafts per slot (the model gets that many MTP
                                                             depths), same outputs checked, acceptance reported
@@ -18,7 +22,8 @@ produce the same tokens (checked: `same_outputs`).
 
   static   the old rollout service: each turn, the pending requests in batches of `slots` through one fixed-shape
            `Engine.generate` [slots, max context], every context re-prefilled from token 0, every batch running to
-           its longest reply (rounded up to a power of two ≥ 8: one compiled program per bucket, all warmed up)
+           its longest reply (rounded up to a power of two ≥ 8: one compiled program per bucket, all warmed up);
+           on CPU its prefill runs in query chunks of 512 (same positions computed, bounded score memory)
   rollout  `RolloutEngine`: one session per episode (only new tokens prefilled; the system prompt's pages shared),
            `slots` decode slots, chunked prefill, each episode's next turn queued as soon as its reply ends
 
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import time
 
 import numpy as np
@@ -76,10 +82,10 @@ class Workload:
         return self.system + self.task + (self.turns - 1) * self.obs_max + self.turns * self.reply_max
 
 
-def run_static(cfg, v, wl: Workload, slots: int) -> dict:
-    """The static path, turn by turn in fixed-shape batches."""
+def run_static(cfg, v, wl: Workload, slots: int, prefill_chunk: int | None = None) -> dict:
+    """The static path, turn by turn in fixed-shape batches (prefill in query chunks of `prefill_chunk`)."""
     prompts, obs, budgets = wl.draw(cfg.vocab_size)
-    engine = Engine(cfg, v["params"], v["router_state"])
+    engine = Engine(cfg, v["params"], v["router_state"], prefill_chunk=prefill_chunk)
     p_len = -(-wl.max_context // 16) * 16
     ctx = [list(p) for p in prompts]
     buckets = [b for b in (2 ** i for i in range(3, 12)) if b < wl.reply_max] + [wl.reply_max]
@@ -156,7 +162,9 @@ def _bpt(cfg) -> int:
 
 def _line(engine, wall, gen, computed, distinct, lat, cache_bytes) -> dict:
     lat = np.asarray(lat)
-    return dict(engine=engine, seconds=round(wall, 2), generated=int(gen), tokens_per_s=round(gen / wall, 1),
+    return dict(engine=engine, date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                loadavg_1m=round(os.getloadavg()[0], 2), seconds=round(wall, 2), generated=int(gen),
+                tokens_per_s=round(gen / wall, 1),
                 prefill_per_distinct=round(float(np.mean(computed / distinct)), 3),
                 turn_latency_p50_s=round(float(np.percentile(lat, 50)), 3),
                 turn_latency_p99_s=round(float(np.percentile(lat, 99)), 3), cache_bytes=int(cache_bytes))
@@ -184,6 +192,13 @@ def engine_config(wl: Workload, slots: int, chunk: int, page: int = 16) -> Engin
 GPU_STATIC_SLOTS = 2
 
 
+# The static engine's prefill query chunk on CPU: at the issue's workload (observations up to 2,000 tokens, contexts
+# ~14.6k) one pass over [8 rows, P] would materialise fp32 scores [8, heads, P, P] (27 GB on the toy); in chunks of
+# 512 they are [8, heads, 512, P] (~1 GB). Same positions computed (Engine's prefill_chunk). --gpu keeps one pass,
+# the program benchmarks/gpu_fit.py compiles.
+CPU_STATIC_PREFILL_CHUNK = 512
+
+
 # --gpu --num-draft's depth: benchmarks/gpu_fit.py compiles the drafting programs (prefill writing the MTP and h_0
 # pools, the [16, 1 + D] draft-and-verify decode) at it, next to the page pool.
 GPU_NUM_DRAFT = 2
@@ -199,7 +214,7 @@ def gpu_setup(num_draft: int = 0):
     return cfg, wl, dataclasses.replace(engine_config(wl, slots=16, chunk=256), num_draft=num_draft)
 
 
-def main():
+def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="toy", choices=sorted(PRESETS))
     ap.add_argument("--gpu", action="store_true", help="gpu_small preset, bf16, 64 episodes × 8 turns")
@@ -207,7 +222,14 @@ def main():
     ap.add_argument("--turns", type=int, default=4)
     ap.add_argument("--slots", type=int, default=8)
     ap.add_argument("--chunk", type=int, default=64)
-    ap.add_argument("--obs-max", type=int, default=256)
+    ap.add_argument("--obs-min", type=int, default=Workload.obs_min, help="shortest observation (tokens)")
+    ap.add_argument("--obs-max", type=int, default=Workload.obs_max, help="longest observation (tokens)")
+    ap.add_argument("--reply-median", type=int, default=Workload.reply_median,
+                    help="median reply budget (lognormal, sigma 0.9: long-tailed)")
+    ap.add_argument("--reply-max", type=int, default=Workload.reply_max, help="reply budget cap (the tail's end)")
+    ap.add_argument("--static-prefill-chunk", type=int, default=CPU_STATIC_PREFILL_CHUNK,
+                    help="the static engine's prefill query chunk on CPU (bounds its [rows, heads, chunk, context] "
+                         "scores; 0: whole prompt in one pass)")
     ap.add_argument("--only", choices=("static", "rollout", "both"),
                     help="which engines (default: both on CPU; rollout under --gpu, where the static baseline at "
                          "the engine's 16 slots needs 787 GB, benchmarks/RESULTS.md)")
@@ -216,19 +238,31 @@ def main():
     ap.add_argument("--static-slots", type=int,
                     help="rows of the static baseline's fixed batch (default: --slots on CPU, "
                          f"{GPU_STATIC_SLOTS} under --gpu)")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def setup(args):
+    """(model config, workload, static rows, static prefill chunk, engine config, which engines) for `args`."""
     if args.gpu:
         if args.num_draft > GPU_NUM_DRAFT:
             raise SystemExit(f"--gpu --num-draft {args.num_draft}: the drafting programs are sized for one H200 at "
                              f"num_draft ≤ {GPU_NUM_DRAFT} (benchmarks/gpu_fit.py)")
         cfg, wl, ecfg = gpu_setup(args.num_draft)
-        slots = args.static_slots or GPU_STATIC_SLOTS
-        only = args.only or "rollout"
-    else:
-        cfg = get_model_config("toy", **dict(PRESETS[args.preset], num_mtp_layers=args.num_draft))
-        wl = Workload(episodes=args.episodes, turns=args.turns, obs_max=args.obs_max)
-        slots, ecfg = args.static_slots or args.slots, engine_config(wl, args.slots, args.chunk)
-        only = args.only or "both"
+        return cfg, wl, args.static_slots or GPU_STATIC_SLOTS, None, ecfg, args.only or "rollout"
+    if not 1 <= args.obs_min <= args.obs_max:
+        raise SystemExit(f"--obs-min {args.obs_min} / --obs-max {args.obs_max}: need 1 <= min <= max")
+    if not 1 <= args.reply_median <= args.reply_max:
+        raise SystemExit(f"--reply-median {args.reply_median} / --reply-max {args.reply_max}: need 1 <= median <= max")
+    cfg = get_model_config("toy", **dict(PRESETS[args.preset], num_mtp_layers=args.num_draft))
+    wl = Workload(episodes=args.episodes, turns=args.turns, obs_min=args.obs_min, obs_max=args.obs_max,
+                  reply_median=args.reply_median, reply_max=args.reply_max)
+    return (cfg, wl, args.static_slots or args.slots, args.static_prefill_chunk or None,
+            engine_config(wl, args.slots, args.chunk), args.only or "both")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    cfg, wl, slots, prefill_chunk, ecfg, only = setup(args)
     v = random_variables(cfg, seed=0, head_scale=20.0, on_device=args.gpu)
     head = dict(bench="rollout_engine", preset="gpu_small" if args.gpu else args.preset,
                 params=count_params(v["params"], cfg)[0], **dataclasses.asdict(wl), chunk=ecfg.chunk)
@@ -244,8 +278,8 @@ def main():
               flush=True)
         return
     if only != "rollout":
-        static, s_out = run_static(cfg, v, wl, slots)
-        print(json.dumps(dict(head, slots=slots, **static)), flush=True)
+        static, s_out = run_static(cfg, v, wl, slots, prefill_chunk)
+        print(json.dumps(dict(head, slots=slots, static_prefill_chunk=prefill_chunk, **static)), flush=True)
     if only != "static":
         rollout, r_out = run_rollout(cfg, v, wl, ecfg)
         print(json.dumps(dict(head, slots=ecfg.slots, **rollout)), flush=True)

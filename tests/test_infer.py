@@ -189,6 +189,25 @@ def test_engine_logprobs_routing_stops_against_full_forward():
         engine.generate([[1], []], sp)
 
 
+def test_chunked_prefill_matches_one_pass():
+    """Engine(prefill_chunk=c): the prompt in query chunks against the whole cache — the same tokens, logprobs and
+    prompt routing as one pass, for a chunk that divides the padded prompt and one that leaves a padded tail, with
+    and without MTP drafts."""
+    cfg, v = toy()
+    ps = prompts(4, seed=5, lo=20, hi=45)  # padded to P = 48
+    sp = SamplingParams(temperature=0.8, max_tokens=6, seed=2)
+    for d in (0, 1):
+        ref = Engine(cfg, v["params"], v["router_state"], num_draft=d).generate(ps, sp)
+        for chunk in (16, 7):
+            outs = Engine(cfg, v["params"], v["router_state"], num_draft=d, prefill_chunk=chunk).generate(ps, sp)
+            for a, b in zip(outs, ref):
+                assert a.tokens == b.tokens
+                np.testing.assert_allclose(a.logprobs, b.logprobs, **FP32_BLOCK)
+                np.testing.assert_array_equal(a.replay_routing(), b.replay_routing())
+    with pytest.raises(ValueError, match="prefill_chunk"):
+        Engine(cfg, v["params"], v["router_state"], prefill_chunk=0)
+
+
 def test_sharded_decode_matches_unsharded():
     cfg, v = toy()
     mesh = shd.make_mesh(dict(data=1, fsdp=1, expert=2, tensor=2, context=1), devices=jax.devices()[:4])

@@ -132,3 +132,29 @@ def test_rl_learning_family_pkg_parses_into_a_valid_config():
     run = orchestrator.rl_config(c)
     assert run.tasks == "pkg" and run.harness.max_turns >= 8
     orchestrator.check_shapes(run.harness, run.rollout, run.trainer.seq_len, run.tokenizer.build())
+
+
+def test_rollout_engine_workload_flags_reach_the_workload():
+    """benchmarks/rollout_engine.py: --obs-min, --reply-median, --reply-max and --static-prefill-chunk shape the
+    workload and the static baseline; the defaults stay the documented toy workload; bad ranges are refused."""
+    from benchmarks import rollout_engine as re_bench
+
+    argv = ["--episodes", "64", "--turns", "8", "--obs-min", "50", "--obs-max", "2000", "--reply-median", "24",
+            "--reply-max", "128"]
+    cfg, wl, slots, chunk, ecfg, only = re_bench.setup(re_bench.parse_args(argv))
+    assert (wl.episodes, wl.turns, wl.obs_min, wl.obs_max, wl.reply_median, wl.reply_max) == (64, 8, 50, 2000, 24, 128)
+    assert (slots, chunk, only) == (8, re_bench.CPU_STATIC_PREFILL_CHUNK, "both")
+    assert wl.max_context == 96 + 32 + 7 * 2000 + 8 * 128 and ecfg.max_len >= wl.max_context
+    prompts, obs, budgets = wl.draw(cfg.vocab_size)
+    lens = [len(o) for e in obs for o in e]
+    assert len(prompts) == 64 and min(lens) >= 50 and max(lens) <= 2000
+    flat = [b for e in budgets for b in e]
+    assert len(flat) == 64 * 8 and max(flat) <= 128 and sorted(flat)[len(flat) // 2] in range(16, 33)
+    assert re_bench.setup(re_bench.parse_args(["--static-prefill-chunk", "0"]))[3] is None  # one pass
+    assert re_bench.setup(re_bench.parse_args([]))[1] == re_bench.Workload()
+    for bad in (["--obs-min", "300"], ["--reply-median", "100"], ["--obs-min", "0"]):
+        with pytest.raises(SystemExit):
+            re_bench.setup(re_bench.parse_args(bad))
+    _, wl, slots, chunk, _, only = re_bench.setup(re_bench.parse_args(["--gpu"]))
+    assert (wl.episodes, wl.turns, wl.obs_min, wl.obs_max, slots, chunk, only) == (64, 8, 50, 2000, 2, None,
+                                                                                   "rollout")

@@ -6,6 +6,7 @@ reference the rollout engine is tested against (tests/test_rollout_engine.py, te
 baseline of benchmarks/rollout_engine.py and benchmarks/decode.py (whose --gpu stage benchmarks/gpu_fit.py sizes).
 
     engine = Engine(cfg, params, router_state, mesh=None, num_draft=0)      # num_draft ≤ cfg.num_mtp_layers
+                                                   # prefill_chunk=1024: prompt in query chunks (bounded memory)
     outs = engine.generate([[1, 2, 3], [4, 5]], SamplingParams(temperature=1.0, max_tokens=64, stop=((7,),)))
     outs[0].tokens, outs[0].logprobs, outs[0].policy_logprobs, outs[0].routing, outs[0].finish_reason
 
@@ -42,7 +43,7 @@ from flax import linen as nn
 from composer2_jax import sharding as shd
 from composer2_jax.config import ModelConfig
 from composer2_jax.infer import kv_cache, sampler, speculative
-from composer2_jax.infer.forward import head, trunk
+from composer2_jax.infer.forward import TrunkOut, head, trunk
 from composer2_jax.model.layer_plan import moe_layer_ids
 from composer2_jax.model.layers import dtype_of
 
@@ -208,20 +209,51 @@ def _round(state: _Loop, params, router_state, cfg, w, temperature, top_p, stops
     return state._replace(h0_BWD=h0_BWD, drafts_BD=drafts, logq_BDV=logq, mtp_caches=mtp_caches, seq_BS=seq)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "w", "max_tokens", "num_draft", "absorb", "mesh"))
+def prefill(params, router_state, caches, prompt_BP, len_B, cfg: ModelConfig, chunk: Optional[int] = None,
+            mesh=None) -> TrunkOut:
+    """The prompt through the trunk in the expanded form (T large), writing its latents: in one pass, or with
+    `chunk` < P in a scan over query chunks [B, chunk] against the whole cache (keys past a query are masked, as in
+    one pass), so the attention scores live as [B, H, chunk, S] instead of [B, H, P, S]. Same positions computed,
+    same outputs (hidden, normed, routing over all P positions); only the peak memory differs."""
+    b, p = prompt_BP.shape
+    if chunk is None or chunk >= p:
+        pos_BP = jnp.broadcast_to(jnp.arange(p, dtype=jnp.int32), (b, p))
+        return trunk(params, router_state, caches, prompt_BP, pos_BP, pos_BP < len_B[:, None], cfg, absorb=False,
+                     mesh=mesh)
+    n = -(-p // chunk)
+    tok_NBC = jnp.pad(prompt_BP, ((0, 0), (0, n * chunk - p))).reshape(b, n, chunk).transpose(1, 0, 2)
+    pos_NBC = jnp.broadcast_to(jnp.arange(n * chunk, dtype=jnp.int32).reshape(n, 1, chunk), (n, b, chunk))
+
+    def one(caches, x):
+        tok_BC, pos_BC = x
+        tr = trunk(params, router_state, caches, tok_BC, pos_BC, pos_BC < len_B[:, None], cfg, absorb=False,
+                   mesh=mesh)  # padding past P is never written (pos ≥ P ≥ len)
+        return tr.caches, (tr.hidden, tr.normed, tr.routing)
+
+    caches, (hid_NBCD, normed_NBCD, route_NLBCk) = jax.lax.scan(one, caches, (tok_NBC, pos_NBC))
+    whole = lambda a_NBCD: a_NBCD.transpose(1, 0, 2, 3).reshape(b, n * chunk, -1)[:, :p]  # noqa: E731
+    routing = None
+    if route_NLBCk is not None:
+        nl, k = route_NLBCk.shape[1], route_NLBCk.shape[-1]
+        routing = route_NLBCk.transpose(1, 2, 0, 3, 4).reshape(nl, b, n * chunk, k)[:, :, :p]
+    return TrunkOut(whole(hid_NBCD), whole(normed_NBCD), caches, routing)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "w", "max_tokens", "num_draft", "absorb", "mesh",
+                                             "prefill_chunk"))
 def generate_tokens(params, router_state, prompt_BP, len_B, live_B, key, temperature, top_p, stops_ZL, stop_len_Z, *,
                     cfg: ModelConfig, w: sampler.Warp, max_tokens: int, num_draft: int, absorb: bool = True,
-                    mesh=None) -> GenOut:
-    """Prefill, first token, (first drafts), then the device loop of rounds until every row is done (MoE layers
-    expert-parallel over `mesh` when given)."""
+                    mesh=None, prefill_chunk: Optional[int] = None) -> GenOut:
+    """Prefill (in query chunks of `prefill_chunk` when given), first token, (first drafts), then the device loop
+    of rounds until every row is done (MoE layers expert-parallel over `mesh` when given)."""
     b, p = prompt_BP.shape
     d, win = num_draft, 2 * num_draft
     s, nb = p + max_tokens + d + 2, max_tokens + d + 1
     dt = dtype_of(cfg.dtype)
     stops = (stops_ZL, stop_len_Z)
     pos_BP = jnp.broadcast_to(jnp.arange(p, dtype=jnp.int32), (b, p))
-    tr = trunk(params, router_state, kv_cache.init_cache(cfg, cfg.num_layers, b, s, dt), prompt_BP, pos_BP,
-               pos_BP < len_B[:, None], cfg, absorb=False, mesh=mesh)  # prefill: the expanded form (T large)
+    tr = prefill(params, router_state, kv_cache.init_cache(cfg, cfg.num_layers, b, s, dt), prompt_BP, len_B, cfg,
+                 prefill_chunk, mesh)
     last_B = len_B - 1
     logits_BV = head(jnp.take_along_axis(tr.normed, last_B[:, None, None], axis=1)[:, 0], params["lm_head"], cfg)
     key, k0, k_draft = jax.random.split(key, 3)
@@ -289,12 +321,15 @@ class Engine:
     """Batched generation with a latent KV cache; `num_draft` > 0 drafts with the first MTP depths (speculative)."""
 
     def __init__(self, cfg: ModelConfig, params, router_state, mesh=None, *, num_draft: int = 0,
-                 absorb: bool = True):
+                 absorb: bool = True, prefill_chunk: Optional[int] = None):
         if not 0 <= num_draft <= cfg.num_mtp_layers:
             raise ValueError(f"num_draft={num_draft} must lie in [0, model.num_mtp_layers={cfg.num_mtp_layers}]")
         if num_draft and "mtp" not in params:
             raise ValueError(f"num_draft={num_draft} needs MTP params (params['mtp']); the params have none")
+        if prefill_chunk is not None and prefill_chunk < 1:
+            raise ValueError(f"prefill_chunk={prefill_chunk} must be >= 1 (or None: the whole prompt in one pass)")
         self.cfg, self.mesh, self.num_draft, self.absorb = cfg, mesh, num_draft, absorb
+        self.prefill_chunk = prefill_chunk  # query chunk of the prefill: bounds its [B, H, chunk, S] scores
         self.params, self.router_state = nn.unbox(params), nn.unbox(router_state or {})
         self.batch_multiple = 1
         if mesh is not None:
@@ -337,7 +372,7 @@ class Engine:
         args = (self.params, self.router_state, tok, lens, live, jax.random.key(sp.seed),
                 jnp.float32(max(sp.temperature, 1e-6)), jnp.float32(sp.top_p), stops, stop_len)
         kw = dict(cfg=self.cfg, w=sp.warp(), max_tokens=sp.max_tokens, num_draft=self.num_draft, absorb=self.absorb,
-                  mesh=self.mesh)
+                  mesh=self.mesh, prefill_chunk=self.prefill_chunk)
         if self.mesh is None:
             return generate_tokens(*args, **kw)
         from composer2_jax.train.state import activate
