@@ -34,7 +34,7 @@ import zlib
 from collections.abc import Sequence
 
 from composer2_jax.data.chat import format_tool_call
-from composer2_jax.rl.tasks import CASES, NAMES, OPS, RIGHT_OP, WRONG_OPS
+from composer2_jax.rl.tasks import CASES, NAMES, OPS, RIGHT_OP, WRONG_OPS, draw_tasks
 
 EASY_WRONG_OP = "-"
 MAX_LEVEL = 3
@@ -118,18 +118,8 @@ def task_set(n: int, seed: int, levels: Sequence[int] = tuple(range(MAX_LEVEL + 
              heldout_frac: float = 0.2, distinct: bool = True) -> list[PkgTask]:
     """n tasks of one content split, cycling through `levels`, drawn from seeds seed, seed+1, … (contents are
     plentiful — thousands per level — so they are distinct by default)."""
-    if n < 0 or not levels or split not in ("train", "heldout"):
-        raise ValueError(f"n={n}, levels={levels}, split={split!r}; expected n ≥ 0, levels, train | heldout")
-    out, seen, s = [], set(), seed
-    while len(out) < n:
-        task = make_task(s, levels[len(out) % len(levels)])
-        s += 1
-        if split_of(task, heldout_frac) == split and not (distinct and task.modules in seen):
-            out.append(task)
-            seen.add(task.modules)
-        if s - seed > 1000 * (n + 10):
-            raise ValueError(f"cannot draw {n} distinct {split} tasks at levels {levels}")
-    return out
+    return draw_tasks(make_task, lambda t: split_of(t, heldout_frac), lambda t: t.modules, n, seed, levels, split,
+                      distinct)
 
 
 # ------------------------------------------------------------------------------------------------ hidden check

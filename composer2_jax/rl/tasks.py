@@ -35,7 +35,7 @@ import json
 import random
 import shutil
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from composer2_jax.bench import verdict_runner
@@ -138,14 +138,22 @@ def task_set(n: int, seed: int, levels: Sequence[int] = tuple(range(MAX_LEVEL + 
     The split is by content, so a held-out task is never seen in training under any seed (the family is small:
     level 0 has 16 contents, one per name). `distinct` skips contents already drawn (evaluation sets).
     """
+    return draw_tasks(make_task, lambda t: split_of(t, heldout_frac),
+                      lambda t: (t.functions, t.target, t.right_op), n, seed, levels, split, distinct)
+
+
+def draw_tasks(make: Callable, split_fn: Callable, key_fn: Callable, n: int, seed: int, levels: Sequence[int],
+               split: str, distinct: bool) -> list:
+    """A generated family's task set: `make(seed, level)` from seeds seed, seed+1, …, cycling through `levels`,
+    keeping the tasks whose `split_fn(task)` is `split` (and, with `distinct`, whose `key_fn(task)` is new)."""
     if n < 0 or not levels or split not in ("train", "heldout"):
         raise ValueError(f"n={n}, levels={levels}, split={split!r}; expected n ≥ 0, levels, train | heldout")
     out, seen, s = [], set(), seed
     while len(out) < n:
-        task = make_task(s, levels[len(out) % len(levels)])
+        task = make(s, levels[len(out) % len(levels)])
         s += 1
-        key = (task.functions, task.target, task.right_op)
-        if split_of(task, heldout_frac) == split and not (distinct and key in seen):
+        key = key_fn(task)
+        if split_fn(task) == split and not (distinct and key in seen):
             out.append(task)
             seen.add(key)
         if s - seed > 1000 * (n + 10):
