@@ -91,12 +91,9 @@ def vocab_limit(tokenizer: tk.Tokenizer, model_vocab: int) -> int:
 def source_tasks(run: RLExperimentConfig, spec: sources.SourceSpec, split: str) -> sources.SourceTasks:
     """The tasks of one curriculum entry in one split (the toy family: its train list or its held-out set)."""
     sc, rl = run.sources, run.rl
-    if spec.kind == "toy":
+    if spec.kind in sources.FAMILIES:
         n, seed = (rl.train_tasks, rl.task_seed) if split == "train" else (rl.eval_tasks, rl.heldout_seed)
-        return sources.toy_tasks(spec, split, n, seed, rl.levels)
-    if spec.kind == "pkg":
-        n, seed = (rl.train_tasks, rl.task_seed) if split == "train" else (rl.eval_tasks, rl.heldout_seed)
-        return sources.pkg_family_tasks(spec, split, n, seed, rl.levels)
+        return sources.family_tasks(spec, split, n, seed, rl.levels)
     if spec.kind == "suite":
         return sources.harbor_tasks(spec, spec.arg, split, sc.heldout_frac, sc.heldout_versions)
     return sources.generated_tasks(spec, split, sc.heldout_frac, sc.generated_count, sc.generated_seed,

@@ -171,14 +171,10 @@ def generated_tasks(spec: SourceSpec, split: str, heldout_frac: float, count: in
     return harbor_tasks(spec, folder, split, heldout_frac)
 
 
-def toy_tasks(spec: SourceSpec, split: str, n: int, seed: int, levels: Sequence[int]) -> SourceTasks:
-    """n toy tasks of one content split (level 0 has 2 held-out contents, so held-out tasks repeat)."""
-    return SourceTasks(spec, tuple(toy.task_set(n, seed, tuple(levels), split)), {})
-
-
-def pkg_family_tasks(spec: SourceSpec, split: str, n: int, seed: int, levels: Sequence[int]) -> SourceTasks:
-    """n tasks of the multi-module family (rl/pkg_tasks.py) of one content split."""
-    return SourceTasks(spec, tuple(pkg_tasks.task_set(n, seed, tuple(levels), split)), {})
+def family_tasks(spec: SourceSpec, split: str, n: int, seed: int, levels: Sequence[int]) -> SourceTasks:
+    """n tasks of a generated family (toy or pkg) of one content split (toy level 0 has 2 held-out contents, so
+    its held-out tasks repeat)."""
+    return SourceTasks(spec, tuple(family_module(spec.kind).task_set(n, seed, tuple(levels), split)), {})
 
 
 def family_module(kind: str):

@@ -19,9 +19,8 @@ from composer2_jax.bench import verdict
 from composer2_jax.bench.grade import WORKSPACE, fresh_dirs, read_file
 from composer2_jax.bench.grade import grade as harbor_grade
 from composer2_jax.rl import pkg_tasks
-from composer2_jax.rl import tasks as toy
 from composer2_jax.rl.rewards import TestResult
-from composer2_jax.rl.sources import HarborTask
+from composer2_jax.rl.sources import HarborTask, family_module
 from composer2_jax.rl.tasks import CodingTask
 
 
@@ -39,7 +38,7 @@ def grade_task(env, source: str, task: CodingTask | pkg_tasks.PkgTask, timeout_s
     """Run the task's hidden check on a fresh fork of `source` (sandbox or snapshot id); the fork is closed after.
     Both generated families (rl/tasks.py, rl/pkg_tasks.py): calls of their modules' functions, values judged here."""
     start = time.monotonic()
-    family = pkg_tasks if isinstance(task, pkg_tasks.PkgTask) else toy
+    family = family_module("pkg" if isinstance(task, pkg_tasks.PkgTask) else "toy")
     expected = family.expected_values(task)
     base = fresh_dirs()[0].rpartition("/")[0]
     run = verdict.direct_run(family.check_spec(task)["items"], WORKSPACE, base, timeout_s, site=False)  # stdlib
