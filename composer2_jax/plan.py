@@ -543,10 +543,8 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     hbm = outer["bytes"] + stack_bytes + opt_once["bytes"]
     ici = outer["ici"] + stack_ici + pipe_ici + opt_once["ici"]
     dcn = outer["dcn"] + stack_dcn + pipe_dcn + opt_once["dcn"]
-    inner_tokens = shd.axis_size(inner, shd.mesh_axes_of("activation_batch", shd.within_stage())
-                                 + shd.mesh_axes_of("activation_length", shd.within_stage()))
     overlap = _moe_overlap_report(cfg, raw[0]["colls"], raw[1]["colls"], passes * per_mb,
-                                  (batch // s_) * seq / inner_tokens, inner, chip) if cfg.n_routed_experts else None
+                                  (batch // s_) * seq / inner_split, inner, chip) if cfg.n_routed_experts else None
     return dict(
         _roofline(flops, hbm, ici, dcn, cfg, abstract, chip, n, batch, seq), collectives_per_unit=raw[1]["kinds"],
         _moe_overlap=overlap,
