@@ -30,9 +30,16 @@ def param(module: nn.Module, name: str, shape: Sequence[int], axes: Sequence[Opt
 def constrain(x, axes: Sequence[Optional[str]]):
     """Logical sharding constraint on an activation (a no-op outside a mesh with rules, and inside a per-shard
     program over every mesh axis, where arrays are local blocks: model/pipeline.py `_run_per_shard`)."""
-    if jax.sharding.get_abstract_mesh().are_all_axes_manual:
+    if in_per_shard_program():
         return x
     return nn.with_logical_constraint(x, tuple(axes))
+
+
+def in_per_shard_program() -> bool:
+    """Whether the code traces inside a shard_map manual over every mesh axis (model/pipeline.py `_run_per_shard`),
+    where arrays are per-device blocks."""
+    mesh = jax.sharding.get_abstract_mesh()
+    return not mesh.empty and mesh.are_all_axes_manual
 
 
 def embed_tokens(embed_VD, tokens_BT, dtype):

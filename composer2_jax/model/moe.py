@@ -50,7 +50,7 @@ from composer2_jax.model.expert_parallel import (
 )
 from composer2_jax.model.grouped_matmul import padded_capacity, swiglu_ecd
 from composer2_jax.model.layer_plan import SCANNED_STACK, layer_slots
-from composer2_jax.model.layers import MLP, constrain, dtype_of, param
+from composer2_jax.model.layers import MLP, constrain, dtype_of, in_per_shard_program, param
 
 
 class Routing(NamedTuple):
@@ -240,7 +240,7 @@ def run_moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up
         return moe_block(x, valid, replay, *rest, cfg=cfg, axes=axes)
 
     args = (x_BTD, valid_BT) + ((replay_BTk,) if with_replay else ()) + (router_DE, bias_E, wi_gate, wi_up, wo)
-    if jax.sharding.get_abstract_mesh().are_all_axes_manual:
+    if in_per_shard_program():
         # Already per shard (the pipeline's per-shard schedule, model/pipeline.py `_run_per_shard`): the arrays are
         # the local blocks shard_moe's specs would cut, so the body runs as is; the per-sequence balance losses
         # come back for the whole batch, as shard_moe's output spec assembles them.
@@ -270,7 +270,7 @@ class MoE(nn.Module):
         bias_E = self.variable("router_state", "e_score_correction_bias",
                                nn.with_logical_partitioning(lambda: jnp.zeros((e,), jnp.float32), ("exp",))).value
         e_w = e  # the routed experts' weights hold this device's experts only inside a per-shard program
-        if self.mesh is not None and jax.sharding.get_abstract_mesh().are_all_axes_manual:  # (model/pipeline.py)
+        if self.mesh is not None and in_per_shard_program():  # (model/pipeline.py)
             e_w = e // shd.axis_size(self.mesh, shd.mesh_axes_of("exp", _ambient_rules()))
         wi_gate = param(self, "wi_gate", (e_w, d, f), ("exp", "embed", "moe_mlp"), init, pd).astype(dt)
         wi_up = param(self, "wi_up", (e_w, d, f), ("exp", "embed", "moe_mlp"), init, pd).astype(dt)
