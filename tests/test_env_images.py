@@ -200,6 +200,36 @@ CMD ["python3", "-c", "print('CMD must not run')"]
 """
 
 
+def test_gc_never_deletes_a_layer_imported_while_it_lists(tmp_path, monkeypatch):
+    """A concurrent import whose layer appears while gc reads the store is kept (the race CI hit: gc read the
+    pins, an import pinned and filled a new layer, gc listed it and deleted it before the import's chown)."""
+    import threading
+
+    store = LayerStore(str(tmp_path / "layers"), os.getuid(), os.getgid())
+    src = tmp_path / "repo"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "mod.py").write_text("x = 1\n")
+    real_listdir, imported = os.listdir, {}
+
+    def importer():
+        imported["chain"] = store.import_dir(str(src))
+
+    def listdir_during_an_import(path=None):
+        if path == store.root and "thread" not in imported:
+            imported["thread"] = threading.Thread(target=importer)
+            imported["thread"].start()
+            imported["thread"].join(timeout=1.0)  # before the fix the import finished here; now it waits for gc
+        return real_listdir(path) if path is not None else real_listdir()
+
+    monkeypatch.setattr(os, "listdir", listdir_during_an_import)
+    deleted = store.gc(live=set())
+    monkeypatch.setattr(os, "listdir", real_listdir)
+    imported["thread"].join(timeout=30)
+    layer = imported["chain"][0]
+    assert layer not in deleted, f"gc deleted the layer {layer} an import had just created"
+    assert (Path(store.path(layer)) / "pkg" / "mod.py").read_text() == "x = 1\n"
+
+
 @pytest.fixture(scope="session")
 def builder():
     if PROBLEM is not None:

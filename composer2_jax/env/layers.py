@@ -93,14 +93,15 @@ class LayerStore:
 
     def gc(self, live: set[str]) -> list[str]:
         """Delete every layer not in `live` (except the empty base); returns the deleted ids."""
-        deleted = []
+        # The pins and the listing are read under one lock: a layer is pinned (in `_new`) before its directory
+        # exists, so every directory listed here is either pinned already or judged by `live`. Reading the pins
+        # first and listing later let a concurrent import's fresh, pinned layer be deleted under it.
         with self._lock:
             keep = live | set(self._pins) | {EMPTY}
-        for layer in os.listdir(self.root):
-            if layer not in keep and layer.startswith("L"):
-                shutil.rmtree(self.path(layer), ignore_errors=True)
-                deleted.append(layer)
-        return deleted
+            doomed = [layer for layer in os.listdir(self.root) if layer not in keep and layer.startswith("L")]
+        for layer in doomed:
+            shutil.rmtree(self.path(layer), ignore_errors=True)
+        return doomed
 
 
 OPAQUE = "trusted.overlay.opaque"
