@@ -41,7 +41,7 @@ def _batch(seed=0):
                 positions=np.broadcast_to(pos, (B, T)).astype(np.int32))
 
 
-def _run(cfg, mesh_shape):
+def _run(cfg, mesh_shape, batch=None):
     """Metrics, params and router state after one train step on `mesh_shape` (None: one device).
 
     The optimizer is SGD with learning rate 1, so the params after the update are params − gradients: comparing
@@ -52,7 +52,7 @@ def _run(cfg, mesh_shape):
     state, _, tx = init_train_state(model, lambda p, n: optax.sgd(1.0), mesh, jax.random.key(0), (B, T))
     with activate(mesh):
         step = jax.jit(make_train_step(model, tx, StepConfig(loss_chunk=64)), donate_argnums=0)
-        state, m = step(state, _batch())
+        state, m = step(state, _batch() if batch is None else batch)
     return jax.device_get(m), jax.device_get(state.params), jax.device_get(state.router_state)
 
 
@@ -71,23 +71,71 @@ CASES = [  # (mesh, model overrides); the first is the fast suite's proof, the r
 ]
 
 
-@pytest.mark.parametrize("mesh_shape, overrides", CASES)
-def test_pipelined_step_matches_the_unpipelined_step(mesh_shape, overrides):
-    cfg = _cfg(**overrides)
-    ref_m, ref_p, ref_r = _run(cfg, None)
-    pp_m, pp_p, pp_r = _run(cfg, mesh_shape)
-    for key in ("loss", "ce", "grad_norm", "balance_loss", "moe_load") + (("mtp/loss",) if cfg.num_mtp_layers else ()):
+def _at(tree, path):
+    for k in path:
+        tree = tree[k.key]
+    return tree
+
+
+def _print_deviation(mesh_shape, metric_pairs, param_pairs):
+    """Print (pytest -s) the largest |pipelined − reference| of the metrics and of the updated params, and the
+    largest share of the SHARDED_FP32 bound |a − b| ≤ atol + rtol·|b| any element uses."""
+    def worst(pairs):
+        diff = use = 0.0
+        for a, b in pairs:
+            a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+            d = np.abs(a - b)
+            diff = max(diff, float(d.max(initial=0.0)))
+            use = max(use, float((d / (SHARDED_FP32["atol"] + SHARDED_FP32["rtol"] * np.abs(b))).max(initial=0.0)))
+        return diff, use
+
+    (dm, um), (dp, up) = worst(metric_pairs), worst(param_pairs)
+    print(f"\n{mesh_shape}: max |Δ| metrics {dm:.2e} (bound used {um:.0%}), params after update {dp:.2e} "
+          f"(bound used {up:.0%})")
+
+
+def _assert_same_step(cfg, mesh_shape, ref, pp):
+    """The pipelined step `pp` (metrics, params, router state) equals the reference step `ref` at SHARDED_FP32."""
+    (ref_m, ref_p, ref_r), (pp_m, pp_p, pp_r) = ref, pp
+    keys = ("loss", "ce", "grad_norm", "balance_loss", "moe_load") + (("mtp/loss",) if cfg.num_mtp_layers else ())
+    _print_deviation(mesh_shape, [(pp_m[k], ref_m[k]) for k in keys],
+                     [(_at(pp_p, path), a) for path, a in jax.tree_util.tree_leaves_with_path(ref_p)])
+    for key in keys:
         np.testing.assert_allclose(pp_m[key], ref_m[key], **SHARDED_FP32, err_msg=key)
     s = mesh_shape["stage"]
     assert pp_m["pipeline_bubble"] == pytest.approx(bubble_fraction(s, cfg.pipeline_microbatches or s,
                                                                     cfg.pipeline_repeats))
     for path, a in jax.tree_util.tree_leaves_with_path(ref_p):  # params − gradients
-        b = pp_p
-        for k in path:
-            b = b[k.key]
-        np.testing.assert_allclose(b, a, **SHARDED_FP32, err_msg=jax.tree_util.keystr(path))
+        np.testing.assert_allclose(_at(pp_p, path), a, **SHARDED_FP32, err_msg=jax.tree_util.keystr(path))
     for a, b in zip(jax.tree.leaves(ref_r), jax.tree.leaves(pp_r)):  # router biases moved by the same loads
         np.testing.assert_array_equal(b, a)
+
+
+@pytest.mark.parametrize("mesh_shape, overrides", CASES)
+def test_pipelined_step_matches_the_unpipelined_step(mesh_shape, overrides):
+    cfg = _cfg(**overrides)
+    _assert_same_step(cfg, mesh_shape, _run(cfg, None), _run(cfg, mesh_shape))
+
+
+RING_CASES = [  # (mesh, model overrides): ring attention over `context` inside each stage
+    pytest.param(dict(stage=2, context=2, fsdp=2), dict(pipeline_repeats=2, remat_policy="full"),
+                 id="s2-cp2-fsdp-r2"),
+]
+
+
+@pytest.mark.parametrize("mesh_shape, overrides", RING_CASES)
+def test_pipelined_step_with_ring_attention_inside_a_stage_matches_the_single_device_step(mesh_shape, overrides):
+    """Context parallelism inside a stage: the stage body's attention is the ring over `context` (its shard_map
+    specs follow the stage body's rules, model/context_parallel.py `ambient_rules`), the batch arrives in zigzag
+    layout (train/loop.py `_put_batch`; the MTP targets are shifted in that layout, model/mtp.py). The reference is
+    the single-device step with the default kernel on the natural-order batch: the loss and every gradient are
+    sums over tokens, so the token order does not change them beyond fp32 summation order."""
+    from composer2_jax.model import context_parallel as cp
+
+    cfg = _cfg(**overrides)
+    ring = dataclasses.replace(cfg, attention_kernel="ring")
+    zz = {k: np.asarray(v) for k, v in cp.zigzag_batch(_batch(), mesh_shape["context"]).items()}
+    _assert_same_step(cfg, mesh_shape, _run(cfg, None), _run(ring, mesh_shape, zz))
 
 
 def _hlo_computations(text):
