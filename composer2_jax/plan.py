@@ -468,6 +468,24 @@ def _moe_overlap_report(cfg, colls_1, colls_2, n_unit_passes: float, tokens_per_
     return moe_overlap_hidden(max(a2a_s, 0.0), expert_s, cfg.moe_overlap_chunks)
 
 
+def param_collective_passes(cfg, mesh_shape: dict, spec) -> tuple[int, int]:
+    """(weight all-gathers, gradient reductions) of one unit's parameters per step of a pipelined stack, in units
+    of the unrolled compile's one-unit collectives, as the compiled program runs them (model/pipeline.py):
+      model.pipeline_gather_params off: GSPMD gathers and reduces inside the schedule loop, at each of the
+        (M·R + S − 1)·L unit passes, both;
+      on, tensor = context = 1: the per-shard schedule (`_run_per_shard`) gathers a stage's R·L units once
+        before the loop and reduces their accumulated gradients once after it: R·L, both;
+      on, tensor or context > 1: the gathers once before the loop (R·L), the reductions still at every pass.
+    The condition is the model's own (model/pipeline.py `runs_per_shard`, which transformer.py asks)."""
+    from composer2_jax.model.pipeline import runs_per_shard
+
+    passes = spec.iterations * spec.units_per_stage
+    once = spec.repeats * spec.units_per_stage
+    if not cfg.pipeline_gather_params:
+        return passes, passes
+    return once, once if runs_per_shard(cfg, mesh_shape) else passes
+
+
 def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int, optimizer: str, abstract) -> dict:
     """Roofline of a pipelined mesh from the unrolled compiles of one stage's sub-mesh.
 
@@ -481,10 +499,12 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
                token-proportional collectives (expert all-to-all), and the full parameter collectives (FSDP
                gathers, gradient reductions: they repeat for every microbatch a stage runs, M·R + S − 1 times
                per step; model.pipeline_gather_params gathers a stage's R·L units once per step before the
-               schedule loop, so their all-gathers count R·L times per step, as in an unpipelined step, while
-               the gradient reductions stay at every iteration: in the compiled program they remain inside the
-               backward loop (XLA:CPU, tests/test_pipeline_parallel.py counts them), now as all-reduces of the
-               gathered gradients, which the unrolled compile's reduce-scatter bytes undercount).
+               schedule loop, so their all-gathers count R·L times per step, as in an unpipelined step; where
+               the schedule then runs per shard (tensor = context = 1, model/pipeline.py `_run_per_shard`) the
+               gradient reductions run once after the backward loop too (a reduce-scatter of each R·L units'
+               accumulated gradient), so they count R·L times per step as well; with tensor or context > 1
+               (GSPMD with the gathered layout) they stay inside the backward loop (tests/test_pipeline_parallel.py
+               counts both inside and outside the loops), at every pass: `param_collective_passes`).
     A stage runs L units at each of the M·R + S − 1 iterations (M·R of them on real microbatches): executed stack
     work = (M·R + S − 1)·L units-on-a-microbatch, useful = M·R·L, i.e. compute × (1 + (S − 1)/(M·R)). The stage
     step's checkpoint (model/pipeline.py) adds one forward of the stack: Δ/4 of the FLOPs under per-layer remat
@@ -516,14 +536,14 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     per_mb = s_ / m_  # one microbatch's share of Δ (Δ was compiled at M/S microbatches)
     passes = spec.iterations * l_  # unit-on-a-microbatch passes a stage executes
     useful_passes = m_ * r_ * l_
-    gather_passes = r_ * l_ if cfg.pipeline_gather_params else passes  # units' weight all-gathers per step
+    gather_passes, grad_passes = param_collective_passes(cfg, mesh_shape, spec)
     remat_extra = 1 / 4 if cfg.remat_policy != "none" else 0.0  # the stage step's own recompute (see above)
     split = {k: _split_collectives(raw[1]["colls"])[k] - _split_collectives(raw[0]["colls"])[k]
              for k in ("param_ici", "param_dcn", "token_ici", "token_dcn", "gather_ici", "gather_dcn")}  # one unit's
     param_ici, param_dcn, tok_ici, tok_dcn = (split[k] for k in ("param_ici", "param_dcn", "token_ici", "token_dcn"))
-    # a step's parameter collectives: the weight gathers gather_passes times, the gradient reductions every pass
-    param_ici_step = gather_passes * split["gather_ici"] + passes * (param_ici - split["gather_ici"])
-    param_dcn_step = gather_passes * split["gather_dcn"] + passes * (param_dcn - split["gather_dcn"])
+    # a step's parameter collectives: the weight gathers gather_passes times, the gradient reductions grad_passes
+    param_ici_step = gather_passes * split["gather_ici"] + grad_passes * (param_ici - split["gather_ici"])
+    param_dcn_step = gather_passes * split["gather_dcn"] + grad_passes * (param_dcn - split["gather_dcn"])
     outer = {k: base[k] - delta[k] for k in ("flops", "bytes", "ici", "dcn")}
     unit_flops = delta["flops"] * per_mb
     stack_flops = passes * unit_flops * (1 + remat_extra)
@@ -554,7 +574,8 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
             stage_send_bytes=pipe_bytes, stage_sends_cross_nodes=pipe_crosses,
             fsdp_and_grad_ici_bytes=param_ici_step, fsdp_and_grad_dcn_bytes=param_dcn_step,
             fsdp_gather_ici_bytes=gather_passes * split["gather_ici"],
-            fsdp_gather_dcn_bytes=gather_passes * split["gather_dcn"], token_ici_bytes=passes * tok_ici * per_mb,
+            fsdp_gather_dcn_bytes=gather_passes * split["gather_dcn"], gather_passes=gather_passes,
+            grad_reduction_passes=grad_passes, token_ici_bytes=passes * tok_ici * per_mb,
             token_dcn_bytes=passes * tok_dcn * per_mb, outer_ici_bytes=outer["ici"], outer_dcn_bytes=outer["dcn"],
             optimizer_extra_flops=opt_once["flops"], optimizer_extra_ici_bytes=opt_once["ici"],
             optimizer_extra_dcn_bytes=opt_once["dcn"],
@@ -870,8 +891,9 @@ def _human(report: dict) -> str:
             gb = lambda k: f"{c[k] / 1e9:.1f}"  # noqa: E731
             lines.append(f"  comm: intra-node {c['comm_ici_s']:.2f} s, inter-node {c['comm_dcn_s']:.2f} s — stage "
                          f"sends {gb('stage_send_bytes')} GB ({'inter' if c['stage_sends_cross_nodes'] else 'intra'}), "
-                         f"FSDP gathers + grad reductions "
-                         f"{gb('fsdp_and_grad_ici_bytes')} GB intra / {gb('fsdp_and_grad_dcn_bytes')} GB inter, "
+                         f"FSDP gathers + grad reductions ({c['gather_passes']} / {c['grad_reduction_passes']} "
+                         f"unit passes) {gb('fsdp_and_grad_ici_bytes')} GB intra / "
+                         f"{gb('fsdp_and_grad_dcn_bytes')} GB inter, "
                          f"token collectives (expert all-to-all) {gb('token_ici_bytes')} GB intra / "
                          f"{c['token_dcn_bytes'] / 1e9:.1f} GB inter, outside the stack "
                          f"{c['outer_ici_bytes'] / 1e9:.1f} / {c['outer_dcn_bytes'] / 1e9:.1f} GB, optimizer once "

@@ -84,11 +84,13 @@ def test_pipelined_mesh_with_ring_attention_inside_a_stage():
 
 
 def test_gathered_stage_parameters_are_counted_once_per_step():
-    """model.pipeline_gather_params: a stage's FSDP weight all-gathers run once per step for its R·L units instead
-    of at each of the (M·R + S − 1)·L unit passes, so their bytes are R / (M·R + S − 1) of the per-iteration
-    figure (here 1/5: S = 2, M = 4, R = 1); the gradient reductions stay at every pass (the compiled program keeps
-    them inside the backward loop); token collectives and FLOPs do not change; the gathered copy shows in the
-    compiled memory."""
+    """model.pipeline_gather_params on a stage without tensor or context split: the schedule runs per shard
+    (model/pipeline.py `_run_per_shard`), so a stage's FSDP weight all-gathers run once per step for its R·L units
+    before the schedule loop, and their gradients are reduced once per step after the backward loop, instead of
+    both at each of the (M·R + S − 1)·L unit passes: both byte counts are R / (M·R + S − 1) of the per-iteration
+    figure (here 1/5: S = 2, M = 4, R = 1; tests/test_pipeline_parallel.py counts 0 gradient reductions inside
+    the compiled loops); token collectives and FLOPs do not change; the gathered copy shows in the compiled
+    memory."""
     mesh = dict(MESH, stage=2, fsdp=2, expert=2)
     kw = dict(seq_len=64, optimizer="adamw", microbatches=4)
     off = plan_lib.plan("toy", "cpt_bulk", mesh, "h200", **kw)
@@ -96,19 +98,42 @@ def test_gathered_stage_parameters_are_counted_once_per_step():
     assert on["pipeline"]["gather_params"] and not off["pipeline"]["gather_params"]
     c_on, c_off = on["pipeline_costs"], off["pipeline_costs"]
     s_, m_, r_ = 2, 4, 1
+    once = r_ / (m_ * r_ + s_ - 1)
+    assert (c_off["gather_passes"], c_off["grad_reduction_passes"]) == (5, 5)
+    assert (c_on["gather_passes"], c_on["grad_reduction_passes"]) == (1, 1)
     assert c_off["fsdp_gather_ici_bytes"] > 0
     assert c_off["fsdp_and_grad_ici_bytes"] > c_off["fsdp_gather_ici_bytes"]  # gradient reductions are counted too
     for link in ("ici", "dcn"):
         gathers_off = c_off[f"fsdp_gather_{link}_bytes"]
-        assert c_on[f"fsdp_gather_{link}_bytes"] == pytest.approx(gathers_off * r_ / (m_ * r_ + s_ - 1))
+        assert c_on[f"fsdp_gather_{link}_bytes"] == pytest.approx(gathers_off * once)
         grads_on = c_on[f"fsdp_and_grad_{link}_bytes"] - c_on[f"fsdp_gather_{link}_bytes"]
         grads_off = c_off[f"fsdp_and_grad_{link}_bytes"] - c_off[f"fsdp_gather_{link}_bytes"]
-        assert grads_on == pytest.approx(grads_off)
+        assert grads_on == pytest.approx(grads_off * once)
+        assert c_on[f"fsdp_and_grad_{link}_bytes"] == pytest.approx(c_off[f"fsdp_and_grad_{link}_bytes"] * once)
     for k in ("token_ici_bytes", "token_dcn_bytes", "stack_flops_executed", "stage_send_bytes"):
         assert c_on[k] == pytest.approx(c_off[k])
-    saved = c_off["fsdp_gather_ici_bytes"] - c_on["fsdp_gather_ici_bytes"]
+    saved = c_off["fsdp_and_grad_ici_bytes"] - c_on["fsdp_and_grad_ici_bytes"]
     assert on["ici_bytes_per_device"] == pytest.approx(off["ici_bytes_per_device"] - saved)
     assert on["per_device"]["peak_bytes"] > off["per_device"]["peak_bytes"]
+
+
+@pytest.mark.parametrize("gather, mesh, expected", [
+    (False, dict(stage=4, fsdp=8, expert=8), (4 * 1 + 3) * 2),  # GSPMD: both inside the loop, every pass
+    (True, dict(stage=4, fsdp=8, expert=8), (1 * 2, 1 * 2)),  # per shard: both once per step, R·L
+    (True, dict(stage=4, fsdp=1, expert=8, context=8), (1 * 2, (4 * 1 + 3) * 2)),  # GSPMD gathered: grads inside
+    (True, dict(stage=4, fsdp=4, expert=8, tensor=2), (1 * 2, (4 * 1 + 3) * 2)),
+])
+def test_parameter_collective_passes_follow_the_compiled_schedule(gather, mesh, expected):
+    """`param_collective_passes` counts what model/pipeline.py runs: (weight gathers, gradient reductions) per step
+    in one-unit passes, for S = 4, M = 4, R = 1, L = 2 ((M·R + S − 1)·L = 14 passes; R·L = 2 once per step). The
+    per-shard schedule is chosen by the model's own `runs_per_shard` (tensor = context = 1)."""
+    from composer2_jax.model.pipeline import PipelineSpec, runs_per_shard
+
+    cfg = get_model_config("toy", pipeline_gather_params=gather)
+    spec = PipelineSpec(stages=4, repeats=1, microbatches=4, units_per_stage=2)
+    expected = expected if isinstance(expected, tuple) else (expected, expected)
+    assert plan_lib.param_collective_passes(cfg, mesh, spec) == expected
+    assert runs_per_shard(cfg, mesh) == (gather and expected[1] == 2)
 
 
 def test_bad_meshes_are_clear_errors():

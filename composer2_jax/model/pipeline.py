@@ -90,6 +90,13 @@ def stage_count(mesh) -> int:
     return int(dict(mesh.shape)[STAGE_AXIS])
 
 
+def runs_per_shard(cfg, mesh_shape) -> bool:
+    """Whether the schedule runs as one per-shard program (`_run_per_shard`: parameters gathered once before the
+    loop, gradients reduced once after it): model.pipeline_gather_params on a mesh (axis name → size) with
+    tensor = context = 1; otherwise GSPMD partitions the schedule (module docstring)."""
+    return bool(cfg.pipeline_gather_params) and mesh_shape.get("tensor", 1) * mesh_shape.get("context", 1) == 1
+
+
 def pipeline_spec(cfg, mesh, n_units: int) -> Optional[PipelineSpec]:
     """The schedule of `cfg`'s scanned stack of `n_units` units on `mesh`; None when `stage` is 1 (no pipeline)."""
     s = stage_count(mesh)

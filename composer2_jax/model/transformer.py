@@ -33,7 +33,7 @@ from composer2_jax.model.layer_plan import (
 )
 from composer2_jax.model.layers import RMSNorm, constrain, dtype_of, embed_tokens, param
 from composer2_jax.model.mtp import MTP, MTPOutput
-from composer2_jax.model.pipeline import pipeline_spec, run_pipeline
+from composer2_jax.model.pipeline import pipeline_spec, run_pipeline, runs_per_shard
 
 
 class ModelOutput(NamedTuple):
@@ -172,7 +172,7 @@ class Transformer(nn.Module):
                                                          None if segment_ids_BT is None else segment_ids_BT[:mb],
                                                          None))
             logical = nn.get_partition_spec(boxed["params"])
-            if shd.axis_size(mesh, ("tensor", "context")) == 1:  # per-shard schedule: gradients reduced once
+            if runs_per_shard(c, dict(mesh.shape)):  # per-shard schedule: gradients reduced once
                 local_specs = jax.tree.map(lambda names: (nn.logical_to_mesh_axes(tuple(names), inner),
                                                           shd.per_shard_param_spec(tuple(names), inner)),
                                            logical, is_leaf=lambda x: isinstance(x, P))
