@@ -120,6 +120,10 @@ def test_pipelined_step_matches_the_unpipelined_step(mesh_shape, overrides):
 RING_CASES = [  # (mesh, model overrides): ring attention over `context` inside each stage; 7 min on a loaded CPU
     pytest.param(dict(stage=2, context=2, fsdp=2), dict(pipeline_repeats=2, remat_policy="full"),
                  id="s2-cp2-fsdp-r2", marks=pytest.mark.slow),
+    # expert parallelism next to the ring, and model.pipeline_gather_params with context > 1 (the GSPMD gathered
+    # layout: `gather_specs`, not the per-shard schedule)
+    pytest.param(dict(stage=2, context=2, expert=2), dict(pipeline_gather_params=True), id="s2-cp2-ep-gather",
+                 marks=pytest.mark.slow),
 ]
 
 
