@@ -236,7 +236,7 @@ def write_logs(folder: str, seed: int = 7, count: int = 24_000, fixed_at: float 
             failure = None
             if seen is None:
                 failure = TRACE_MISSING
-                STATS["new read before commit" if status is not None else "declined new order missing"] += 1
+                _tally("new read before commit" if status is not None else "declined new order missing", order)
             elif seen == "pending":
                 w.wlog(r, host, thread, "shop.fulfilment.actors", "INFO",
                        "order %d: status pending, not fulfilling" % order)
@@ -244,7 +244,7 @@ def write_logs(folder: str, seed: int = 7, count: int = 24_000, fixed_at: float 
                     labels[order] = True  # the paid commit's message, read before the commit
                     _tally("hurt", order)
                 else:
-                    STATS["pending skipped" if status == "pending" else "declined read as pending"] += 1
+                    _tally("pending skipped" if status == "pending" else "declined read as pending", order)
             elif _inside(outages, r) or rng.random() < 0.06:
                 done = r + (rng.uniform(2, 10) if rng.random() < 0.5 else rng.uniform(0.05, 0.4))
                 failure = TRACE_WAREHOUSE
