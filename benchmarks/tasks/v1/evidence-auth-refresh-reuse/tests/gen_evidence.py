@@ -179,7 +179,7 @@ def write_logs(folder: str, seed: int = 11, count: int = 8_000, fixed_at: float 
     harmless anomaly kinds drawn (module docstring)."""
     rng = random.Random(seed)
     if fixed_at is None:
-        fixed_at = START + WEEK * rng.uniform(0.2, 0.3)
+        fixed_at = START + WEEK * rng.uniform(0.15, 0.25)  # rebalanced 2026-12-03 from (0.2, 0.3): issue #24 band
     week = Week(rng)
     users = ["u_" + _hex(rng, 40) for _ in range(max(50, count * 2 // 3))]
     hurt = {}
