@@ -4,6 +4,7 @@ Run:      python -m benchmarks.evidence_stats                         (JSON line
           python -m benchmarks.evidence_stats --tasks auth-refresh    (only tasks whose name holds a filter)
           python -m benchmarks.evidence_stats --weeks shipped         (only the week shipped in the repository)
           python -m benchmarks.evidence_stats --markdown              (the table of docs/benchmark.md)
+          python -m benchmarks.evidence_stats --from-jsonl ROWS --write  (rewrite that table from earlier JSON lines)
 Hardware: any host, stdlib generators only; each week is written into a temporary folder and removed (the shipped
           weeks are 23–78 MB each). ≈ 10 min for the 19 tasks' shipped and scoring weeks on 2 cores.
 
@@ -56,6 +57,8 @@ SCORING = {
     "evidence-queue-revoked-offset": (FRAC[0], {"heartbeat_s": "FRESH_HEARTBEAT_S"}),
     "evidence-export-cursor-skip": (FIXED_AT[0], {"tenants": "FRESH_TENANTS"}),
 }
+DOC = ROOT / "docs" / "benchmark.md"
+BEGIN, END = "<!-- evidence-stats:begin -->", "<!-- evidence-stats:end -->"
 BAND = {"prevalence": (0.01, 0.03), "multiple": (5.0, 20.0), "kinds": 3, "files": (500, 2000), "mb": (20.0, 200.0),
         "sources": (2, 3)}
 
@@ -187,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tasks", nargs="*", help="only tasks whose name holds one of these")
     p.add_argument("--weeks", choices=("all", "shipped", "scoring"), default="all")
     p.add_argument("--markdown", action="store_true", help="print the table for docs/benchmark.md at the end")
+    p.add_argument("--write", action="store_true", help="rewrite the table between the markers of docs/benchmark.md")
     p.add_argument("--from-jsonl", help="make the table from a file of earlier JSON lines instead of measuring")
     p.add_argument("--scratch", help="folder for the temporary weeks (default: the system's)")
     args = p.parse_args(argv)
@@ -205,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(row), flush=True)
     if args.markdown:
         print(markdown(rows))
+    if args.write:
+        text = DOC.read_text()
+        head, rest = text.split(BEGIN, 1)
+        DOC.write_text(head + BEGIN + "\n" + markdown(rows) + "\n" + END + rest.split(END, 1)[1])
     return 1 if any(r["breaks"] for r in rows) else 0
 
 
