@@ -112,7 +112,7 @@ def write_logs(folder: str, seed: int = 11, count: int = 30_000, fixed_at: float
     STATS.clear()
     MET.clear()
     if fixed_at is None:
-        fixed_at = START + WEEK * rng.uniform(0.28, 0.4)
+        fixed_at = START + WEEK * rng.uniform(0.2, 0.32)  # rebalanced 2026-12-03 from (0.28, 0.4): issue #24 band
     w = Week(rng)
     restarts = {r: [] for r in RELAYS}
     for r in RELAYS:
