@@ -26,7 +26,9 @@ session over (another install: revoked by design), sessions ended by logout, pas
 lifetime, repeated gateway lines.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
-`write_logs` returns the true labels ({session id: hurt}).
+`write_logs` returns the true labels ({session id: hurt}); given a dict as `kinds`, it also fills in the harmless
+anomaly kinds it drew ({kind: sessions of the week}, or (lines, all lines, unit) for repeated lines) for
+benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -73,6 +75,10 @@ class Week:
     def __init__(self, rng):
         self.rng = rng
         self.gateway, self.auth, self.ended, self.labels = [], [], [], {}
+        self.kinds = {}  # harmless anomaly kind -> sessions (the ground truth evidence_stats.py counts)
+
+    def kind(self, name, fam):
+        self.kinds.setdefault(name, set()).add(fam)
 
     def request(self, t, method, path, status, upstream, dev, ip, ua, ms=None):
         req = "req_" + _hex(self.rng, 64)
@@ -123,6 +129,7 @@ def _session(week, rng, fam, user, dev, ip, ua, created, login_in_week, rate, fi
                     week.line(ut, node2, "reuse fam=%s gen=%d req=%s action=revoke" % (fam, gen - 1, req2))
                     return ut, True, "revoked_reuse"
                 week.line(ut, node2, "reuse fam=%s gen=%d req=%s action=grace" % (fam, gen - 1, req2))
+                week.kind("concurrent_refresh_grace", fam)
         for _ in range(rng.randint(0, 2)):  # the app's calls while open
             method, path = rng.choice(PATHS)
             t += rng.uniform(0.05, 20)
@@ -135,6 +142,7 @@ def _session(week, rng, fam, user, dev, ip, ua, created, login_in_week, rate, fi
     node = rng.choice(NODES)
     if kind == "expire":
         week.line(when, node, "expire fam=%s" % fam)
+        week.kind("lifetime_expired", fam)
         return when, False, "expired"
     if kind == "replay":  # an old token (rotated long ago) shows up from elsewhere
         if gen <= 2:
@@ -143,6 +151,7 @@ def _session(week, rng, fam, user, dev, ip, ua, created, login_in_week, rate, fi
         req = week.request(when, "POST", "/oauth/token", 401, node, "dev_" + _hex(rng, 64), _ip(rng),
                            rng.choice(UAS))
         week.line(when + 0.01, node, "reuse fam=%s gen=%d req=%s action=revoke" % (fam, old, req))
+        week.kind("revoked_old_token_replay", fam)
         return when + 0.01, False, "revoked_reuse"
     if kind == "migrated":  # the app data moved to a new phone: both installs hold the token
         if gen <= 1:
@@ -154,19 +163,23 @@ def _session(week, rng, fam, user, dev, ip, ua, created, login_in_week, rate, fi
         node2 = rng.choice(NODES)
         req = week.request(t2, "POST", "/oauth/token", 401, node2, dev, ip, ua)
         week.line(t2 + 0.01, node2, "reuse fam=%s gen=%d req=%s action=revoke" % (fam, gen, req))
+        week.kind("revoked_new_phone", fam)
         return t2 + 0.01, False, "revoked_reuse"
     if kind == "user":
         week.request(when - 0.02, "POST", "/oauth/revoke", 200, node, dev, ip, ua)
     week.line(when, node, "logout fam=%s reason=%s" % (fam, kind))
+    week.kind("logout_" + kind, fam)
     return when, False, kind
 
 
-def write_logs(folder: str, seed: int = 11, count: int = 8_000, fixed_at: float | None = None) -> dict:
+def write_logs(folder: str, seed: int = 11, count: int = 8_000, fixed_at: float | None = None,
+               kinds: dict | None = None) -> dict:
     """Write a week under folder/{gateway,auth,sessions}; {session: revoked for a concurrent refresh on two nodes}.
-    fixed_at (UTC seconds): when the auth fix went out; by default on the second day."""
+    fixed_at (UTC seconds): when the auth fix went out; by default on the second day. kinds: filled with the
+    harmless anomaly kinds drawn (module docstring)."""
     rng = random.Random(seed)
     if fixed_at is None:
-        fixed_at = START + WEEK * rng.uniform(0.2, 0.3)
+        fixed_at = START + WEEK * rng.uniform(0.15, 0.25)  # rebalanced 2026-12-03 from (0.2, 0.3): issue #24 band
     week = Week(rng)
     users = ["u_" + _hex(rng, 40) for _ in range(max(50, count * 2 // 3))]
     hurt = {}
@@ -198,14 +211,19 @@ def write_logs(folder: str, seed: int = 11, count: int = 8_000, fixed_at: float 
             week.ended.append((ended, fam, user, created, reason))
             if reason in ("revoked_reuse", "password_change", "admin") and ended < START + WEEK - 60:
                 queue.append((ended + rng.uniform(20, 7200), user, dev, ip, ua, True))  # signs in again
-    seen = write_folder(folder, week.gateway, week.auth, week.ended, rng)
+    repeated = {}
+    seen = write_folder(folder, week.gateway, week.auth, week.ended, rng, repeated)
+    if kinds is not None:
+        kinds.update({name: len(fams & seen) for name, fams in week.kinds.items()})
+        kinds["repeated_gateway_line"] = (repeated["lines"], repeated["of"], "gateway lines")
     return {f: hurt[f] for f in seen}
 
 
 def write_folder(folder: str, gateway: list[dict], auth: list[tuple[float, str]], ended: list[tuple],
-                 rng: random.Random | None = None) -> set:
+                 rng: random.Random | None = None, repeated: dict | None = None) -> set:
     """Write gateway requests, (ts, text) auth lines and (ended, fam, user, created, reason) rows in the production
-    layout under folder (the week only); the sessions the auth logs name."""
+    layout under folder (the week only); the sessions the auth logs name. repeated: filled with the gateway lines
+    shipped twice and all gateway lines written ({"lines", "of"})."""
     rng = rng or random.Random(0)
     for sub in ("gateway", "auth", "sessions"):
         os.makedirs(os.path.join(folder, sub), exist_ok=True)
@@ -214,16 +232,20 @@ def write_folder(folder: str, gateway: list[dict], auth: list[tuple[float, str]]
         h = int((ts - START) // 3600)
         return h if 0 <= h < 168 else None
 
-    by_hour = {}
+    by_hour, twice, lines = {}, 0, 0
     for g in gateway:
         h = hour_of(g["ts"])
         if h is not None:
             by_hour.setdefault(h, []).append(g)
     for hour, group in sorted(by_hour.items()):
         group.sort(key=lambda g: g["ts"])
+        n = len(group)
         group = [g for g in group for _ in range(2 if rng.random() < 0.03 else 1)]  # at-least-once shipping
+        twice, lines = twice + len(group) - n, lines + len(group)
         with open(os.path.join(folder, "gateway", "gw-d%d-h%02d.jsonl" % (hour // 24, hour % 24)), "w") as f:
             f.writelines(json.dumps(g, separators=(",", ":")) + "\n" for g in group)
+    if repeated is not None:
+        repeated.update(lines=twice, of=lines)
     by_file, seen = {}, set()
     for ts, text in auth:
         h = hour_of(ts)

@@ -16,7 +16,8 @@ entry, stale catalog versions of the session's own tenant (served within the TTL
 while revalidating), bypassed routes, origin errors and timeouts, sessions spread over two points of presence.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and other
-fix times; `write_logs` returns the true labels ({session id: served another tenant's catalog}).
+fix times; `write_logs` returns the true labels ({session id: served another tenant's catalog}); given a dict as
+`kinds`, it also fills in the harmless anomaly kinds drawn ({kind: sessions}) for benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class Week:
         self.rng, self.tenants, self.fixed_at = rng, tenants, fixed_at
         self.cache = {}  # key -> (etag, tenant the entry was fetched for, expires, size)
         self.edge, self.origin = [], []
+        self.kinds = {}  # harmless anomaly kind -> sessions (the ground truth evidence_stats.py counts)
         # each tenant's catalog changes a few times a week: sorted change times per (tenant, category)
         self.changes = {(t, c): sorted(START + rng.uniform(0, WEEK_S) for _ in range(rng.randint(0, 6)))
                         for t in tenants for c in CATEGORIES}
@@ -83,6 +85,7 @@ class Week:
         kind = "asset" if path.startswith("/static/") else "catalog" if "/catalog/" in path else \
             "search" if path.startswith("/api/v2/search") else "private"
         if kind == "private":  # account, cart, checkout: never cached
+            self.kinds.setdefault("bypassed_route", set()).add(session)
             self._fetch(ts, pop, req, session, tenant, path, "BYPASS", agent, kind)
             return False
         if kind == "asset" or (kind == "catalog" and ts < self.fixed_at):  # the bug: catalog keyed without tenant
@@ -93,6 +96,12 @@ class Week:
         if entry is not None and ts < entry[2] + STALE_GRACE_S:
             tag, owner, expires, size = entry
             cache = "HIT" if ts < expires else "STALE"
+            if kind == "asset" and owner != tenant:
+                self.kinds.setdefault("public_asset_shared", set()).add(session)
+            if kind == "catalog" and owner == tenant:
+                cat = path.rsplit("/", 1)[1].split("?")[0]
+                if cache == "STALE" or tag != etag(tenant, path, self.version(tenant, cat, ts)):
+                    self.kinds.setdefault("stale_own_catalog", set()).add(session)
             self.edge.append(edge_line(ts, pop, req, session, tenant, path, 200, cache, size, tag,
                                        rng.randint(1, 9), agent))
             if cache == "STALE":  # revalidated in the background: the entry is refreshed for this request's tenant
@@ -116,6 +125,8 @@ class Week:
         if status == 504:
             ms = 10000
         size = rng.randint(900, 160000) if status == 200 else 120
+        if status != 200:
+            self.kinds.setdefault("origin_error", set()).add(session)
         self.origin.append(origin_line(ts + ms / 1000, node, req, tenant, path, status,
                                        tag if status == 200 else None, scope, age, ms))
         if cache is not None:
@@ -160,8 +171,10 @@ def write_folder(folder: str, week: Week):
             f.writelines(line + "\n" for _, line in lines)
 
 
-def write_logs(folder: str, seed: int = 3, count: int = 10000, fixed_at_frac: float | None = None) -> dict:
-    """Write a week of logs under folder/{edge,origin}; {session id: served another tenant's catalog}."""
+def write_logs(folder: str, seed: int = 3, count: int = 10000, fixed_at_frac: float | None = None,
+               kinds: dict | None = None) -> dict:
+    """Write a week of logs under folder/{edge,origin}; {session id: served another tenant's catalog}. kinds: filled
+    with the harmless anomaly kinds drawn (module docstring)."""
     rng = random.Random(seed)
     fixed_at = START + WEEK_S * (fixed_at_frac if fixed_at_frac is not None else rng.uniform(0.15, 0.25))
     tenants = ["t-" + _hex(rng, 24) for _ in range(80)]
@@ -174,12 +187,15 @@ def write_logs(folder: str, seed: int = 3, count: int = 10000, fixed_at_frac: fl
         for path in session_paths(rng):
             if rng.random() < 0.03:  # the client's network moved it to another point of presence
                 pop = rng.choice(POPS)
+                week.kinds.setdefault("two_points_of_presence", set()).add(session)
             requests.append((t, pop, session, tenant, path, agent))
             t += rng.uniform(0.5, 40.0)
     for t, pop, session, tenant, path, agent in sorted(requests):
         if week.request(t, pop, session, tenant, path, agent):
             labels[session] = True
     write_folder(folder, week)
+    if kinds is not None:
+        kinds.update({name: len(sessions) for name, sessions in week.kinds.items()})
     return labels
 
 

@@ -19,7 +19,9 @@ a new request id that are deduplicated, customers buying the same item twice wit
 repeated gateway lines and export rows, 5xx and timeouts on other routes.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and other
-fix times; `write_logs` returns the true labels ({idempotency key: charged more than once}).
+fix times; `write_logs` returns the true labels ({idempotency key: charged more than once}); given a dict as
+`kinds`, it also fills in the harmless anomaly kinds drawn ({kind: purchases}, or (lines, all lines, unit) for the
+repeated gateway lines and export rows) for benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -56,8 +58,11 @@ def ledger_row(txn, account, kind, amount, created, trace):
             "created": round(created, 3), "trace": trace}
 
 
-def purchase(rng: random.Random, key: str, account: str, amount: int, t0: float, fixed_at: float):
-    """One purchase (all its API calls): (gateway lines, ledger rows as (shard, row), charged more than once)."""
+def purchase(rng: random.Random, key: str, account: str, amount: int, t0: float, fixed_at: float,
+             kinds: set | None = None):
+    """One purchase (all its API calls): (gateway lines, ledger rows as (shard, row), charged more than once).
+    kinds: the harmless anomaly kinds the purchase met are added to it."""
+    kinds = set() if kinds is None else kinds
     gateway, ledger, written = [], [], []  # written: (shard, txn) of every charge row the ledger wrote
     t, done = t0, False
     for client_try in range(2):
@@ -69,12 +74,16 @@ def purchase(rng: random.Random, key: str, account: str, amount: int, t0: float,
                 existing = written[0][1] if written else None
             else:  # the bug: only on the shard this attempt was routed to
                 existing = next((txn for s, txn in written if s == shard), None)
+            if attempt == 2 and existing is not None and (t >= fixed_at or len(written) == 1):
+                kinds.add("retry_deduplicated")  # on the same shard, or after the fix
             if existing is None and not (timeout and rng.random() < 0.5):  # a timeout may come before the write
                 txn = "tx_" + _hex(rng)
                 written.append((shard, txn))
                 ledger.append((shard, ledger_row(txn, account, "charge", amount, t + rng.uniform(0.05, 0.9), trace)))
             else:
                 txn = existing
+                if timeout and existing is None:
+                    kinds.add("timeout_before_write")
             ms = 30000 if timeout else rng.randint(40, 1400)
             gateway.append(gateway_line(t + ms / 1000, host, "POST /v1/charges", req, key, attempt, shard,
                                         504 if timeout else 200, trace, None if timeout else txn, ms, account))
@@ -85,7 +94,9 @@ def purchase(rng: random.Random, key: str, account: str, amount: int, t0: float,
         if done or rng.random() < 0.35:  # the client gives up, or retries the same key with a new request id
             break
         t += rng.uniform(2.0, 90.0)
+        kinds.add("client_retry_new_request_id")
     if written and rng.random() < 0.06:  # a refund, hours later, with its own key
+        kinds.add("refund")
         t += rng.uniform(600, 36000)
         shard, trace, txn = rng.choice(SHARDS), _hex(rng, 64), "tx_" + _hex(rng)
         ledger.append((shard, ledger_row(txn, account, "refund", -amount, t + 0.3, trace)))
@@ -110,8 +121,11 @@ def filler(rng: random.Random, accounts: list[str]) -> dict:
                         rng.choice(accounts))
 
 
-def write_folder(folder: str, gateway: list[dict], ledger: list[tuple[str, dict]], rng: random.Random | None = None):
-    """Write gateway lines and (shard, row) ledger rows in the production layout under folder."""
+def write_folder(folder: str, gateway: list[dict], ledger: list[tuple[str, dict]], rng: random.Random | None = None,
+                 repeated: dict | None = None):
+    """Write gateway lines and (shard, row) ledger rows in the production layout under folder. repeated: filled
+    with the lines and rows written twice and all lines and rows written ({"lines", "of"})."""
+    twice = lines_written = 0
     rng = rng or random.Random(0)
     by_hour, by_day = {}, {}
     for line in gateway:
@@ -120,15 +134,20 @@ def write_folder(folder: str, gateway: list[dict], ledger: list[tuple[str, dict]
     for shard, row in ledger:
         day = int((row["created"] - START) // 86400)
         by_day.setdefault((shard, day), []).append(row)
+        lines_written += 1
         if rng.random() < 0.1:  # exported again, sometimes with the next day's export
             by_day.setdefault((shard, day + (rng.random() < 0.4)), []).append(dict(row))
+            twice, lines_written = twice + 1, lines_written + 1
     os.makedirs(os.path.join(folder, "gateway"), exist_ok=True)
     os.makedirs(os.path.join(folder, "ledger"), exist_ok=True)
     for (host, hour), lines in sorted(by_hour.items()):
         lines.sort(key=lambda x: x["ts"] + rng.uniform(-1.5, 1.5))  # the edge hosts' clocks disagree a little
         extra = [dict(x) for x in lines if rng.random() < 0.01]  # at-least-once shipping of log lines
+        twice, lines_written = twice + len(extra), lines_written + len(lines) + len(extra)
         with open(os.path.join(folder, "gateway", "gw-%s-d%d-h%02d.jsonl" % (host, hour // 24, hour % 24)), "w") as f:
             f.writelines(json.dumps(x, separators=(",", ":")) + "\n" for x in lines + extra)
+    if repeated is not None:
+        repeated.update(lines=twice, of=lines_written)
     for (shard, day), rows in sorted(by_day.items()):
         rows.sort(key=lambda r: r["created"])
         with open(os.path.join(folder, "ledger", "ledger-%s-d%d.csv" % (shard, day)), "w", newline="") as f:
@@ -138,8 +157,10 @@ def write_folder(folder: str, gateway: list[dict], ledger: list[tuple[str, dict]
 
 
 def write_logs(folder: str, seed: int = 7, count: int = 6000, fixed_at_frac: float | None = None,
-               filler_per_purchase: int = 16) -> dict:
-    """Write a week of logs under folder/{gateway,ledger}; {idempotency key: charged more than once}."""
+               filler_per_purchase: int = 16, kinds: dict | None = None) -> dict:
+    """Write a week of logs under folder/{gateway,ledger}; {idempotency key: charged more than once}. kinds: filled
+    with the harmless anomaly kinds drawn (module docstring)."""
+    met = {}  # harmless anomaly kind -> purchases (the ground truth evidence_stats.py counts)
     rng = random.Random(seed)
     fixed_at = START + WEEK_S * (fixed_at_frac if fixed_at_frac is not None else rng.uniform(0.2, 0.3))
     accounts = ["acct_" + _hex(rng, 32) for _ in range(max(50, count // 4))]
@@ -150,13 +171,20 @@ def write_logs(folder: str, seed: int = 7, count: int = 6000, fixed_at_frac: flo
         repeats = 2 if rng.random() < 0.08 else 1  # the same item bought again within minutes (a second key)
         for _ in range(repeats):
             key = "ik_" + _hex(rng, 64)
-            g, led, labels[key] = purchase(rng, key, account, amount, t0, fixed_at)
+            seen = {"bought_twice_within_minutes"} if repeats == 2 else set()
+            g, led, labels[key] = purchase(rng, key, account, amount, t0, fixed_at, seen)
+            for name in seen:
+                met.setdefault(name, set()).add(key)
             gateway += g
             ledger += led
             t0 += rng.uniform(5.0, 600.0)
             j += 1
     gateway += [filler(rng, accounts) for _ in range(count * filler_per_purchase)]
-    write_folder(folder, gateway, ledger, rng)
+    repeated = {}
+    write_folder(folder, gateway, ledger, rng, repeated)
+    if kinds is not None:
+        kinds.update({name: len(keys) for name, keys in met.items()})
+        kinds["repeated_line_or_row"] = (repeated["lines"], repeated["of"], "gateway lines and ledger rows")
     return labels
 
 

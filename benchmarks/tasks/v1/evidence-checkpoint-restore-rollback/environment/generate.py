@@ -18,7 +18,9 @@ last save lost at every preemption, unfinished uploads skipped at resume (after 
 for from an older checkpoint, jobs preempted before their first save, repeated scheduler lines.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and other
-fix times; `write_logs` returns the true labels ({job id: restored an older checkpoint than its newest finished}).
+fix times; `write_logs` returns the true labels ({job id: restored an older checkpoint than its newest finished});
+given a dict as `kinds`, it also fills in the harmless anomaly kinds drawn ({kind: jobs}, or (lines, all lines, unit)
+for the repeated scheduler lines) for benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class Job:
         """log_every: steps between two step lines of the trainer log."""
         self.rng, self.jid, self.log_every = rng, jid, log_every
         self.log, self.events, self.ckpts = [], [], []  # ckpts: dicts of the store's index
+        self.kinds = set()  # the harmless anomaly kinds the job met (the ground truth evidence_stats.py counts)
         self.loss = rng.uniform(6.0, 9.0)
 
     def line(self, ts, level, text):
@@ -114,12 +117,14 @@ def job(rng, jid, t0, fixed_at, lines_per_run):
             break
         preemptions -= 1
         j.line(t, "WARNING", "received SIGTERM: preempted by scheduler")
+        j.kinds.add("preempted_steps_lost")
         j.event(t, "preempt", node=node, reason=rng.choice(("priority", "maintenance", "spot-reclaim")))
         t += rng.uniform(60, 3600)
         node = rng.choice(NODES)
         newest, kept = j.finished(t), j.retained(t)
         if rng.random() < 0.04 and len(kept) > 1:  # a user asks to go back to an older checkpoint
             target = rng.choice(kept[:-1])
+            j.kinds.add("user_restart_from_older")
             j.event(t, "restart", node=node, user=rng.choice(USERS), checkpoint=target["id"])
             for c in j.ckpts:  # the store deletes the checkpoints of the abandoned line of training
                 if c["finished"] and c["finished"] > target["finished"]:
@@ -128,11 +133,14 @@ def job(rng, jid, t0, fixed_at, lines_per_run):
             j.event(t, "resume", node=node)
             if not newest:
                 target = None
+                j.kinds.add("preempted_before_first_save")
             elif unfinished is not None and t < fixed_at and len(kept) > 1:  # the bug
                 target = kept[0]
                 rolled_back = True
             else:
                 target = newest[-1]
+                if unfinished is not None:
+                    j.kinds.add("unfinished_upload_skipped")
         t += rng.uniform(20, 90)
         if target is None:
             j.line(t, "INFO", "no checkpoint found; starting from step 0")
@@ -145,8 +153,10 @@ def job(rng, jid, t0, fixed_at, lines_per_run):
     return j, rolled_back
 
 
-def write_folder(folder: str, jobs: list[Job], rng: random.Random):
-    """Write the three sources in the production layout under folder."""
+def write_folder(folder: str, jobs: list[Job], rng: random.Random, repeated: dict | None = None):
+    """Write the three sources in the production layout under folder. repeated: filled with the scheduler lines
+    written twice and all scheduler lines written ({"lines", "of"})."""
+    twice = written = 0
     for sub in ("trainer", "scheduler", "checkpoints"):
         os.makedirs(os.path.join(folder, sub), exist_ok=True)
     days = {}
@@ -155,8 +165,12 @@ def write_folder(folder: str, jobs: list[Job], rng: random.Random):
             f.writelines(line + "\n" for line in j.log)
         for e in j.events:
             days.setdefault(int((e["ts"] - START) // 86400), []).append(e)
+            written += 1
             if rng.random() < 0.02:  # the event bus delivers at least once
                 days[int((e["ts"] - START) // 86400)].append(dict(e))
+                twice, written = twice + 1, written + 1
+    if repeated is not None:
+        repeated.update(lines=twice, of=written)
     for day, events in days.items():
         events.sort(key=lambda e: e["ts"])
         with open(os.path.join(folder, "scheduler", "events-d%d.jsonl" % day), "w") as f:
@@ -169,8 +183,9 @@ def write_folder(folder: str, jobs: list[Job], rng: random.Random):
 
 
 def write_logs(folder: str, seed: int = 13, count: int = 1200, fixed_at_frac: float | None = None,
-               lines_per_run: int = 250) -> dict:
-    """Write a week of logs under folder/{trainer,scheduler,checkpoints}; {job id: rolled back too far}."""
+               lines_per_run: int = 250, kinds: dict | None = None) -> dict:
+    """Write a week of logs under folder/{trainer,scheduler,checkpoints}; {job id: rolled back too far}. kinds:
+    filled with the harmless anomaly kinds drawn (module docstring)."""
     rng = random.Random(seed)
     fixed_at = START + WEEK_S * (fixed_at_frac if fixed_at_frac is not None else rng.uniform(0.25, 0.35))
     jobs, labels = [], {}
@@ -178,7 +193,13 @@ def write_logs(folder: str, seed: int = 13, count: int = 1200, fixed_at_frac: fl
         jid = "job-" + _hex(rng)
         j, labels[jid] = job(rng, jid, START + rng.uniform(0, WEEK_S * 0.8), fixed_at, lines_per_run)
         jobs.append(j)
-    write_folder(folder, jobs, rng)
+    repeated = {}
+    write_folder(folder, jobs, rng, repeated)
+    if kinds is not None:
+        for j in jobs:
+            for name in j.kinds:
+                kinds[name] = kinds.get(name, 0) + 1
+        kinds["repeated_scheduler_line"] = (repeated["lines"], repeated["of"], "scheduler lines")
     return labels
 
 

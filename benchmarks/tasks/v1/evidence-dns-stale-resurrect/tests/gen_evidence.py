@@ -26,7 +26,9 @@ fetches fail in a node's outages (every name), now and then at random, and for a
 on some nodes (the moved name's new records propagating): the bug shows up mostly there, before the fix.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
-`write_logs` returns the true labels (client id -> sent an outdated address by a re-armed entry).
+`write_logs` returns the true labels (client id -> sent an outdated address by a re-armed entry); given a dict as
+`kinds`, it also fills in the harmless anomaly kinds drawn ({kind: clients}, or (lines, all lines, unit) for the
+repeated answer lines) for benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -85,10 +87,16 @@ def _outages(rng: random.Random, changes: list) -> dict:
     return {node: sorted(spans) for node, spans in out.items()}
 
 
-def write_logs(folder: str, seed: int = 10, count: int = 900, fixed_at: float | None = None) -> dict:
+def write_logs(folder: str, seed: int = 10, count: int = 900, fixed_at: float | None = None,
+               kinds: dict | None = None) -> dict:
     """Write a week under folder/{resolvers,upstream,zone}; {client id: hurt by a re-armed entry} (the labels).
 
-    fixed_at (UTC seconds): when the resolver fix went out; by default on the fourth or the fifth day."""
+    fixed_at (UTC seconds): when the resolver fix went out; by default on the fourth or the fifth day. kinds: filled
+    with the harmless anomaly kinds drawn (module docstring)."""
+    met = {}  # harmless anomaly kind -> clients (the ground truth evidence_stats.py counts)
+
+    def kind(name, cid):
+        met.setdefault(name, set()).add(cid)
     rng = random.Random(seed)
     if fixed_at is None:
         fixed_at = START + rng.choice((3, 4)) * 86400 + rng.randrange(86400)
@@ -125,10 +133,13 @@ def write_logs(folder: str, seed: int = 10, count: int = 900, fixed_at: float | 
         home = rng.choice(NODES)
         for _ in range(rng.randint(300, 500)):
             node = home if rng.random() < 0.9 else rng.choice(NODES)
+            if node != home:
+                kind("moved_between_nodes", cid)
             queries.append((START + rng.randrange(WEEK), node, cid, rng.choices(names, weights)[0]))
     queries.sort()
     labels = dict.fromkeys(clients, False)
     cache, lines, fetches = {}, {}, {n: [] for n in NODES}
+    repeated = written = 0
     for ts, node, cid, name in queries:
         ttl = snapshot[name]["ttl"]
         entry = cache.get((node, name))  # [value, fetched_at, rearmed]
@@ -136,6 +147,10 @@ def write_logs(folder: str, seed: int = 10, count: int = 900, fixed_at: float | 
             answer, left, how = entry[0], entry[1] + ttl - ts, "hit"
             if entry[2] and answer != authoritative(name, ts):
                 labels[cid] = True
+            elif entry[2]:
+                kind("rearmed_unchanged_record", cid)
+            elif answer != authoritative(name, ts):
+                kind("outdated_inside_fetched_ttl", cid)
         else:
             down = any(s <= ts < e and z in (None, name) for s, e, z in outages[node]) or rng.random() < FLAKY
             if not down:
@@ -143,23 +158,31 @@ def write_logs(folder: str, seed: int = 10, count: int = 900, fixed_at: float | 
                 fetches[node].append({"ts": ts, "node": node, "name": name, "ok": True, "value": value, "ttl": ttl})
                 cache[(node, name)] = [value, ts, False]
                 answer, left, how = value, ttl, "miss"
+                if value != authoritative(name, ts):
+                    kind("lagging_secondary_old_address", cid)
             else:
                 fetches[node].append({"ts": ts, "node": node, "name": name, "ok": False})
                 if entry is None:
                     answer, left, how = "SERVFAIL", 0, "fail"
+                    kind("servfail_no_entry", cid)
                 elif ts < fixed_at:  # the bug: the expired entry re-armed as if fetched now
                     cache[(node, name)] = [entry[0], ts, True]
                     answer, left, how = entry[0], ttl, "miss"
                     if answer != authoritative(name, ts):
                         labels[cid] = True
+                    else:
+                        kind("rearmed_unchanged_record", cid)
                 else:  # the fix: serve stale, retry on the next query
                     answer, left, how = entry[0], STALE_TTL, "stale"
+                    kind("stale_marked_after_fix", cid)
         line = "%d %s %s %s %s %d %s\n" % (ts, node, cid, name, answer, left, how)
         hour = (ts - START) // 3600
         bucket = lines.setdefault((node, hour), [])
         bucket.append(line)
+        written += 1
         if rng.random() < REPEAT:  # at-least-once shipping
             bucket.append(line)
+            repeated, written = repeated + 1, written + 1
     for node in NODES:
         os.makedirs(os.path.join(folder, "resolvers", node), exist_ok=True)
         for hour in range(WEEK // 3600):
@@ -174,6 +197,9 @@ def write_logs(folder: str, seed: int = 10, count: int = 900, fixed_at: float | 
         json.dump({"ts": START, "records": snapshot}, f, indent=0, sort_keys=True)
     with open(os.path.join(folder, "zone", "changes.jsonl"), "w") as f:
         f.writelines(json.dumps({"ts": ts, "name": n, "value": v}) + "\n" for ts, n, v in changes)
+    if kinds is not None:
+        kinds.update({name: len(cids) for name, cids in met.items()})
+        kinds["repeated_answer_line"] = (repeated, written, "answer lines")
     return labels
 
 

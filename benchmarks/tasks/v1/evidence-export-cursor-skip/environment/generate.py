@@ -23,7 +23,9 @@ client abandoned half-way, contacts deleted ahead of the cursor, contacts insert
 retried after a 503, repeated log lines, contacts deleted behind the cursor after the fix, updates.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
-`write_logs` returns the true labels ({export id: hurt}).
+`write_logs` returns the true labels ({export id: hurt}); given a dict as `kinds`, it also fills in the harmless
+anomaly kinds drawn ({kind: exports}, or (lines, all lines, unit) for the repeated log lines) for
+benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -88,9 +90,14 @@ def _export_session(rng, tenant, t0, fixed_at, counter):
 
 
 def write_logs(folder: str, seed: int = 5, count: int = 1500, fixed_at: float | None = None,
-               tenants: int = 40) -> dict:
+               tenants: int = 40, kinds: dict | None = None) -> dict:
     """Write a week under folder/{api,cdc,snapshot}; {export id: finished without a contact that existed
-    throughout}. fixed_at (UTC seconds): when the cursor fix went out; by default on the second day."""
+    throughout}. fixed_at (UTC seconds): when the cursor fix went out; by default on the second day. kinds: filled
+    with the harmless anomaly kinds drawn (module docstring)."""
+    met = {}  # harmless anomaly kind -> exports (the ground truth evidence_stats.py counts)
+
+    def kind(name, s):
+        met.setdefault(name, set()).add(s["export"])
     rng = random.Random(seed)
     if fixed_at is None:
         fixed_at = START + WEEK * rng.uniform(0.2, 0.32)
@@ -151,6 +158,7 @@ def write_logs(folder: str, seed: int = 5, count: int = 1500, fixed_at: float | 
         if rng.random() < P_503:
             lines.append(api_line(ts + 0.02, host, s["tenant"], s["export"], shown, s["limit"], 503, None, None, 20))
             heapq.heappush(events, (ts + rng.uniform(1.0, 5.0), 1, rng.random(), ev))
+            kind("page_retried_after_503", s)
             continue
         if not s["pages"]:
             s["alive_first"] = set(table.ids)
@@ -163,20 +171,32 @@ def write_logs(folder: str, seed: int = 5, count: int = 1500, fixed_at: float | 
         if nxt is None:  # finished: hurt when a contact that existed throughout was never exported
             missed = (s["alive_first"] & set(table.ids)) - set(s["got"])
             labels[s["export"]] = bool(missed)
+            if s["alive_first"] - set(table.ids) - set(s["got"]):
+                kind("contact_deleted_before_read", s)
+            if set(table.ids) - s["alive_first"]:
+                kind("contact_inserted_during_export", s)
             continue
         if rng.random() < P_ABANDON:
             labels[s["export"]] = False
+            kind("abandoned_half_way", s)
             continue
         s["cur"] = nxt
         heapq.heappush(events, (ts + ms / 1000 + rng.uniform(0.5, 9.0), 1, rng.random(), ev))
     for s in sessions:
         s.pop("alive_first", None)
-    write_folder(folder, lines, cdc, snapshot, rng)
+    repeated = {}
+    write_folder(folder, lines, cdc, snapshot, rng, repeated)
+    if kinds is not None:
+        kinds.update({name: len(exports & labels.keys()) for name, exports in met.items()})
+        kinds["repeated_log_line"] = (repeated["lines"], repeated["of"], "api lines")
     return labels
 
 
-def write_folder(folder: str, lines: list[dict], cdc: list[dict], snapshot: dict, rng: random.Random | None = None):
-    """Write access-log lines, change rows and snapshots in the production layout under folder."""
+def write_folder(folder: str, lines: list[dict], cdc: list[dict], snapshot: dict, rng: random.Random | None = None,
+                 repeated: dict | None = None):
+    """Write access-log lines, change rows and snapshots in the production layout under folder. repeated: filled
+    with the access-log lines written twice and all access-log lines written ({"lines", "of"})."""
+    twice = written = 0
     rng = rng or random.Random(0)
     for sub in ("api", "cdc", "snapshot"):
         os.makedirs(os.path.join(folder, sub), exist_ok=True)
@@ -186,9 +206,13 @@ def write_folder(folder: str, lines: list[dict], cdc: list[dict], snapshot: dict
         by_hour.setdefault((line["host"], hour), []).append(line)
     for (host, hour), group in sorted(by_hour.items()):
         group.sort(key=lambda x: x["ts"])
+        n = len(group)
         group += [dict(x) for x in group if rng.random() < P_DUP]  # at-least-once shipping
+        twice, written = twice + len(group) - n, written + len(group)
         with open(os.path.join(folder, "api", "api-%s-d%d-h%02d.jsonl" % (host, hour // 24, hour % 24)), "w") as f:
             f.writelines(json.dumps(x, separators=(",", ":")) + "\n" for x in group)
+    if repeated is not None:
+        repeated.update(lines=twice, of=written)
     by_cdc = {}
     for row in cdc:
         by_cdc.setdefault(int((row["ts"] - START) // 3600), []).append(row)

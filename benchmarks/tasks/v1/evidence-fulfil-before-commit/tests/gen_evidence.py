@@ -28,7 +28,9 @@ morning), messages of declined payments (rolled back: a new order never appears,
 log lines.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
-`write_logs` returns the true labels ({order id: hurt}).
+`write_logs` returns the true labels ({order id: hurt}); given a dict as `kinds`, it also fills in the
+harmless anomaly kinds drawn ({kind: orders}, or (lines, all lines, unit) for the repeated lines) for
+benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -48,6 +50,15 @@ START = 1_702_252_800  # 2023-12-11T00:00:00Z
 WEEK = 7 * 86400
 WEBS = ("web1", "web2", "web3")
 STATS = collections.Counter()  # what the last write_logs drew, by kind (for the docs' measurements)
+MET = {}  # what the last write_logs drew, by kind: the units that met it (for benchmarks/evidence_stats.py)
+LINES = ("repeated worker lines", "worker lines")  # the repeated lines and all lines of their source
+
+
+def _tally(kind, unit):
+    STATS[kind] += 1
+    MET.setdefault(kind, set()).add(unit)
+
+
 HOSTS = ("wk1", "wk2", "wk3", "wk4")
 THREADS = 8
 MAX_RETRIES = 4
@@ -125,11 +136,14 @@ class Week:
                                        "host": web, "event": event}, **fields)))
 
 
-def write_logs(folder: str, seed: int = 7, count: int = 24_000, fixed_at: float | None = None) -> dict:
+def write_logs(folder: str, seed: int = 7, count: int = 24_000, fixed_at: float | None = None,
+               kinds: dict | None = None) -> dict:
     """Write a week under folder/{checkout,workers,db}; {order id: its paid commit was read as pending}.
-    fixed_at (UTC seconds): when the checkout started sending messages after the commit (default: day 2 or 3)."""
+    fixed_at (UTC seconds): when the checkout started sending messages after the commit (default: day 2 or 3).
+    kinds: filled with the harmless anomaly kinds drawn (module docstring)."""
     rng = random.Random(seed)
     STATS.clear()
+    MET.clear()
     if fixed_at is None:
         fixed_at = START + WEEK * rng.uniform(0.3, 0.42)
     w = Week(rng)
@@ -222,19 +236,19 @@ def write_logs(folder: str, seed: int = 7, count: int = 24_000, fixed_at: float 
             failure = None
             if seen is None:
                 failure = TRACE_MISSING
-                STATS["new read before commit" if status is not None else "declined new order missing"] += 1
+                _tally("new read before commit" if status is not None else "declined new order missing", order)
             elif seen == "pending":
                 w.wlog(r, host, thread, "shop.fulfilment.actors", "INFO",
                        "order %d: status pending, not fulfilling" % order)
                 if status == "paid" and commit_t is not None and r < commit_t:
                     labels[order] = True  # the paid commit's message, read before the commit
-                    STATS["hurt"] += 1
+                    _tally("hurt", order)
                 else:
-                    STATS["pending skipped" if status == "pending" else "declined read as pending"] += 1
+                    _tally("pending skipped" if status == "pending" else "declined read as pending", order)
             elif _inside(outages, r) or rng.random() < 0.06:
                 done = r + (rng.uniform(2, 10) if rng.random() < 0.5 else rng.uniform(0.05, 0.4))
                 failure = TRACE_WAREHOUSE
-                STATS["warehouse error"] += 1
+                _tally("warehouse error", order)
             else:
                 done = r + rng.uniform(0.08, 0.6)
                 w.wlog(done, host, thread, "shop.fulfilment.actors", "INFO",
@@ -266,7 +280,7 @@ def write_logs(folder: str, seed: int = 7, count: int = 24_000, fixed_at: float 
         if p >= START + WEEK:
             continue
         mid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-        STATS["dead letter replayed"] += 1
+        _tally("dead letter replayed", order)
         host, thread = rng.choice(HOSTS), "Thread-%d" % rng.randint(1, THREADS)
         w.wlog(p, host, thread, "dramatiq.worker.WorkerThread", "DEBUG",
                "Received message fulfil_order(%d) with id %r." % (order, mid))
@@ -276,6 +290,9 @@ def write_logs(folder: str, seed: int = 7, count: int = 24_000, fixed_at: float 
         w.wlog(done + 0.0005, host, "ConsumerThread(fulfilment)", "dramatiq.worker.ConsumerThread", "DEBUG",
                "Acknowledging message %r." % mid)
     write_folder(folder, w.web, w.work, w.commits, rng)
+    if kinds is not None:
+        kinds.update({name: len(units & labels.keys()) for name, units in MET.items() if name != "hurt"})
+        kinds[LINES[0]] = (STATS[LINES[0]], STATS[LINES[1]], LINES[1])
     return labels
 
 
@@ -300,6 +317,7 @@ def write_folder(folder: str, web: list, work: list, commits: list, rng: random.
         if sub == "workers":  # at-least-once shipping
             group = [x for x in group for _ in range(2 if rng.random() < 0.05 else 1)]
             STATS["repeated worker lines"] += len(group) - len(set(group))
+            STATS["worker lines"] += len(group)
         with open(os.path.join(folder, sub, name), "w") as f:
             f.writelines(text + "\n" for _, text in group)
     days = {}

@@ -24,7 +24,9 @@ suppression list (no relay hand-off), jobs retried after an SMTP disconnect, mes
 ends, repeated worker lines.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
-`write_logs` returns the true labels ({job id: hurt}).
+`write_logs` returns the true labels ({job id: hurt}); given a dict as `kinds`, it also fills in the
+harmless anomaly kinds drawn ({kind: emails}, or (lines, all lines, unit) for the repeated lines) for
+benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -50,6 +52,15 @@ DOMAINS = (("gmail.com", "gmail-smtp-in.l.google.com", "142.250.27.26", 0.05),
            ("corp-mail.example", "mx1.corp-mail.example", "198.51.100.25", 0.6))
 GREYLIST = "451 4.7.1 <%s>: Recipient address rejected: Greylisted, see https://postgrey.example/"
 STATS = collections.Counter()  # what the last write_logs drew, by kind (for the docs' measurements)
+MET = {}  # what the last write_logs drew, by kind: the units that met it (for benchmarks/evidence_stats.py)
+LINES = ("repeated worker lines", "worker lines")  # the repeated lines and all lines of their source
+
+
+def _tally(kind, unit):
+    STATS[kind] += 1
+    MET.setdefault(kind, set()).add(unit)
+
+
 TRACE = ("Traceback (most recent call last):",
          '  File "/srv/app/venv/lib/python3.11/site-packages/rq/worker.py", line 1428, in perform_job',
          "    rv = job.perform()",
@@ -92,13 +103,16 @@ class Week:
             text)))
 
 
-def write_logs(folder: str, seed: int = 11, count: int = 30_000, fixed_at: float | None = None) -> dict:
+def write_logs(folder: str, seed: int = 11, count: int = 30_000, fixed_at: float | None = None,
+               kinds: dict | None = None) -> dict:
     """Write a week under folder/{web,workers,relay}; {job id: its deferred message wiped by a relay restart}.
-    fixed_at (UTC seconds): from when a restarting node hands its deferred queue over (default: day 2 or 3)."""
+    fixed_at (UTC seconds): from when a restarting node hands its deferred queue over (default: day 2 or 3).
+    kinds: filled with the harmless anomaly kinds drawn (module docstring)."""
     rng = random.Random(seed)
     STATS.clear()
+    MET.clear()
     if fixed_at is None:
-        fixed_at = START + WEEK * rng.uniform(0.28, 0.4)
+        fixed_at = START + WEEK * rng.uniform(0.2, 0.32)  # rebalanced 2026-12-03 from (0.28, 0.4): issue #24 band
     w = Week(rng)
     restarts = {r: [] for r in RELAYS}
     for r in RELAYS:
@@ -132,14 +146,14 @@ def write_logs(folder: str, seed: int = 11, count: int = 30_000, fixed_at: float
             w.wlog(p, host, "emails: app.mail.tasks.send_email(%r, %d) (%s)" % (kind, user, job))
             if rng.random() < 0.1 and attempt < 3:
                 attempt += 1
-                STATS["job retried after SMTP disconnect"] += 1
+                _tally("job retried after SMTP disconnect", job)
                 w.wlog(p + 0.4, host, "[Job %s]: exception raised while executing (app.mail.tasks.send_email)\n%s"
                        % (job, "\n".join(TRACE)))
                 p += (10, 60, 300)[attempt - 1] + rng.uniform(0.1, 2)
                 continue
             break
         if rng.random() < 0.05:
-            STATS["suppressed"] += 1
+            _tally("suppressed", job)
             w.wlog(p + 0.01, host, "app.mail.tasks: %s skipped: %s@%s is on the suppression list" % (
                 job, "u%d" % user, dom[0]))
             w.wlog(p + 0.02, host, "emails: Job OK (%s)" % job)
@@ -161,7 +175,7 @@ def write_logs(folder: str, seed: int = 11, count: int = 30_000, fixed_at: float
         deferrals = 0
         while True:
             if s >= START + WEEK:
-                STATS["deferred at the week's end"] += 1
+                _tally("deferred at the week's end", job)
                 break
             mx = "%s[%s]:25" % (dom[1], dom[2])
             head = "%s: to=<%s>, relay=%s, delay=%.1f, delays=0.01/0/0.2/%.2f" % (qid, to, mx, s - a, s - first + 0.3)
@@ -170,11 +184,12 @@ def write_logs(folder: str, seed: int = 11, count: int = 30_000, fixed_at: float
                        "unknown (in reply to RCPT TO command))" % (mx, to))
                 w.rlog(s + 0.01, relay, "bounce", "%s: sender non-delivery notification: %s" % (qid, _qid(rng)))
                 w.rlog(s + 0.02, relay, "qmgr", "%s: removed" % qid)
-                STATS["bounced"] += 1
+                _tally("bounced", job)
                 break
             if rng.random() < (dom[3] if deferrals == 0 else 0.15):
                 deferrals += 1
-                STATS["deferrals"] += 1 if deferrals == 1 else 0
+                if deferrals == 1:
+                    _tally("deferrals", job)
                 w.rlog(s, relay, "smtp", head + ", dsn=4.7.1, status=deferred (host %s said: %s (in reply to RCPT TO "
                        "command))" % (mx, GREYLIST % to))
                 nxt = s + rng.uniform(300, 4000)
@@ -183,7 +198,7 @@ def write_logs(folder: str, seed: int = 11, count: int = 30_000, fixed_at: float
                 if cut is not None and cut < nxt:
                     if cut < fixed_at:  # the bug: the restart wipes the deferred queue
                         labels[job] = True
-                        STATS["hurt"] += 1
+                        _tally("hurt", job)
                         break
                     other = rng.choice([r for r in RELAYS if r != relay])  # the fix: handed over first
                     nq = _qid(rng)
@@ -193,14 +208,14 @@ def write_logs(folder: str, seed: int = 11, count: int = 30_000, fixed_at: float
                     w.rlog(cut - 0.39, other, "cleanup", "%s: message-id=<%s@mail.shop.example>" % (nq, job))
                     w.rlog(cut - 0.35, other, "qmgr", "%s: from=<no-reply@shop.example>, size=%d, nrcpt=1 (queue "
                            "active)" % (nq, rng.randint(3000, 24000)))
-                    STATS["handed over at a restart"] += 1
+                    _tally("handed over at a restart", job)
                     relay, qid, a = other, nq, cut - 0.4
                 s = nxt
                 continue
             w.rlog(s, relay, "smtp", head + ", dsn=2.0.0, status=sent (250 2.0.0 OK  %d - gsmtp)" % rng.getrandbits(31))
             w.rlog(s + 0.01, relay, "qmgr", "%s: removed" % qid)
             if deferrals:
-                STATS["deferred then sent"] += 1
+                _tally("deferred then sent", job)
             break
     for r in RELAYS:
         for cut in restarts[r]:
@@ -209,6 +224,9 @@ def write_logs(folder: str, seed: int = 11, count: int = 30_000, fixed_at: float
             w.rlog(cut + rng.uniform(1.5, 4), r, "master", "daemon started -- version 3.6.4, configuration "
                    "/etc/postfix")
     write_folder(folder, w.web, w.work, w.relay, rng)
+    if kinds is not None:
+        kinds.update({name: len(units & labels.keys()) for name, units in MET.items() if name != "hurt"})
+        kinds[LINES[0]] = (STATS[LINES[0]], STATS[LINES[1]], LINES[1])
     return labels
 
 
@@ -238,6 +256,7 @@ def write_folder(folder: str, web: list, work: list, relay: list, rng: random.Ra
             n = len(group)
             group = [x for x in group for _ in range(2 if rng.random() < 0.05 else 1)]
             STATS["repeated worker lines"] += len(group) - n
+            STATS["worker lines"] += len(group)
         with open(os.path.join(folder, sub, name), "w") as f:
             f.writelines(text + "\n" for _, text in group)
 

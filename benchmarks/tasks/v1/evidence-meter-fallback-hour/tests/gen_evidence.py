@@ -20,7 +20,8 @@ ingest lines, missing readings, readings late by a few minutes, the repeated hou
 firmware (which prints offsets), meters in zones without a clock change this week, old meters offline during the change.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
-`write_logs` returns the true labels (meter id -> billed twice for an hour).
+`write_logs` returns the true labels (meter id -> billed twice for an hour); given a dict as `kinds`, it also fills in
+the harmless anomaly kinds drawn ({kind: meters}) for benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -59,19 +60,28 @@ def make_meter(rng: random.Random, mid: str, fixed_at: float) -> tuple[dict, boo
     before, after, switch = ZONES[zone]
     twice = False
     gaps, lates, dups = rng.random() < 0.15, rng.random() < 0.1, rng.random() < 0.2
+    met = set()  # the harmless anomaly kinds the meter shows (the ground truth evidence_stats.py counts)
+    if replaced_at is not None:
+        met.add("replaced_counter_restart")
+    if switch is None:
+        met.add("zone_without_clock_change")
     # old meters check for firmware at night: half of them are offline around the clock change
     night_off = old and switch is not None and rng.random() < 0.5
     for k in range(READINGS):
         ts = START + k * STEP
         if gaps and rng.random() < 0.03:  # a missing reading
+            met.add("missing_reading")
             continue
         if night_off and switch - 4 * 3600 <= ts < switch + 2 * 3600:
+            met.add("old_meter_offline_at_change")
             continue
         counter += rng.uniform(0.01, 0.6)
         if k == replaced_at:
             counter = rng.uniform(0, 0.5)
         value = round(counter, 3)
         late = rng.randint(0, 200) if lates and rng.random() < 0.2 else 0
+        if late:
+            met.add("reading_late")
         local, off = _local(ts + late, zone)
         rows.append("%s,%s,%.3f" % (local, "" if old else "%+03d:00" % off, value))
         if prev is not None:
@@ -83,15 +93,20 @@ def make_meter(rng: random.Random, mid: str, fixed_at: float) -> tuple[dict, boo
                 intervals.append({"meter": mid, "interval": "%012x" % rng.getrandbits(48), "start": prev_ts,
                                   "end": ts, "kwh": kwh})
                 twice = True
+            elif repeated:
+                met.add("repeated_hour_billed_once")
         prev, prev_ts = value, ts
     for x in list(intervals):
         if dups and rng.random() < 0.01:  # at-least-once logging of ingest lines
             intervals.append(dict(x))
-    return {"zone": zone, "firmware": firmware, "rows": rows, "intervals": intervals}, twice
+            met.add("duplicated_ingest_line")
+    return {"zone": zone, "firmware": firmware, "rows": rows, "intervals": intervals, "kinds": met}, twice
 
 
-def write_logs(folder: str, seed: int = 7, count: int = 900, fixed_at: float | None = None) -> dict:
+def write_logs(folder: str, seed: int = 7, count: int = 900, fixed_at: float | None = None,
+               kinds: dict | None = None) -> dict:
     """Write a week under folder/{meters,ingest,registry.json}; {meter id: billed an hour twice} (the labels).
+    kinds: filled with the harmless anomaly kinds drawn (module docstring).
 
     fixed_at (UTC seconds): when the ingest fix went out; by default between the European and the American
     switch (Europe billed twice, America not) or after both."""
@@ -109,6 +124,9 @@ def write_logs(folder: str, seed: int = 7, count: int = 900, fixed_at: float | N
             f.write("local_time,utc_offset,kwh_counter\n" + "\n".join(meter["rows"]) + "\n")
         for x in meter["intervals"]:
             by_day.setdefault((x["end"] - START) // 86400, []).append(x)
+        if kinds is not None:
+            for name in meter["kinds"]:
+                kinds[name] = kinds.get(name, 0) + 1
     for day, lines in sorted(by_day.items()):
         rng.shuffle(lines)
         with open(os.path.join(folder, "ingest", "ingest-d%d.jsonl" % day), "w") as f:

@@ -27,7 +27,9 @@ queue-depth warnings (and bursts of them), spooled callbacks handed over at a re
 cancelled orders, gift-card orders (no callback), callbacks still spooled when the week ends, repeated app lines.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
-`write_logs` returns the true labels ({order id: hurt}).
+`write_logs` returns the true labels ({order id: hurt}); given a dict as `kinds`, it also fills in the
+harmless anomaly kinds drawn ({kind: orders}, or (lines, all lines, unit) for the repeated lines) for
+benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -47,6 +49,15 @@ HOSTS = ("app1", "app2", "app3")
 RELAYS = ("hook-a", "hook-b", "hook-c")
 URL = "https://shop.example/webhooks/payments"
 STATS = collections.Counter()  # what the last write_logs drew, by kind (for the docs' measurements)
+MET = {}  # what the last write_logs drew, by kind: the units that met it (for benchmarks/evidence_stats.py)
+LINES = ("repeated app lines", "app lines")  # the repeated lines and all lines of their source
+
+
+def _tally(kind, unit):
+    STATS[kind] += 1
+    MET.setdefault(kind, set()).add(unit)
+
+
 TRACE = ("Traceback (most recent call last):",
          '  File "/srv/shop/venv/lib/python3.11/site-packages/waitress/channel.py", line 428, in service',
          "    task.service()",
@@ -89,11 +100,14 @@ class Week:
         self.relay.append((t, relay, "%s %s hookrelay[%d]: %s" % (syslog(t), relay, self.pids[relay], text)))
 
 
-def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float | None = None) -> dict:
+def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float | None = None,
+               kinds: dict | None = None) -> dict:
     """Write a week under folder/{orders,app,relay}; {order id: its spooled callback wiped by a relay restart}.
-    fixed_at (UTC seconds): from when a restarting node hands its spool over (default: day 2 or 3)."""
+    fixed_at (UTC seconds): from when a restarting node hands its spool over (default: day 2 or 3).
+    kinds: filled with the harmless anomaly kinds drawn (module docstring)."""
     rng = random.Random(seed)
     STATS.clear()
+    MET.clear()
     if fixed_at is None:
         fixed_at = START + WEEK * rng.uniform(0.28, 0.4)
     w = Week(rng)
@@ -124,7 +138,7 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                    request_id="req_%016x" % rng.getrandbits(64))
         amount = rng.randint(500, 40_000)
         if rng.random() < 0.05:
-            STATS["gift-card orders"] += 1
+            _tally("gift-card orders", order)
             w.jlog(t, rng.choice(WEBS), "order.created", order_id=order, user=user, amount=amount, currency="EUR",
                    payment="gift_card", request_id="req_%016x" % rng.getrandbits(64))
             w.alog(t + 0.05, rng.choice(HOSTS), "INFO", "app.orders", "order %s paid by gift card" % order)
@@ -144,10 +158,10 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
         cancelled = rng.random() < 0.03
         s = a + rng.uniform(0.05, 0.5)
         spooled = attempt = 0
-        kinds = set()
+        seen = set()
         while True:
             if s >= START + WEEK:
-                STATS["spooled at the week's end"] += 1
+                _tally("spooled at the week's end", order)
                 break
             attempt += 1
             host = rng.choice(HOSTS)
@@ -157,7 +171,7 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                        "answered 409" % (evt, pi, order))
                 w.rlog(s, relay, head + " status=409 result=rejected")
                 w.rlog(s + 0.01, relay, "%s: removed" % qid)
-                STATS["409 cancelled orders"] += 1
+                _tally("409 cancelled orders", order)
                 break
             r = rng.random()
             fail = None
@@ -169,11 +183,11 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                 if fail == 500:
                     w.alog(s - 0.01, host, "ERROR", "waitress", "Exception while serving /webhooks/payments\n%s"
                            % "\n".join(TRACE))
-                    kinds.add("500 then delivered")
+                    seen.add("500 then delivered")
                 else:
                     w.alog(s - 0.01, host, "WARNING", "app.webhooks", "%s %s: order %s is locked by a checkout "
                            "request; answered 503" % (evt, pi, order))
-                    kinds.add("503 then delivered")
+                    seen.add("503 then delivered")
                 spooled += 1
                 wait = rng.uniform(300, 4000)
                 w.rlog(s, relay, head + " status=%d result=spooled retry_in=%ds" % (fail, wait))
@@ -183,14 +197,14 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                 if cut is not None and cut < nxt:
                     if cut < fixed_at:  # the bug: the restart wipes the spool
                         labels[order] = True
-                        STATS["hurt"] += 1
+                        _tally("hurt", order)
                         break
                     other = rng.choice([x for x in RELAYS if x != relay])  # the fix: handed over first
                     nq = _qid(rng)
                     w.rlog(cut - 0.5, relay, "%s: removed" % qid)
                     w.rlog(cut - 0.4, other, "%s: accepted %s type=payment_intent.succeeded object=%s from=%s"
                            % (nq, evt, pi, relay))
-                    STATS["handed over at a restart"] += 1
+                    _tally("handed over at a restart", order)
                     relay, qid, attempt = other, nq, 0
                 s = nxt
                 continue
@@ -198,12 +212,12 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                 for k in range(rng.randint(1, 4)):
                     w.alog(s - rng.uniform(0.05, 20), host, "WARNING", "waitress.queue", "Task queue depth is %d"
                            % rng.randint(2, 40))
-                kinds.add("delivered during a queue backlog")
+                seen.add("delivered during a queue backlog")
             w.alog(s - 0.01, host, "INFO", "app.webhooks", "%s %s: order %s marked paid" % (evt, pi, order))
             w.rlog(s, relay, head + " status=200 result=delivered")
             w.rlog(s + 0.01, relay, "%s: removed" % qid)
-            for k in kinds:
-                STATS[k] += 1
+            for k in seen:
+                _tally(k, order)
             break
     for r in RELAYS:
         for cut in restarts[r]:
@@ -211,6 +225,9 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
             w.pids[r] = rng.randrange(900, 30000)
             w.rlog(cut + rng.uniform(1.5, 4), r, "hookrelay 2.4.1 started, spool /var/spool/hookrelay")
     write_folder(folder, w.web, w.app, w.relay, rng)
+    if kinds is not None:
+        kinds.update({name: len(units & labels.keys()) for name, units in MET.items() if name != "hurt"})
+        kinds[LINES[0]] = (STATS[LINES[0]], STATS[LINES[1]], LINES[1])
     return labels
 
 
@@ -240,6 +257,7 @@ def write_folder(folder: str, web: list, app: list, relay: list, rng: random.Ran
             n = len(group)
             group = [x for x in group for _ in range(2 if rng.random() < 0.06 else 1)]
             STATS["repeated app lines"] += len(group) - n
+            STATS["app lines"] += len(group)
         with open(os.path.join(folder, sub, name), "w") as f:
             f.writelines(text + "\n" for _, text in group)
 

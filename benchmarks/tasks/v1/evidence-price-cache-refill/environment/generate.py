@@ -27,7 +27,8 @@ lags, badly at times), quotes honoured after a price change, scheduled changes c
 fills from replicas behind other SKUs' changes, repeated order lines.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
-`write_logs` returns the true labels ({order id: hurt}).
+`write_logs` returns the true labels ({order id: hurt}); given a dict as `kinds`, it also fills in the harmless
+anomaly kinds drawn ({kind: orders}) for benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -103,9 +104,11 @@ class Prices:
 
 
 def write_logs(folder: str, seed: int = 9, count: int = 30_000, fixed_at: float | None = None,
-               skus: int = 400) -> dict:
+               skus: int = 400, kinds: dict | None = None) -> dict:
     """Write a week under folder/{orders,cache,db}; {order id: priced stale after its node got the invalidation}.
-    fixed_at (UTC seconds): when the cache fix went out; by default on the second or third day."""
+    fixed_at (UTC seconds): when the cache fix went out; by default on the second or third day. kinds: filled with
+    the harmless anomaly kinds drawn (module docstring)."""
+    met = {}  # harmless anomaly kind -> orders (the ground truth evidence_stats.py counts)
     rng = random.Random(seed)
     if fixed_at is None:
         fixed_at = START + WEEK * rng.uniform(0.2, 0.35)
@@ -156,7 +159,7 @@ def write_logs(folder: str, seed: int = 9, count: int = 30_000, fixed_at: float 
             source, seen, rlsn = "primary", q, prices.lsn_at(q)
         cents = prices.effective(sku, q, committed_by=seen)[0]
         cache_lines.append((q, "%.3f %s fill %s %s %d %d" % (q, node, sku, source, rlsn, cents)))
-        return cents, q
+        return cents, q, rlsn < prices.lsn_at(q)  # (price, filled at, from a replica behind some change)
 
     for key in sorted(set(lookups) | set(arrivals)):
         node, sku = key
@@ -178,13 +181,25 @@ def write_logs(folder: str, seed: int = 9, count: int = 30_000, fixed_at: float 
             x["unit_cents"] = entry[0]
             truth, tlsn = prices.effective(sku, t)
             labels[x["order"]] = entry[0] != truth and known >= tlsn
-    write_folder(folder, orders, cache_lines, prices.changes, rng)
+            if entry[0] != truth and known < tlsn:
+                met.setdefault("old_price_before_invalidation", set()).add(x["order"])
+            elif entry[0] == truth and entry[2]:
+                met.setdefault("fill_from_replica_behind_other_change", set()).add(x["order"])
+            if x["quote"] and prices.effective(sku, x["ts"])[0] != truth:
+                met.setdefault("quote_honoured_after_change", set()).add(x["order"])
+            if kinds is not None and any(com <= t < eff for _, com, _, _, eff in prices.by_sku.get(sku, ())):
+                met.setdefault("scheduled_change_not_yet_effective", set()).add(x["order"])
+    repeated = set()
+    write_folder(folder, orders, cache_lines, prices.changes, rng, repeated)
+    if kinds is not None:
+        kinds.update({name: len(ids) for name, ids in met.items()}, repeated_order_line=len(repeated))
     return labels
 
 
 def write_folder(folder: str, orders: list[dict], cache_lines: list[tuple[float, str]], changes: list,
-                 rng: random.Random | None = None):
-    """Write orders, (ts, text) cache lines and commit-log changes in the production layout under folder."""
+                 rng: random.Random | None = None, repeated: set | None = None):
+    """Write orders, (ts, text) cache lines and commit-log changes in the production layout under folder.
+    repeated: the orders whose line was shipped twice are added to it."""
     rng = rng or random.Random(0)
     for sub in ("orders", "cache", "db"):
         os.makedirs(os.path.join(folder, sub), exist_ok=True)
@@ -193,7 +208,10 @@ def write_folder(folder: str, orders: list[dict], cache_lines: list[tuple[float,
         by_hour.setdefault(int((o["ts"] - START) // 3600), []).append(o)
     for hour, group in sorted(by_hour.items()):
         group.sort(key=lambda o: o["ts"])
+        n = len(group)
         group += [dict(o) for o in group if rng.random() < 0.12]  # at-least-once shipping
+        if repeated is not None:
+            repeated.update(o["order"] for o in group[n:])
         with open(os.path.join(folder, "orders", "orders-d%d-h%02d.jsonl" % (hour // 24, hour % 24)), "w") as f:
             f.writelines(json.dumps(o, separators=(",", ":")) + "\n" for o in group)
     by_node = {}

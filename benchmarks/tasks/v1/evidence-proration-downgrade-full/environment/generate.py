@@ -34,7 +34,9 @@ invoice), credit notes issued hours late while the ledger is backlogged, renewal
 downgrade at the period's end, goodwill credit notes, repeated invoice rows, eu-west's VAT lines.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
-`write_logs` returns the true labels ({invoice id: hurt}).
+`write_logs` returns the true labels ({invoice id: hurt}); given a dict as `kinds`, it also fills in the harmless
+anomaly kinds drawn ({kind: invoices}; goodwill credit notes name no invoice and are not counted) for
+benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -104,6 +106,10 @@ class Week:
         self.rng = rng
         self.events, self.rows, self.ledger, self.labels = [], [], [], {}
         self.backlog = []
+        self.kinds = {}  # harmless anomaly kind -> invoices (the ground truth evidence_stats.py counts)
+
+    def kind(self, name, inv):
+        self.kinds.setdefault(name, set()).add(inv)
 
     def event(self, t, kind, acct, **fields):
         eid = "evt_" + _hex(self.rng, 64)
@@ -125,6 +131,7 @@ class Week:
         if vat and subtotal > 0:
             lines = lines + [("tax", "VAT %d%%" % round(vat * 100), lines[0][2], lines[0][3],
                               int(subtotal * vat + 0.5))]
+            self.kind("vat_line", inv)
         for k, (kind, desc, ps, pe, cents) in enumerate(lines, 1):
             self.rows.append((t, {"invoice": inv, "account": acct["id"], "region": acct["region"],
                                   "issued": round(t, 3), "event": eid, "line": k, "kind": kind, "description": desc,
@@ -147,13 +154,17 @@ class Week:
         for s, e in self.backlog:
             if s <= t < e:
                 lag += e - t + self.rng.uniform(0, 600)  # held until the backlog clears
+                if inv:
+                    self.kind("credit_note_hours_late", inv)
         self.ledger_line(t + lag, acct, "credit_note id=cn_%s account=%s invoice=%s amount=%d reason=%s" % (
             _hex(self.rng, 40), acct["id"], inv or "-", cents, reason))
 
 
-def write_logs(folder: str, seed: int = 12, count: int = 12_000, fixed_at: float | None = None) -> dict:
+def write_logs(folder: str, seed: int = 12, count: int = 12_000, fixed_at: float | None = None,
+               kinds: dict | None = None) -> dict:
     """Write a week under folder/{events,invoices,ledger}; {invoice id: a full-month downgrade invoice of the bug}.
-    fixed_at (UTC seconds): when the proration fix went out in eu-west; by default on the third or fourth day."""
+    fixed_at (UTC seconds): when the proration fix went out in eu-west; by default on the third or fourth day.
+    kinds: filled with the harmless anomaly kinds drawn (module docstring)."""
     rng = random.Random(seed)
     if fixed_at is None:
         fixed_at = START + WEEK * rng.uniform(0.35, 0.6)
@@ -169,7 +180,10 @@ def write_logs(folder: str, seed: int = 12, count: int = 12_000, fixed_at: float
                          "seats": rng.randint(1, 40), "start": START - rng.uniform(0, CYCLE)})
     for acct in accounts:
         _account_week(w, acct, fixed_at)
-    write_folder(folder, w.events, w.rows, w.ledger, rng)
+    repeated = set()
+    write_folder(folder, w.events, w.rows, w.ledger, rng, repeated)
+    if kinds is not None:
+        kinds.update({name: len(invs) for name, invs in w.kinds.items()}, repeated_invoice_row=len(repeated))
     return w.labels
 
 
@@ -207,12 +221,15 @@ def _account_week(w: Week, acct: dict, fixed_at: float):
             continue
         if what == "renew":
             old = acct["plan"]
+            cheaper = scheduled
             if scheduled:
                 acct["plan"], scheduled = scheduled, None
             acct["start"] = t
             eid = w.event(t, "subscription.renewed", acct, previous_plan=old, effective="period_end")
             last_renewal = w.invoice(t + rng.uniform(1, 60), acct, eid,
                                      [("plan", "%s plan" % acct["plan"], t, t + CYCLE, PLANS[acct["plan"]])])
+            if cheaper:
+                w.kind("renewal_cheaper_after_period_end_downgrade", last_renewal)
         elif what == "down_end":
             new = _cheaper(rng, acct["plan"])
             if new:
@@ -229,7 +246,8 @@ def _account_week(w: Week, acct: dict, fixed_at: float):
             if t - start < CORRECTION_S:  # a correction: void the renewal and re-issue it at the new plan
                 voided = last_renewal or "in_" + _hex(rng, 48)  # (a renewal of last week when not in this one)
                 w.ledger_line(issued - 0.5, acct, "void invoice=%s reason=plan_correction" % voided)
-                w.invoice(issued, acct, eid, [("plan", "%s plan" % new, start, end, PLANS[new])])
+                w.kind("correction_full_month", w.invoice(issued, acct, eid, [("plan", "%s plan" % new, start, end,
+                                                                             PLANS[new])]))
             elif acct["region"] == BUGGY_REGION and t < fixed_at:  # the bug: a new full cycle, no credit
                 acct["start"] = t
                 w.invoice(issued, acct, eid, [("plan", "%s plan" % new, t, t + CYCLE, PLANS[new])], hurt=True)
@@ -237,6 +255,7 @@ def _account_week(w: Week, acct: dict, fixed_at: float):
                 inv = w.invoice(issued, acct, eid, [("proration_charge", "%s plan (rest of cycle)" % new, t, end,
                                                      prorate(PLANS[new], start, end, t))])
                 w.credit_note(issued, acct, inv, prorate(PLANS[old], start, end, t), "proration")
+                w.kind("downgrade_credited_by_note_only", inv)
         elif what == "up":
             k = ORDER.index(acct["plan"])
             if k == len(ORDER) - 1:
@@ -265,8 +284,10 @@ def _account_week(w: Week, acct: dict, fixed_at: float):
         w.credit_note(START + rng.uniform(0, WEEK), acct, None, rng.choice((500, 1000, 2500)), "goodwill")
 
 
-def write_folder(folder: str, events: list, rows: list, ledger: list, rng: random.Random | None = None):
-    """Write events (dicts), invoice rows [(t, row)] and ledger lines [(t, region, text)] in the production layout."""
+def write_folder(folder: str, events: list, rows: list, ledger: list, rng: random.Random | None = None,
+                 repeated: set | None = None):
+    """Write events (dicts), invoice rows [(t, row)] and ledger lines [(t, region, text)] in the production layout.
+    repeated: the invoices with a row exported twice are added to it."""
     rng = rng or random.Random(0)
     for sub in ("events", "invoices", "ledger"):
         os.makedirs(os.path.join(folder, sub), exist_ok=True)
@@ -287,6 +308,8 @@ def write_folder(folder: str, events: list, rows: list, ledger: list, rng: rando
             out.append(row)
             if rng.random() < REPEAT:
                 out.append(row)
+                if repeated is not None:
+                    repeated.add(row["invoice"])
         with open(os.path.join(folder, "invoices", "invoices-d%d.csv" % day), "w", newline="") as f:
             wr = csv.DictWriter(f, fieldnames=INVOICE_FIELDS)
             wr.writeheader()

@@ -18,7 +18,9 @@ dead-lettered, producer timeouts that were retried (the same message twice at tw
 a duplicate; or once), producers that gave up (the caller got an error), partition moves with nothing in flight.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and other
-fix times; `write_logs` returns the true labels ({message id: never processed}).
+fix times; `write_logs` returns the true labels ({message id: never processed}); given a dict as `kinds`, it also
+fills in the harmless anomaly kinds drawn ({kind: messages}; the partition moves with nothing in flight carry no
+message and are not counted) for benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -57,6 +59,10 @@ class Week:
     def __init__(self, rng: random.Random):
         self.rng, self.offsets = rng, [0] * PARTITIONS
         self.producer, self.consumer, self.broker = [], [], []
+        self.kinds = {}  # harmless anomaly kind -> messages (the ground truth evidence_stats.py counts)
+
+    def kind(self, name, msg):
+        self.kinds.setdefault(name, set()).add(msg)
 
     def append(self, part: int) -> int:
         self.offsets[part] += 1
@@ -73,6 +79,9 @@ def message(w: Week, t0: float, fixed_at: float) -> tuple[str, bool]:
     order = "ord_" + _hex(rng, 32)
     r, t, offsets = rng.random(), t0, []
     tries = 3 if r < 0.01 else 2 if r < 0.12 else 1  # the first attempts time out (5 s); the last is acked
+    if r < 0.12:
+        w.kind("producer_gave_up" if r < 0.01 else "producer_retry_twice_in_log" if r < 0.09 else
+               "producer_retry_once_in_log", msg)
     for attempt in range(1, tries + 1):
         acked = attempt == tries and r >= 0.01  # r < 0.01: the producer gives up after three timeouts
         if acked or (r >= 0.01 and r < 0.09):  # a timed-out attempt that reached the broker anyway
@@ -97,6 +106,7 @@ def message(w: Week, t0: float, fixed_at: float) -> tuple[str, bool]:
             continue
         u = rng.random()
         if poison:
+            w.kind("poison_dead_lettered", msg)
             for attempt in (1, 2, 3):
                 if attempt > 1:
                     w.consumer.append(text_line(t, "INFO", owner, "received", **ids, attempt=attempt))
@@ -119,9 +129,11 @@ def message(w: Week, t0: float, fixed_at: float) -> tuple[str, bool]:
             if start > off:
                 lost = True
                 continue
+            w.kind("moved_in_flight_after_fix", msg)
             owner, t = new, t + rng.uniform(0.3, 2.0)
             w.consumer.append(text_line(t, "INFO", owner, "received", **ids, attempt=1))
         elif u < 0.25:  # a transient failure, redelivered to the same consumer
+            w.kind("transient_failure_retried", msg)
             w.consumer.append(text_line(t + 0.4, "ERROR", owner, "failed", **ids, attempt=1,
                                         error=rng.choice(("SMTPTimeout", "ConnectionReset", "RateLimited"))))
             t += 30.0
@@ -175,8 +187,9 @@ def write_folder(folder: str, w: Week):
 
 
 def write_logs(folder: str, seed: int = 11, count: int = 12000, fixed_at_frac: float | None = None,
-               heartbeat_s: float = 15.0) -> dict:
-    """Write a week of logs under folder/{producer,consumer,broker}; {message id: never processed}."""
+               heartbeat_s: float = 15.0, kinds: dict | None = None) -> dict:
+    """Write a week of logs under folder/{producer,consumer,broker}; {message id: never processed}. kinds: filled
+    with the harmless anomaly kinds drawn (module docstring)."""
     rng = random.Random(seed)
     fixed_at = START + WEEK_S * (fixed_at_frac if fixed_at_frac is not None else rng.uniform(0.2, 0.3))
     w = Week(rng)
@@ -185,6 +198,8 @@ def write_logs(folder: str, seed: int = 11, count: int = 12000, fixed_at_frac: f
         msg, labels[msg] = message(w, t0, fixed_at)
     noise(w, heartbeat_s)
     write_folder(folder, w)
+    if kinds is not None:
+        kinds.update({name: len(msgs) for name, msgs in w.kinds.items()})
     return labels
 
 

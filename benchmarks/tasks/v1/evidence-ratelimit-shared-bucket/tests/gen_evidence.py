@@ -48,9 +48,11 @@ def gateway_line(ts, host, req, key, route, status, reason, ms):
             "reason": reason, "ms": ms}
 
 
-def decide(requests, plans, org_of, fixed_at, shedding, rng):
-    """Run the limiter over (ts, key) requests in time order: gateway lines and {key: refused under its limit}."""
+def decide(requests, plans, org_of, fixed_at, shedding, rng, met=None):
+    """Run the limiter over (ts, key) requests in time order: gateway lines and {key: refused under its limit}.
+    met: {harmless anomaly kind: keys} it adds to."""
     per_key, per_org, lines, wrongful = {}, {}, [], {}
+    met = {} if met is None else met
     for ts, key in requests:
         minute = int(ts // 60)
         own = per_key.get((key, minute), 0)
@@ -59,20 +61,27 @@ def decide(requests, plans, org_of, fixed_at, shedding, rng):
         req, host, route = "q" + _hex(rng), rng.choice(HOSTS), rng.choice(ROUTES)
         if any(a <= ts < b for a, b in shedding) and rng.random() < 0.08:
             status, reason = 429, "overload"
+            met.setdefault("load_shed_overload", set()).add(key)
         elif bucket >= limit:
             status, reason = 429, "rate_limit"
             if own < limit:
                 wrongful[key] = True
+            else:
+                met.setdefault("over_own_limit", set()).add(key)
         else:
             status, reason = (200 if rng.random() < 0.995 else 503), None
+            if status == 503:
+                met.setdefault("answered_5xx", set()).add(key)
             per_key[(key, minute)] = own + 1
             per_org[(org_of[key], minute)] = per_org.get((org_of[key], minute), 0) + 1
         lines.append(gateway_line(ts, host, req, key, route, status, reason, rng.randint(3, 400)))
     return lines, wrongful
 
 
-def write_folder(folder: str, lines: list[dict], plans: dict, org_of: dict, rng: random.Random):
-    """Write the gateway lines and the plan files in the production layout under folder."""
+def write_folder(folder: str, lines: list[dict], plans: dict, org_of: dict, rng: random.Random,
+                 repeated: set | None = None):
+    """Write the gateway lines and the plan files in the production layout under folder. repeated: the keys with a
+    line shipped twice are added to it."""
     os.makedirs(os.path.join(folder, "gateway"), exist_ok=True)
     os.makedirs(os.path.join(folder, "plans"), exist_ok=True)
     files = {}
@@ -80,7 +89,10 @@ def write_folder(folder: str, lines: list[dict], plans: dict, org_of: dict, rng:
         hour = int((x["ts"] - START) // 3600)
         files.setdefault("gw-%s-d%d-h%02d.jsonl" % (x["host"], hour // 24, hour % 24), []).append(x)
     for name, group in files.items():
+        n = len(group)
         group = group + [dict(x) for x in group if rng.random() < 0.01]  # at-least-once shipping
+        if repeated is not None:
+            repeated.update(x["key"] for x in group[n:])
         group.sort(key=lambda x: x["ts"])
         with open(os.path.join(folder, "gateway", name), "w") as f:
             f.writelines(json.dumps(x, separators=(",", ":")) + "\n" for x in group)
@@ -92,8 +104,10 @@ def write_folder(folder: str, lines: list[dict], plans: dict, org_of: dict, rng:
         w.writerows([k, org_of[k], START - rng.randint(86400, 400 * 86400)] for k in sorted(org_of))
 
 
-def write_logs(folder: str, seed: int = 5, count: int = 1000, fixed_at_frac: float | None = None) -> dict:
-    """Write a week of logs under folder/{gateway,plans}; {API key: refused under its own limit at least once}."""
+def write_logs(folder: str, seed: int = 5, count: int = 1000, fixed_at_frac: float | None = None,
+               kinds: dict | None = None) -> dict:
+    """Write a week of logs under folder/{gateway,plans}; {API key: refused under its own limit at least once}.
+    kinds: filled with the harmless anomaly kinds drawn ({kind: API keys}) for benchmarks/evidence_stats.py."""
     rng = random.Random(seed)
     fixed_at = START + WEEK_S * (fixed_at_frac if fixed_at_frac is not None else rng.uniform(0.18, 0.28))
     org_of, plans = {}, {}
@@ -129,8 +143,12 @@ def write_logs(folder: str, seed: int = 5, count: int = 1000, fixed_at_frac: flo
                 burst(key, START + rng.uniform(0, WEEK_S - 900), rng.randint(1, 3), rng.uniform(1.1, 1.6))
     requests.sort()
     shedding = [(a, a + 300) for a in (START + rng.uniform(0, WEEK_S - 300) for _ in range(40))]
-    lines, wrongful = decide(requests, plans, org_of, fixed_at, shedding, rng)
-    write_folder(folder, lines, plans, org_of, rng)
+    met, repeated = {}, set()
+    lines, wrongful = decide(requests, plans, org_of, fixed_at, shedding, rng, met)
+    write_folder(folder, lines, plans, org_of, rng, repeated)
+    if kinds is not None:
+        kinds.update({name: len(keys) for name, keys in met.items()}, repeated_gateway_line=len(repeated),
+                     plan_changed_in_week=sum(1 for p in plans.values() if len(p) > 1))
     return {key: wrongful.get(key, False) for key in org_of}
 
 

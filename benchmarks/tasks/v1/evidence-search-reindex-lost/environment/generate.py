@@ -28,7 +28,8 @@ before the swap (the old index stays), search answering an older version for the
 refresh, redelivered older versions skipped, repeated change lines.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
-`write_logs` returns the true labels ({change id: hurt}).
+`write_logs` returns the true labels ({change id: hurt}); given a dict as `kinds`, it also fills in the harmless
+anomaly kinds drawn ({kind: changes}) for benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -104,9 +105,14 @@ def _reindexes(rng, docs):
 
 
 def write_logs(folder: str, seed: int = 7, count: int = 60_000, fixed_at: float | None = None,
-               docs: int = 30_000, queries: int = 40_000) -> dict:
+               docs: int = 30_000, queries: int = 40_000, kinds: dict | None = None) -> dict:
     """Write a week under folder/{cdc,indexer,search}; {change id: lost from the index a reindex swapped in}.
-    fixed_at (UTC seconds): when the indexer's fix went out; by default on the third or fourth day."""
+    fixed_at (UTC seconds): when the indexer's fix went out; by default on the third or fourth day. kinds: filled
+    with the harmless anomaly kinds drawn (module docstring)."""
+    met = {}  # harmless anomaly kind -> changes (the ground truth evidence_stats.py counts)
+
+    def tally(name, change):
+        met.setdefault(name, set()).add(change)
     rng = random.Random(seed)
     if fixed_at is None:
         fixed_at = START + WEEK * rng.uniform(0.45, 0.6)
@@ -167,6 +173,7 @@ def write_logs(folder: str, seed: int = 7, count: int = 60_000, fixed_at: float 
             cur = indexes[live].get(i, (1, False))[0]
             if x["version"] <= cur:
                 lines.append((t, "%.3f %s skip %s %d older" % (t, node, x["doc"], x["version"])))
+                tally("redelivered_older_skipped", x["change"])
                 continue
             targets = [live]
             if building is not None and t >= fixed_at:  # the fix: both indexes while a reindex builds
@@ -175,6 +182,9 @@ def write_logs(folder: str, seed: int = 7, count: int = 60_000, fixed_at: float 
                 indexes[name][i] = (x["version"], x["op"] == "delete")
             if building is not None and building not in targets and first_page_of.get(i, t) < x["ts"]:
                 lost.add(x["change"])
+            elif building is not None:
+                tally("during_reindex_after_fix" if building in targets else "during_reindex_before_page_read",
+                     x["change"])
             lines.append((t, "%.3f %s %s %s %d %s" % (t, node, "delete" if x["op"] == "delete" else "write",
                                                       x["doc"], x["version"], ",".join(targets))))
         elif kind == "start":
@@ -196,6 +206,8 @@ def write_logs(folder: str, seed: int = 7, count: int = 60_000, fixed_at: float 
             labels.update(dict.fromkeys(lost, True))
         elif kind == "abort":
             rlines.append((t, "%.3f abort %s %s" % (t, x[1], x[5][1])))
+            for change in lost:
+                tally("missed_by_aborted_reindex", change)
             del indexes[x[1]]
             building = None
         else:  # a sampled search answer: up to five products, popular ones first, as the live index holds them
@@ -206,14 +218,20 @@ def write_logs(folder: str, seed: int = 7, count: int = 60_000, fixed_at: float 
                 v, gone = indexes[live].get(i, (1, False))
                 if not gone:
                     qrows.append((t, node, q, rank, doc_name(i), v))
-    write_folder(folder, changes, lines, rlines, qrows, rng)
-    return {c["change"]: labels.get(c["change"], False) for c in changes if START <= c["ts"] < START + WEEK}
+    repeated = set()
+    write_folder(folder, changes, lines, rlines, qrows, rng, repeated)
+    out = {c["change"]: labels.get(c["change"], False) for c in changes if START <= c["ts"] < START + WEEK}
+    if kinds is not None:
+        kinds.update({name: len(ids & out.keys()) for name, ids in met.items()},
+                     repeated_change_line=len(repeated & out.keys()))
+    return out
 
 
 def write_folder(folder: str, changes: list[dict], lines: list[tuple[float, str]], rlines: list[tuple[float, str]],
-                 qrows: list[tuple], rng: random.Random | None = None):
+                 qrows: list[tuple], rng: random.Random | None = None, repeated: set | None = None):
     """Write changes, (ts, text) indexer lines, (ts, text) reindex lines and (ts, node, query, rank, doc, version)
-    search rows in the production layout under folder (the week only)."""
+    search rows in the production layout under folder (the week only). repeated: the changes delivered twice are
+    added to it."""
     rng = rng or random.Random(0)
     for sub in ("cdc", "indexer", "search"):
         os.makedirs(os.path.join(folder, sub), exist_ok=True)
@@ -229,7 +247,10 @@ def write_folder(folder: str, changes: list[dict], lines: list[tuple[float, str]
             by_hour.setdefault(h, []).append(c)
     for hour, group in sorted(by_hour.items()):
         group.sort(key=lambda c: c["lsn"])
+        n = len(group)
         group = [c for c in group for _ in range(2 if rng.random() < 0.08 else 1)]  # at-least-once delivery
+        if repeated is not None and len(group) > n:
+            repeated.update(a["change"] for a, b in zip(group, group[1:]) if a is b)
         with open(os.path.join(folder, "cdc", "changes-d%d-h%02d.jsonl" % (hour // 24, hour % 24)), "w") as f:
             f.writelines(json.dumps(c, separators=(",", ":")) + "\n" for c in group)
     by_file = {}

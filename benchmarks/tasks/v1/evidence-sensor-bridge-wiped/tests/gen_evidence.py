@@ -30,7 +30,9 @@ PUBACK), gateway reconnects at a node's restart, temperature excursions, queues 
 422s for sensor faults, readings still queued when the week ends, repeated gateway lines.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
-`write_logs` returns the true labels ({reading id: hurt}).
+`write_logs` returns the true labels ({reading id: hurt}); given a dict as `kinds`, it also fills in the
+harmless anomaly kinds drawn ({kind: readings}, or (lines, all lines, unit) for the repeated lines) for
+benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -50,6 +52,13 @@ INGEST = ("ingest1", "ingest2")
 NODES = ("mq-a", "mq-b", "mq-c")
 URL = "https://ingest.example/v1/readings"
 STATS = collections.Counter()  # what the last write_logs drew, by kind (for the docs' measurements)
+MET = {}  # what the last write_logs drew, by kind: the units that met it (for benchmarks/evidence_stats.py)
+LINES = ("repeated gateway lines", "gateway lines")  # the repeated lines and all lines of their source
+
+
+def _tally(kind, unit):
+    STATS[kind] += 1
+    MET.setdefault(kind, set()).add(unit)
 
 
 def lstamp(t: float) -> str:
@@ -87,11 +96,14 @@ class Week:
                                           **fields)))
 
 
-def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float | None = None) -> dict:
+def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float | None = None,
+               kinds: dict | None = None) -> dict:
     """Write a week under folder/{gateways,broker,ingest}; {reading id: its queued message wiped by a restart}.
-    fixed_at (UTC seconds): from when a stopping node saves its bridge queue (default: day 2 or 3)."""
+    fixed_at (UTC seconds): from when a stopping node saves its bridge queue (default: day 2 or 3).
+    kinds: filled with the harmless anomaly kinds drawn (module docstring)."""
     rng = random.Random(seed)
     STATS.clear()
+    MET.clear()
     if fixed_at is None:
         fixed_at = START + WEEK * rng.uniform(0.28, 0.4)
     w = Week(rng)
@@ -150,7 +162,7 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
         if not fault and temp > -17.0:
             w.glog(t + 0.001, g, "WARNING", "gateway", "sensor %s above -17.0C (%.1fC): excursion alarm raised"
                    % (sensor, temp))
-            STATS["temperature excursions"] += 1
+            _tally("temperature excursions", rid)
         w.glog(t + 0.002, g, "DEBUG", "paho.mqtt.client", "Sending PUBLISH (d0, q1, r0, m%d), 'b'%s'', ... (%d "
                "bytes)" % (mid, topic, size))
         r = t + rng.uniform(0.01, 0.2)
@@ -165,17 +177,17 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                                                                                                    size))
             w.blog(d + 0.001, node, "%s mid=%d: duplicate of %s, not queued again" % (g, mid, qid))
             ack = d + 0.002
-            STATS["dup resends"] += 1
+            _tally("dup resends", rid)
         else:
             ack = r + 0.002
         w.blog(ack, node, "Sending PUBACK to %s (m%d, rc0)" % (g, mid))
         w.glog(ack + rng.uniform(0.01, 0.2), g, "DEBUG", "paho.mqtt.client", "Received PUBACK (Mid: %d)" % mid)
         s = r + rng.uniform(0.05, 0.5)
         attempt = 0
-        kinds = set()
+        seen = set()
         while True:
             if s >= START + WEEK:
-                STATS["queued at the week's end"] += 1
+                _tally("queued at the week's end", rid)
                 break
             attempt += 1
             host = rng.choice(INGEST)
@@ -185,7 +197,7 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                        site=g[3:], temp_c=temp, http_status=422, reason="out of range (sensor fault)")
                 w.blog(s, node, head + " status=422 result=rejected")
                 w.blog(s + 0.01, node, "%s: removed" % qid)
-                STATS["422 sensor faults"] += 1
+                _tally("422 sensor faults", rid)
                 break
             x = rng.random()
             fail = None
@@ -198,11 +210,11 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                     w.jlog(s - 0.01, host, "request.failed", level="error", path="/v1/readings", http_status=500,
                            reading_id=rid, error="psycopg2.OperationalError: server closed the connection "
                            "unexpectedly")
-                    kinds.add("500 then forwarded")
+                    seen.add("500 then forwarded")
                 else:
                     w.jlog(s - 0.01, host, "request.failed", level="warning", path="/v1/readings", http_status=503,
                            reading_id=rid, error="backpressure: write queue full")
-                    kinds.add("503 then forwarded")
+                    seen.add("503 then forwarded")
                 wait = rng.uniform(120, 2400)
                 w.blog(s, node, head + " status=%d result=queued retry_in=%ds" % (fail, wait))
                 nxt = s + wait
@@ -211,11 +223,11 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                 if cut is not None and cut < nxt:
                     if cut < fixed_at:  # the bug: the restart wipes the bridge's queue
                         labels[rid] = True
-                        STATS["hurt"] += 1
+                        _tally("hurt", rid)
                         break
                     w.blog(cut - 0.3, node, "%s: saved to /var/lib/mqbridge/queue.db" % qid)  # the fix
                     w.blog(cut + rng.uniform(4.1, 5), node, "%s: restored from /var/lib/mqbridge/queue.db" % qid)
-                    STATS["saved and restored at a restart"] += 1
+                    _tally("saved and restored at a restart", rid)
                     nxt = max(nxt, cut + 6)
                 s = nxt
                 continue
@@ -223,8 +235,8 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                    http_status=201)
             w.blog(s, node, head + " status=201 result=forwarded")
             w.blog(s + 0.01, node, "%s: removed" % qid)
-            for k in kinds:
-                STATS[k] += 1
+            for k in seen:
+                _tally(k, rid)
             break
     for n in NODES:
         for cut in restarts[n]:
@@ -232,6 +244,9 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
             w.pids[n] = rng.randrange(900, 30000)
             w.blog(cut + rng.uniform(1.5, 4), n, "mqbridge 3.2.0 started, listening on :8883, bridge to %s" % URL)
     write_folder(folder, w.gw, w.broker, w.ingest, rng)
+    if kinds is not None:
+        kinds.update({name: len(units & labels.keys()) for name, units in MET.items() if name != "hurt"})
+        kinds[LINES[0]] = (STATS[LINES[0]], STATS[LINES[1]], LINES[1])
     return labels
 
 
@@ -261,6 +276,7 @@ def write_folder(folder: str, gw: list, broker: list, ingest: list, rng: random.
             n = len(group)
             group = [x for x in group for _ in range(2 if rng.random() < 0.03 else 1)]
             STATS["repeated gateway lines"] += len(group) - n
+            STATS["gateway lines"] += len(group)
         with open(os.path.join(folder, sub, name), "w") as f:
             f.writelines(text + "\n" for _, text in group)
 

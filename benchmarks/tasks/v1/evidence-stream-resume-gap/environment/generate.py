@@ -18,7 +18,8 @@ anomalies: resumes at an exact boundary, overlaps, disconnects without a resume,
 duplicated worker chunk lines, billing below generation (cached prompts).
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and other
-fix times; `write_logs` returns the true labels.
+fix times; `write_logs` returns the true labels ({request id: lost bytes}); given a dict as `kinds`, it also fills
+in the harmless anomaly kinds drawn ({kind: requests}) for benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def make_request(rng: random.Random, rid: str, t0: float, fixed_at: float) -> tu
     total = starts[-1]
     worker = [{"ts": round(t0, 3), "ev": "start", "req": rid, "model": rng.choice(("m-small", "m-large"))}]
     gateway, affected, t = [], False, t0
+    met = set()  # the harmless anomaly kinds the request met (the ground truth evidence_stats.py counts)
     host = rng.choice(HOSTS)
     drops = 0 if rng.random() > 0.3 else (1 if rng.random() < 0.7 else 2)  # connections lost, each resumed
     gives_up = rng.random() < 0.15  # the last connection drops too and the client does not come back
@@ -60,11 +62,13 @@ def make_request(rng: random.Random, rid: str, t0: float, fixed_at: float) -> tu
             k = max(i for i in range(n) if starts[i] <= asked)
             if starts[k] == asked:
                 pos = asked
+                met.add("resume_at_exact_boundary")
             elif t < fixed_at:  # the bug: restart at the next chunk boundary, the rest of chunk k is lost
                 pos = starts[k + 1]
                 affected = True
             else:  # the fix: restart at the chunk's start; the client drops the bytes it has twice
                 pos = starts[k]
+                met.add("resume_overlap_after_fix")
             worker.append({"ts": round(t, 3), "ev": "resume", "conn": c, "off": pos})
         first = starts.index(pos)
         final = c == drops or first + 1 >= n - 1
@@ -80,6 +84,7 @@ def make_request(rng: random.Random, rid: str, t0: float, fixed_at: float) -> tu
             worker.append(line)
             if rng.random() < 0.004:  # at-least-once logging of chunk lines
                 worker.append(dict(line))
+                met.add("duplicated_chunk_line")
         sent = starts[stop] + partial - pos
         # what the client counts as held: after a lost range it does not know about, its own count (asked + sent)
         held = (asked if asked is not None and pos > asked else pos) + sent
@@ -93,15 +98,23 @@ def make_request(rng: random.Random, rid: str, t0: float, fixed_at: float) -> tu
         c += 1
     if status == 200:
         worker.append({"ts": round(t, 3), "ev": "end", "total": total})
+    else:
+        met.add("disconnect_without_resume")
     tokens = n * rng.randint(1, 2)
     billed = tokens if rng.random() > 0.15 else max(1, tokens - rng.randint(1, tokens // 3 + 1))
+    if billed < tokens:
+        met.add("billed_below_generated")
     if rng.random() < 0.15:  # duplicated gateway line
         gateway.append(dict(rng.choice(gateway)))
-    return {"worker": worker, "gateway": gateway, "billing": (rid, round(t0, 3), tokens, billed)}, affected
+        met.add("duplicated_gateway_line")
+    return {"worker": worker, "gateway": gateway, "billing": (rid, round(t0, 3), tokens, billed),
+            "kinds": met}, affected
 
 
-def write_logs(folder: str, seed: int = 1, count: int = 1000, fixed_at_frac: float | None = None) -> dict:
-    """Write a week of logs under folder/{gateway,worker,billing}; {request id: lost bytes} (the labels)."""
+def write_logs(folder: str, seed: int = 1, count: int = 1000, fixed_at_frac: float | None = None,
+               kinds: dict | None = None) -> dict:
+    """Write a week of logs under folder/{gateway,worker,billing}; {request id: lost bytes} (the labels). kinds:
+    filled with the harmless anomaly kinds drawn (module docstring)."""
     rng = random.Random(seed)
     fixed_at = START + WEEK_S * (fixed_at_frac if fixed_at_frac is not None else rng.uniform(0.08, 0.15))
     labels, gateway, billing = {}, {}, {}
@@ -118,6 +131,9 @@ def write_logs(folder: str, seed: int = 1, count: int = 1000, fixed_at_frac: flo
             hour = int((line["ts"] - START) // 3600)
             gateway.setdefault((line["host"], hour), []).append(line)
         billing.setdefault(int((t0 - START) // 86400), []).append(req["billing"])
+        if kinds is not None:
+            for name in req["kinds"]:
+                kinds[name] = kinds.get(name, 0) + 1
     for (host, hour), lines in gateway.items():
         lines.sort(key=lambda x: x["ts"] + rng.uniform(-2.0, 2.0))  # clocks of the gateway hosts disagree a little
         name = "gw-%s-d%d-h%02d.jsonl" % (host, hour // 24, hour % 24)

@@ -30,7 +30,9 @@ at a node's restart, high-bitrate sources, queues spilled and reloaded (after th
 sources, jobs still queued when the week ends, repeated upload worker lines.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
-`write_logs` returns the true labels ({video id: hurt}).
+`write_logs` returns the true labels ({video id: hurt}); given a dict as `kinds`, it also fills in the
+harmless anomaly kinds drawn ({kind: videos}, or (lines, all lines, unit) for the repeated lines) for
+benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -51,6 +53,13 @@ NODES = ("shovel-a", "shovel-b", "shovel-c")
 URL = "https://farm.example/v2/jobs"
 PROFILES = ("1080p", "720p", "480p", "2160p")
 STATS = collections.Counter()  # what the last write_logs drew, by kind (for the docs' measurements)
+MET = {}  # what the last write_logs drew, by kind: the units that met it (for benchmarks/evidence_stats.py)
+LINES = ("repeated upload worker lines", "upload worker lines")  # the repeated lines and all lines of their source
+
+
+def _tally(kind, unit):
+    STATS[kind] += 1
+    MET.setdefault(kind, set()).add(unit)
 
 
 def lstamp(t: float) -> str:
@@ -88,11 +97,14 @@ class Week:
                                           **fields)))
 
 
-def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float | None = None) -> dict:
+def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float | None = None,
+               kinds: dict | None = None) -> dict:
     """Write a week under folder/{uploaders,shovel,farm}; {video id: its queued job wiped by a restart}.
-    fixed_at (UTC seconds): from when a stopping node spills its retry queue (default: day 2 or 3)."""
+    fixed_at (UTC seconds): from when a stopping node spills its retry queue (default: day 2 or 3).
+    kinds: filled with the harmless anomaly kinds drawn (module docstring)."""
     rng = random.Random(seed)
     STATS.clear()
+    MET.clear()
     if fixed_at is None:
         fixed_at = START + WEEK * rng.uniform(0.28, 0.4)
     w = Week(rng)
@@ -153,7 +165,7 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
         if kbps > 40_000:
             w.ulog(t + 0.001, u, "WARNING", "uploader", "video %s source bitrate %dkbps above 40000kbps: slow "
                    "transcode expected" % (vid, kbps))
-            STATS["high-bitrate sources"] += 1
+            _tally("high-bitrate sources", vid)
         w.ulog(t + 0.002, u, "DEBUG", "pika.channel", "Publishing to exchange 'media' routing_key='%s' "
                "(delivery_tag=%d, %d bytes)" % (key, tag, size))
         r = t + rng.uniform(0.01, 0.2)
@@ -168,7 +180,7 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                    % (u, tag, key, size))
             w.slog(d + 0.001, node, "%s tag=%d: duplicate of %s, not queued again" % (u, tag, qid))
             ack = d + 0.002
-            STATS["republishes"] += 1
+            _tally("republishes", vid)
         else:
             ack = r + 0.002
         w.slog(ack, node, "confirm to %s (Basic.Ack delivery_tag=%d)" % (u, tag))
@@ -176,10 +188,10 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                "'multiple=False'])>" % tag)
         s = r + rng.uniform(0.05, 0.5)
         attempt = 0
-        kinds = set()
+        seen = set()
         while True:
             if s >= START + WEEK:
-                STATS["queued at the week's end"] += 1
+                _tally("queued at the week's end", vid)
                 break
             attempt += 1
             host = rng.choice(FARM)
@@ -189,7 +201,7 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                        profile=profile, http_status=422, reason="source unreadable (ffprobe: moov atom not found)")
                 w.slog(s, node, head + " status=422 result=rejected")
                 w.slog(s + 0.01, node, "%s: removed" % qid)
-                STATS["422 unreadable sources"] += 1
+                _tally("422 unreadable sources", vid)
                 break
             x = rng.random()
             fail = None
@@ -202,11 +214,11 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                     w.jlog(s - 0.01, host, "request.failed", level="error", path="/v2/jobs", http_status=500,
                            video_id=vid, error="psycopg2.OperationalError: server closed the connection "
                            "unexpectedly")
-                    kinds.add("500 then submitted")
+                    seen.add("500 then submitted")
                 else:
                     w.jlog(s - 0.01, host, "request.failed", level="warning", path="/v2/jobs", http_status=503,
                            video_id=vid, error="farm at capacity: try later")
-                    kinds.add("503 then submitted")
+                    seen.add("503 then submitted")
                 wait = rng.uniform(120, 2400)
                 w.slog(s, node, head + " status=%d result=queued retry_in=%ds" % (fail, wait))
                 nxt = s + wait
@@ -215,11 +227,11 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                 if cut is not None and cut < nxt:
                     if cut < fixed_at:  # the bug: the restart wipes the shovel's retry queue
                         labels[vid] = True
-                        STATS["hurt"] += 1
+                        _tally("hurt", vid)
                         break
                     w.slog(cut - 0.3, node, "%s: spilled to /var/lib/jobshovel/retry.db" % qid)  # the fix
                     w.slog(cut + rng.uniform(4.1, 5), node, "%s: reloaded from /var/lib/jobshovel/retry.db" % qid)
-                    STATS["spilled and reloaded at a restart"] += 1
+                    _tally("spilled and reloaded at a restart", vid)
                     nxt = max(nxt, cut + 6)
                 s = nxt
                 continue
@@ -227,8 +239,8 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                    job_id="job-%d" % rng.randrange(10**9), http_status=201)
             w.slog(s, node, head + " status=201 result=submitted")
             w.slog(s + 0.01, node, "%s: removed" % qid)
-            for k in kinds:
-                STATS[k] += 1
+            for k in seen:
+                _tally(k, vid)
             break
     for n in NODES:
         for cut in restarts[n]:
@@ -236,6 +248,9 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
             w.pids[n] = rng.randrange(900, 30000)
             w.slog(cut + rng.uniform(1.5, 4), n, "jobshovel 2.4.1 started, consuming transcode.*, farm %s" % URL)
     write_folder(folder, w.up, w.shovel, w.farm, rng)
+    if kinds is not None:
+        kinds.update({name: len(units & labels.keys()) for name, units in MET.items() if name != "hurt"})
+        kinds[LINES[0]] = (STATS[LINES[0]], STATS[LINES[1]], LINES[1])
     return labels
 
 
@@ -265,6 +280,7 @@ def write_folder(folder: str, up: list, shovel: list, farm: list, rng: random.Ra
             n = len(group)
             group = [x for x in group for _ in range(2 if rng.random() < 0.03 else 1)]
             STATS["repeated upload worker lines"] += len(group) - n
+            STATS["upload worker lines"] += len(group)
         with open(os.path.join(folder, sub, name), "w") as f:
             f.writelines(text + "\n" for _, text in group)
 

@@ -24,7 +24,8 @@ are as designed), deliveries retried after 5xx or timeouts, attempts after deliv
 worker whose lease ran out answering 409 or 200 after another worker delivered), repeated log lines.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and fix times;
-`write_logs` returns the true labels ({delivery id: hurt}).
+`write_logs` returns the true labels ({delivery id: hurt}); given a dict as `kinds`, it also fills in the harmless
+anomaly kinds drawn ({kind: deliveries}) for benchmarks/evidence_stats.py.
 """
 
 from __future__ import annotations
@@ -123,9 +124,14 @@ def _payload(rng, etype, tenant, created):
 
 
 def write_logs(folder: str, seed: int = 5, count: int = 30_000, fixed_at: float | None = None,
-               tenants: int = 160) -> dict:
+               tenants: int = 160, kinds: dict | None = None) -> dict:
     """Write a week under folder/{events,workers,outbox}; {delivery id: marked delivered on a redirect}.
-    fixed_at (UTC seconds): when the deliverer's fix went out; by default on the first or second day."""
+    fixed_at (UTC seconds): when the deliverer's fix went out; by default on the first or second day. kinds: filled
+    with the harmless anomaly kinds drawn (module docstring)."""
+    met = {}  # harmless anomaly kind -> deliveries (the ground truth evidence_stats.py counts)
+
+    def kind(name, did):
+        met.setdefault(name, set()).add(did)
     rng = random.Random(seed)
     if fixed_at is None:
         fixed_at = START + WEEK * rng.uniform(0.12, 0.18)
@@ -171,6 +177,7 @@ def write_logs(folder: str, seed: int = 5, count: int = 30_000, fixed_at: float 
                         late = rng.choice(("409", "409", "409", "200"))  # a duplicate to the receiver
                         log(done, worker, attempt, ep.url, late, int((done - t) * 1000))
                         state, delivered_at, attempt = "delivered", t2 + ms2 / 1000, attempt + 1
+                        kind("lease_ran_out_duplicate_answer", did)
                         break
                 log(done, worker, attempt, ep.url, status, ms)
                 if status[0] == "3":
@@ -178,6 +185,7 @@ def write_logs(folder: str, seed: int = 5, count: int = 30_000, fixed_at: float 
                         state, delivered_at, hurt = "delivered", done, True
                         break
                     s2, ms2 = ep.answer(rng, done + 0.01, follow=True)
+                    kind("redirect_followed_after_fix", did)
                     done = done + 0.01 + ms2 / 1000
                     log(done, worker, attempt, ep.new_url, s2, ms2, via=status)
                     status = s2
@@ -185,9 +193,12 @@ def write_logs(folder: str, seed: int = 5, count: int = 30_000, fixed_at: float 
                     state, delivered_at = "delivered", done
                 elif status[0] == "4":
                     state, delivered_at = "failed", done
+                    kind("failed_4xx", did)
                 elif attempt >= MAX_ATTEMPTS:
                     state, delivered_at = "dead", done
+                    kind("dead_letter_after_8_attempts", did)
                 else:
+                    kind("retried_after_5xx_or_timeout", did)
                     journal.append((done + 0.02, did, eid, ep.id, "retrying", attempt))
                     t = done + BACKOFF[attempt - 1] * rng.uniform(0.9, 1.2)
             mark = delivered_at + rng.uniform(0.005, 0.3)
@@ -196,20 +207,26 @@ def write_logs(folder: str, seed: int = 5, count: int = 30_000, fixed_at: float 
             # redeliveries asked from the dashboard (customers who missed one ask more often)
             if rng.random() < (0.3 if hurt else 0.05 if state == "delivered" else 0.15):
                 tm = delivered_at + rng.uniform(600, 2 * 86400)
+                kind("dashboard_redelivery", did)
                 status, ms = ep.answer(rng, tm)
                 done = tm + ms / 1000
                 log(done, rng.choice(WORKERS), "manual", ep.url, status, ms)
                 if status[0] == "3" and tm >= fixed_at:
                     s2, ms2 = ep.answer(rng, done + 0.01, follow=True)
                     log(done + 0.01 + ms2 / 1000, rng.choice(WORKERS), "manual", ep.new_url, s2, ms2, via=status)
-    write_folder(folder, events, lines, journal, rng)
+    repeated = set()
+    write_folder(folder, events, lines, journal, rng, repeated)
+    if kinds is not None:
+        kinds.update({name: len(ids & labels.keys()) for name, ids in met.items()},
+                     repeated_worker_line=len(repeated & labels.keys()))
     return labels
 
 
 def write_folder(folder: str, events: list[dict], lines: list[tuple[float, str]], journal: list[tuple],
-                 rng: random.Random | None = None):
+                 rng: random.Random | None = None, repeated: set | None = None):
     """Write events, (ts, text) worker lines and (at, delivery, event, endpoint, state, attempts) journal rows in the
-    production layout under folder (lines past the week are dropped, as the week's export would)."""
+    production layout under folder (lines past the week are dropped, as the week's export would). repeated: the
+    deliveries with a worker line shipped twice are added to it."""
     rng = rng or random.Random(0)
     for sub in ("events", "workers", "outbox"):
         os.makedirs(os.path.join(folder, sub), exist_ok=True)
@@ -227,7 +244,10 @@ def write_folder(folder: str, events: list[dict], lines: list[tuple[float, str]]
             by_file.setdefault((text.split()[1], hour), []).append((ts, text))
     for (worker, hour), group in sorted(by_file.items()):
         group.sort()
+        n = len(group)
         group = [x for x in group for _ in range(2 if rng.random() < 0.06 else 1)]  # at-least-once shipping
+        if repeated is not None and len(group) > n:
+            repeated.update(a[1].split()[2] for a, b in zip(group, group[1:]) if a is b)
         with open(os.path.join(folder, "workers", "%s-d%d-h%02d.log" % (worker, hour // 24, hour % 24)), "w") as f:
             f.writelines(text + "\n" for _, text in group)
     by_day = {}
