@@ -89,18 +89,20 @@ def run_static(cfg, v, wl: Workload, slots: int, prefill_chunk: int | None = Non
     p_len = -(-wl.max_context // 16) * 16
     ctx = [list(p) for p in prompts]
     buckets = [b for b in (2 ** i for i in range(3, 12)) if b < wl.reply_max] + [wl.reply_max]
-    for b in buckets:  # compile every reply bucket outside the timing
+    bucket = lambda rows, turn: min(b for b in buckets if b >= max(budgets[e][turn] for e in rows))  # noqa: E731
+    batches = [list(range(len(prompts)))[i:i + slots] for i in range(0, len(prompts), slots)]
+    for b in sorted({bucket(rows, turn) for turn in range(wl.turns) for rows in batches}):
+        # compile the reply buckets this seeded workload uses outside the timing (every call runs the whole
+        # [slots, p_len] program, so warming unused buckets would only cost time)
         engine.generate([ctx[0]], SamplingParams(temperature=0.0, max_tokens=b), shape=(slots, p_len))
     outs = [[] for _ in prompts]
     lat, computed, gen = [], np.zeros(len(prompts)), 0
+    load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     for turn in range(wl.turns):
-        pending = list(range(len(prompts)))
         asked = time.perf_counter()
-        for i in range(0, len(pending), slots):
-            rows = pending[i:i + slots]
-            longest = max(budgets[e][turn] for e in rows)
-            sp = SamplingParams(temperature=0.0, max_tokens=min(b for b in buckets if b >= longest))
+        for rows in batches:
+            sp = SamplingParams(temperature=0.0, max_tokens=bucket(rows, turn))
             res = engine.generate([ctx[e] for e in rows], sp, shape=(slots, p_len))
             done = time.perf_counter()
             for e, c in zip(rows, res):
@@ -113,20 +115,28 @@ def run_static(cfg, v, wl: Workload, slots: int, prefill_chunk: int | None = Non
     wall = time.perf_counter() - t0
     distinct = np.array([len(c) for c in ctx]) - np.array([sum(map(len, o)) for o in outs])  # context minus replies
     cache = slots * (p_len + wl.reply_max + 2) * _bpt(cfg)
-    return _line("static", wall, gen, computed, distinct, lat, cache), outs
+    return _line("static", wall, gen, computed, distinct, lat, cache, load0), outs
 
 
-def run_rollout(cfg, v, wl: Workload, ecfg: EngineConfig) -> dict:
-    """The rollout engine: sessions, continuous batching; each episode's next turn as soon as its reply ends."""
-    prompts, obs, budgets = wl.draw(cfg.vocab_size)
-    warm = RolloutEngine(cfg, v["params"], v["router_state"], ecfg)  # compile both programs outside the timing
+def warm_rollout(cfg, v, wl: Workload, ecfg: EngineConfig) -> RolloutEngine:
+    """A throwaway engine that has run both programs once (compiled outside the timing)."""
+    prompts, _, _ = wl.draw(cfg.vocab_size)
+    warm = RolloutEngine(cfg, v["params"], v["router_state"], ecfg)
     s = warm.open(prompts[0][:ecfg.chunk + 1])
     warm.reply(s, SamplingParams(temperature=0.0, max_tokens=2))
     warm.run()
+    return warm
+
+
+def run_rollout(cfg, v, wl: Workload, ecfg: EngineConfig, warm: RolloutEngine | None = None) -> dict:
+    """The rollout engine: sessions, continuous batching; each episode's next turn as soon as its reply ends."""
+    prompts, obs, budgets = wl.draw(cfg.vocab_size)
+    warm = warm or warm_rollout(cfg, v, wl, ecfg)
     eng = RolloutEngine(cfg, v["params"], v["router_state"], ecfg)
     sids = [eng.open(p) for p in prompts]
     outs = [[] for _ in prompts]
     lat, asked, futs = [], {}, {}
+    load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     for e, sid in enumerate(sids):
         asked[e], futs[e] = time.perf_counter(), eng.reply(sid, SamplingParams(temperature=0.0,
@@ -148,7 +158,7 @@ def run_rollout(cfg, v, wl: Workload, ecfg: EngineConfig) -> dict:
                                                                               for o in outs])
     distinct = np.array([len(eng.tokens(s)) for s in sids]) - np.array([sum(map(len, o)) for o in outs])
     rep = eng.report()
-    line = _line("rollout", wall, gen, computed, distinct, lat, rep["pool_bytes"])
+    line = _line("rollout", wall, gen, computed, distinct, lat, rep["pool_bytes"], load0)
     line.update(adopted=rep["adopted"], preemptions=rep["preemptions"], compilations_traced=warm.compilations,
                 steps=rep["steps"], referenced_pages_at_end=rep["referenced"], num_draft=ecfg.num_draft,
                 acceptance=None if rep["acceptance"] is None else round(rep["acceptance"], 3))
@@ -160,10 +170,12 @@ def _bpt(cfg) -> int:
     return bytes_per_token(cfg, cfg.num_layers, np.dtype(dtype_of(cfg.dtype)).itemsize)
 
 
-def _line(engine, wall, gen, computed, distinct, lat, cache_bytes) -> dict:
+def _line(engine, wall, gen, computed, distinct, lat, cache_bytes, load_start) -> dict:
+    """One engine's figures; load averages (1 min) at the start and the end of its timed part."""
     lat = np.asarray(lat)
     return dict(engine=engine, date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                loadavg_1m=round(os.getloadavg()[0], 2), seconds=round(wall, 2), generated=int(gen),
+                loadavg_1m_start=round(load_start, 2), loadavg_1m=round(os.getloadavg()[0], 2),
+                seconds=round(wall, 2), generated=int(gen),
                 tokens_per_s=round(gen / wall, 1),
                 prefill_per_distinct=round(float(np.mean(computed / distinct)), 3),
                 turn_latency_p50_s=round(float(np.percentile(lat, 50)), 3),
@@ -172,11 +184,15 @@ def _line(engine, wall, gen, computed, distinct, lat, cache_bytes) -> dict:
 
 PRESETS = {
     "toy": dict(num_layers=2, num_mtp_layers=0),
-    # ~100M total parameters: Kimi-shaped MoE (MLA, 16 experts top-4 + shared), 8 layers
+    # ~100M total parameters: Kimi-shaped MoE (MLA, 16 experts top-4 + shared), 8 layers. The padded grouped
+    # matmul (both engines): on CPU, 'auto' means lax.ragged_dot, which XLA:CPU lowers to a masked dense matmul of
+    # every routed row against all 16 experts (model/grouped_matmul.py: 16× the routed work); padded runs
+    # [16 experts, C slots], C = 2 × the mean load rounded up to 8 (2× the routed work in a prefill chunk, 4× in an
+    # [8, 1] decode step), exact either way (a larger group takes the ragged path).
     "moe100m": dict(vocab_size=32768, hidden_size=512, num_layers=8, num_heads=8, q_lora_rank=256, kv_lora_rank=128,
                     qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32, intermediate_size=1536,
                     moe_intermediate_size=256, n_routed_experts=16, num_experts_per_tok=4, n_group=4, topk_group=2,
-                    num_mtp_layers=0),
+                    num_mtp_layers=0, moe_gmm_impl="padded"),
 }
 
 
@@ -277,11 +293,13 @@ def main(argv=None):
                               speedup_tokens_per_s=round(spec["tokens_per_s"] / plain["tokens_per_s"], 2))),
               flush=True)
         return
+    # the rollout engine's programs compile first: a failure there surfaces before the long static half
+    warm = warm_rollout(cfg, v, wl, ecfg) if only != "static" else None
     if only != "rollout":
         static, s_out = run_static(cfg, v, wl, slots, prefill_chunk)
         print(json.dumps(dict(head, slots=slots, static_prefill_chunk=prefill_chunk, **static)), flush=True)
     if only != "static":
-        rollout, r_out = run_rollout(cfg, v, wl, ecfg)
+        rollout, r_out = run_rollout(cfg, v, wl, ecfg, warm)
         print(json.dumps(dict(head, slots=ecfg.slots, **rollout)), flush=True)
     if only != "both":
         return

@@ -91,3 +91,30 @@ def test_page_pool_references_registry_and_lru_reclaim():
         paged_cache.PagePool(2, Y).release(0)
     with pytest.raises(ValueError, match="num_pages"):
         paged_cache.PagePool(0, Y)
+
+
+def test_live_attention_reads_only_pages_in_reach_and_matches_the_whole_table():
+    """Attention of queries at positions in each width's reach (incl. the whole table) ≡ over every row's whole
+    table, with junk latents in the pages past the queries (masked either way)."""
+    cfg, v = toy()
+    from composer2_jax.infer import mla_decode
+    from composer2_jax.infer.forward import trunk_layers
+
+    assert paged_cache.table_widths(32) == (8, 16, 32) and paged_cache.table_widths(5) == (5,)
+    assert paged_cache.table_widths(947) == (30, 60, 119, 237, 474, 947)
+    r = np.random.default_rng(2)
+    b, a_row, t = 2, 32, 3
+    pools = paged_cache.init_pools(cfg, 1, b * a_row, Y, jnp.float32)
+    pool = paged_cache.Pool(*(jnp.asarray(r.normal(size=x.shape), jnp.float32) for x in pools[0]))  # junk everywhere
+    table = jnp.asarray(r.permutation(b * a_row).reshape(b, a_row), jnp.int32)
+    p = trunk_layers(v["params"], v["router_state"], cfg)[0].params["attn"]
+    x = jnp.asarray(r.normal(size=(b, t, cfg.hidden_size)), jnp.float32)
+    for start in (0, 8 * Y - 2, 13 * Y, a_row * Y - t):  # the narrowest width, its edge, the middle one, the whole
+        pos = jnp.broadcast_to(jnp.arange(start, start + t), (b, t))
+        write = jnp.ones((b, t), bool)
+        cache = paged_cache.PagedLayerCache(pool.ckv, pool.kr, table)
+        got, _ = jax.jit(lambda c, x, pos, w: mla_decode.cached_attention(p, c, x, pos, w, cfg))(cache, x, pos, write)
+        qn, qr = mla_decode.queries(p, x, pos, cfg)
+        full = mla_decode.absorbed_attention(p, qn, qr, cache.write(*mla_decode.latent(p, x, pos, cfg), pos, write),
+                                             pos, cfg)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(full), **FP32_BLOCK)

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from composer2_jax.config import ModelConfig
-from composer2_jax.infer import kv_cache
+from composer2_jax.infer import kv_cache, paged_cache
 from composer2_jax.model.attention import LATENT_NORM_EPS, NEG_INF
 from composer2_jax.model.layers import RMSNorm, apply_rope, dtype_of, softmax_scale
 
@@ -93,4 +93,6 @@ def cached_attention(p: dict, cache: kv_cache.LayerCache, x_BTD, pos_BT, write_B
     qn_BTHN, qr_BTHR = queries(p, x_BTD, pos_BT, cfg)
     cache = cache.write(*latent(p, x_BTD, pos_BT, cfg), pos_BT, write_BT)
     attend = absorbed_attention if absorb else expanded_attention
+    if isinstance(cache, paged_cache.PagedLayerCache):  # the rollout engine: read only the pages in reach
+        return paged_cache.live_attention(lambda c: attend(p, qn_BTHN, qr_BTHR, c, pos_BT, cfg), cache, pos_BT), cache
     return attend(p, qn_BTHN, qr_BTHR, cache, pos_BT, cfg), cache

@@ -52,12 +52,39 @@ class PagedLayerCache(NamedTuple):
         kr = self.kr.at[page_BT, off_BT].set(kr_BTR.astype(self.kr.dtype), mode="drop")
         return PagedLayerCache(ckv, kr, self.table)
 
+    def narrow(self, pages: int) -> "PagedLayerCache":
+        """The same pool under the first `pages` entries of each page table (positions < pages·Y)."""
+        return self._replace(table=self.table[:, :pages])
+
     def keys(self):
         """(c_kv [B, A_row·Y, L], k_R [B, A_row·Y, R]): each row's pages in order, slot = position."""
         b, a_row = self.table.shape
         y = self.ckv.shape[1]
         ckv_BAYL, kr_BAYR = self.ckv[self.table], self.kr[self.table]
         return ckv_BAYL.reshape(b, a_row * y, -1), kr_BAYR.reshape(b, a_row * y, -1)
+
+
+def table_widths(table_pages: int, branches: int = 6, smallest: int = 8) -> tuple[int, ...]:
+    """Ascending page-table widths attention may read (`live_attention`): the full table, then halvings, at most
+    `branches` of them and none below `smallest` pages."""
+    widths = [table_pages]
+    while len(widths) < branches and -(-widths[-1] // 2) >= smallest:
+        widths.append(-(-widths[-1] // 2))
+    return tuple(reversed(widths))
+
+
+def live_attention(attend, cache: PagedLayerCache, q_pos_BT):
+    """`attend(cache)` reading only the pages the step's queries can see: the narrowest of `table_widths` that covers
+    the largest query position, picked at run time (`lax.switch`: one compiled program, every width in it). A key
+    slot past a query's position is masked whatever the width, so the result is the full table's (up to the order
+    of the softmax sums); a decode step of short contexts no longer gathers and scores every row's whole table."""
+    a_row, y = cache.table.shape[1], cache.ckv.shape[1]
+    widths = table_widths(a_row)
+    if len(widths) == 1:
+        return attend(cache)
+    need = jnp.max(q_pos_BT) // y + 1  # pages holding the slots the farthest query sees
+    idx = jnp.minimum(jnp.searchsorted(jnp.asarray(widths, jnp.int32), need), len(widths) - 1)
+    return jax.lax.switch(idx, [lambda c, w=w: attend(c.narrow(w)) for w in widths], cache)
 
 
 class Pool(NamedTuple):
