@@ -41,7 +41,6 @@ OUT_OF_BAND = {
     "evidence-fulfil-before-commit": "2 kinds in 5-20x (pending skipped 9.5x, new order read early 8.9x; shipped)",
     "evidence-search-reindex-lost": "2 kinds in 5-20x on the second scoring week (4 on the shipped and the first)",
     "evidence-payment-spool-wiped": "2 kinds in 5-20x (served in a queue backlog 7.9x, 503 then delivered 6.3x; 2, 2)",
-    "evidence-queue-revoked-offset": "1 kind in 5-20x (transient failures 6.5x; producer retries 3.4x)",
 }
 
 
