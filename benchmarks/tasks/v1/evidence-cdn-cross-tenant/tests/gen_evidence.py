@@ -13,7 +13,8 @@ The edge's bug (fixed in production at a point of the week, not in any repositor
 cache key left out the tenant, so a session could be served the catalog another tenant's session had put in the
 cache on the same point of presence. Harmless anomalies: public assets shared by every tenant from one cache
 entry, stale catalog versions of the session's own tenant (served within the TTL after the catalog changed, or
-while revalidating), bypassed routes, origin errors and timeouts, sessions spread over two points of presence.
+while revalidating), bypassed routes, origin errors and timeouts, searches the edge's rate limiter refused itself
+(429), sessions spread over two points of presence.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and other
 fix times; `write_logs` returns the true labels ({session id: served another tenant's catalog}); given a dict as
@@ -88,6 +89,11 @@ class Week:
             self.kinds.setdefault("bypassed_route", set()).add(session)
             self._fetch(ts, pop, req, session, tenant, path, "BYPASS", agent, kind)
             return False
+        if kind == "search" and rng.random() < 0.09:  # the edge's rate limiter refuses a burst of searches itself
+            self.kinds.setdefault("search_throttled_at_edge", set()).add(session)
+            self.edge.append(edge_line(ts, pop, req, session, tenant, path, 429, "DENIED", 120, "-",
+                                       rng.randint(0, 3), agent))
+            return False
         if kind == "asset" or (kind == "catalog" and ts < self.fixed_at):  # the bug: catalog keyed without tenant
             key = (pop, path)
         else:
@@ -114,7 +120,7 @@ class Week:
         rng = self.rng
         node, ms = rng.choice(NODES), rng.randint(20, 700)
         u = rng.random()
-        status = 200 if u < 0.985 else 503 if u < 0.995 else 504
+        status = 200 if u < 0.97 else 503 if u < 0.99 else 504
         if kind == "asset":
             tag, scope, age = etag(path, "v12"), "public", int(TTL["asset"])
         elif kind == "catalog":

@@ -95,7 +95,7 @@ def purchase(rng: random.Random, key: str, account: str, amount: int, t0: float,
             break
         t += rng.uniform(2.0, 90.0)
         kinds.add("client_retry_new_request_id")
-    if written and rng.random() < 0.06:  # a refund, hours later, with its own key
+    if written and rng.random() < 0.12:  # a refund, hours later, with its own key
         kinds.add("refund")
         t += rng.uniform(600, 36000)
         shard, trace, txn = rng.choice(SHARDS), _hex(rng, 64), "tx_" + _hex(rng)

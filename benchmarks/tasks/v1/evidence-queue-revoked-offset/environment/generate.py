@@ -78,13 +78,13 @@ def message(w: Week, t0: float, fixed_at: float) -> tuple[str, bool]:
     msg, svc, part = "m_" + _hex(rng), rng.choice(SERVICES), rng.randrange(PARTITIONS)
     order = "ord_" + _hex(rng, 32)
     r, t, offsets = rng.random(), t0, []
-    tries = 3 if r < 0.01 else 2 if r < 0.12 else 1  # the first attempts time out (5 s); the last is acked
-    if r < 0.12:
-        w.kind("producer_gave_up" if r < 0.01 else "producer_retry_twice_in_log" if r < 0.09 else
+    tries = 3 if r < 0.01 else 2 if r < 0.34 else 1  # the first attempts time out (5 s); the last is acked
+    if r < 0.34:
+        w.kind("producer_gave_up" if r < 0.01 else "producer_retry_twice_in_log" if r < 0.18 else
                "producer_retry_once_in_log", msg)
     for attempt in range(1, tries + 1):
         acked = attempt == tries and r >= 0.01  # r < 0.01: the producer gives up after three timeouts
-        if acked or (r >= 0.01 and r < 0.09):  # a timed-out attempt that reached the broker anyway
+        if acked or (r >= 0.01 and r < 0.18):  # a timed-out attempt that reached the broker anyway
             offsets.append(w.append(part))
         w.producer.append({"ts": round(t + (0.004 if acked else 5.0), 3), "service": svc, "topic": TOPIC,
                            "msg": msg, "order": order, "attempt": attempt, "partition": part,
@@ -132,7 +132,7 @@ def message(w: Week, t0: float, fixed_at: float) -> tuple[str, bool]:
             w.kind("moved_in_flight_after_fix", msg)
             owner, t = new, t + rng.uniform(0.3, 2.0)
             w.consumer.append(text_line(t, "INFO", owner, "received", **ids, attempt=1))
-        elif u < 0.25:  # a transient failure, redelivered to the same consumer
+        elif u < 0.30:  # a transient failure, redelivered to the same consumer
             w.kind("transient_failure_retried", msg)
             w.consumer.append(text_line(t + 0.4, "ERROR", owner, "failed", **ids, attempt=1,
                                         error=rng.choice(("SMTPTimeout", "ConnectionReset", "RateLimited"))))

@@ -59,7 +59,7 @@ def decide(requests, plans, org_of, fixed_at, shedding, rng, met=None):
         bucket = per_org.get((org_of[key], minute), 0) if ts < fixed_at else own  # the bug: the org's count
         limit = limit_at(plans[key], ts)
         req, host, route = "q" + _hex(rng), rng.choice(HOSTS), rng.choice(ROUTES)
-        if any(a <= ts < b for a, b in shedding) and rng.random() < 0.08:
+        if any(a <= ts < b for a, b in shedding) and rng.random() < 0.2:
             status, reason = 429, "overload"
             met.setdefault("load_shed_overload", set()).add(key)
         elif bucket >= limit:
@@ -117,7 +117,7 @@ def write_logs(folder: str, seed: int = 5, count: int = 1000, fixed_at_frac: flo
             key = "ak_" + _hex(rng, 64)
             org_of[key] = org
             plans[key] = [{"from": START - 86400 * 30, "limit": rng.choice(LIMITS)}]
-            if rng.random() < 0.1:  # an upgrade or a downgrade during the week
+            if rng.random() < 0.14:  # an upgrade or a downgrade during the week
                 plans[key].append({"from": START + rng.uniform(0.1, 0.9) * WEEK_S,
                                    "limit": rng.choice([x for x in LIMITS if x != plans[key][0]["limit"]])})
     orgs = {}
@@ -142,7 +142,7 @@ def write_logs(folder: str, seed: int = 5, count: int = 1000, fixed_at_frac: flo
             if rng.random() < 0.12:  # a job that goes over the key's own limit
                 burst(key, START + rng.uniform(0, WEEK_S - 900), rng.randint(1, 3), rng.uniform(1.1, 1.6))
     requests.sort()
-    shedding = [(a, a + 300) for a in (START + rng.uniform(0, WEEK_S - 300) for _ in range(40))]
+    shedding = [(a, a + 300) for a in (START + rng.uniform(0, WEEK_S - 300) for _ in range(100))]
     met, repeated = {}, set()
     lines, wrongful = decide(requests, plans, org_of, fixed_at, shedding, rng, met)
     write_folder(folder, lines, plans, org_of, rng, repeated)
