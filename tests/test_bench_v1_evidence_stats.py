@@ -39,7 +39,6 @@ OUT_OF_BAND = {
     "evidence-cdn-cross-tenant": "1 kind in 5-20x (two points of presence 12x; origin errors 4.7x, others 0 or > 40x)",
     "evidence-charge-retry-double": "2 kinds in 5-20x (bought twice 6.6x, timeout before the write 5.0x; 3, 2)",
     "evidence-checkpoint-restore-rollback": "0 kinds in 5-20x (preemptions 33x, the rest 0.9-4.1x)",
-    "evidence-fulfil-before-commit": "2 kinds in 5-20x (pending skipped 9.5x, new order read early 8.9x; shipped)",
     "evidence-search-reindex-lost": "2 kinds in 5-20x on the second scoring week (4 on the shipped and the first)",
     "evidence-payment-spool-wiped": "2 kinds in 5-20x (served in a queue backlog 7.9x, 503 then delivered 6.3x; 2, 2)",
     "evidence-queue-revoked-offset": "1 kind in 5-20x (transient failures 6.5x; producer retries 3.4x)",
