@@ -38,7 +38,6 @@ def test_every_evidence_task_is_declared():
 OUT_OF_BAND = {
     "evidence-cdn-cross-tenant": "1 kind in 5-20x (two points of presence 12x; origin errors 4.7x, others 0 or > 40x)",
     "evidence-charge-retry-double": "2 kinds in 5-20x (bought twice 6.6x, timeout before the write 5.0x; 3, 2)",
-    "evidence-checkpoint-restore-rollback": "0 kinds in 5-20x (preemptions 33x, the rest 0.9-4.1x)",
     "evidence-queue-revoked-offset": "1 kind in 5-20x (transient failures 6.5x; producer retries 3.4x)",
     "evidence-ratelimit-shared-bucket": "2 kinds in 5-20x (over its own limit 7.6x, plan changed 7.1x; 3, 1)",
 }
