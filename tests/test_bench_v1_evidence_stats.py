@@ -26,26 +26,14 @@ def test_the_measuring_core_on_made_up_labels():
 
 def test_every_evidence_task_is_declared():
     assert es.tasks() == sorted(EVIDENCE)
-    assert set(es.UNITS) == set(EVIDENCE) and set(es.SCORING) <= set(EVIDENCE) and set(OUT_OF_BAND) <= set(EVIDENCE)
+    assert set(es.UNITS) == set(EVIDENCE) and set(es.SCORING) <= set(EVIDENCE)
     for task in EVIDENCE:
         names = [w for w, _, _ in es.weeks(task)]
         assert names[0] == "shipped" and len(names) >= 2, names
 
 
-# Out of issue #24's band as measured by benchmarks/evidence_stats.py on 2026-12-03 and not rebalanced yet (the
-# reason: what breaks; in brackets the shipped week's kinds, then the scoring weeks' counts). Strict: a task that
-# comes into band must leave this list.
-OUT_OF_BAND = {
-    "evidence-checkpoint-restore-rollback": "0 kinds in 5-20x (preemptions 33x, the rest 0.9-4.1x)",
-    "evidence-fulfil-before-commit": "2 kinds in 5-20x (pending skipped 9.5x, new order read early 8.9x; shipped)",
-    "evidence-search-reindex-lost": "2 kinds in 5-20x on the second scoring week (4 on the shipped and the first)",
-    "evidence-payment-spool-wiped": "2 kinds in 5-20x (served in a queue backlog 7.9x, 503 then delivered 6.3x; 2, 2)",
-}
-
-
 @pytest.mark.slow  # writes each task's shipped week and scoring weeks (≈ 10-40 s a task on 2 cores)
-@pytest.mark.parametrize("task", [pytest.param(t, marks=pytest.mark.xfail(strict=True, reason=OUT_OF_BAND[t]))
-                                  if t in OUT_OF_BAND else t for t in EVIDENCE])
+@pytest.mark.parametrize("task", EVIDENCE)
 def test_evidence_task_holds_the_band(task, tmp_path):
     rows = [es.measure(task, week, gen, kwargs, str(tmp_path)) for week, gen, kwargs in es.weeks(task)]
     assert not [(r["week"], r["breaks"]) for r in rows if r["breaks"]], [

@@ -15,7 +15,9 @@ while a checkpoint upload was in progress, the store answered the resume's "late
 oldest checkpoint it still retained instead of the newest finished one, so the job silently redid work it had
 already saved. After the fix the newest finished checkpoint is restored. Harmless anomalies: the steps since the
 last save lost at every preemption, unfinished uploads skipped at resume (after the fix), restarts users asked
-for from an older checkpoint, jobs preempted before their first save, repeated scheduler lines.
+for from an older checkpoint, jobs preempted before their first save, resumes that waited for a free node (the
+scheduler's `pending` events), checkpoint upload parts the object store throttled and the client retried (trainer
+warnings), repeated scheduler lines.
 
 The verifier's setup.py imports this file (a copy in tests/) to draw fresh weeks with other seeds and other
 fix times; `write_logs` returns the true labels ({job id: restored an older checkpoint than its newest finished});
@@ -50,9 +52,10 @@ def stamp(ts: float) -> str:
 class Job:
     """One job's trainer log, scheduler events and checkpoints as they happen."""
 
-    def __init__(self, rng, jid, log_every):
-        """log_every: steps between two step lines of the trainer log."""
-        self.rng, self.jid, self.log_every = rng, jid, log_every
+    def __init__(self, rng, jid, log_every, noise=None):
+        """log_every: steps between two step lines of the trainer log. noise: a second generator that draws the lines
+        and events moving no state (throttled upload parts, capacity waits), so that they leave rng's draws alone."""
+        self.rng, self.jid, self.log_every, self.noise = rng, jid, log_every, noise
         self.log, self.events, self.ckpts = [], [], []  # ckpts: dicts of the store's index
         self.kinds = set()  # the harmless anomaly kinds the job met (the ground truth evidence_stats.py counts)
         self.loss = rng.uniform(6.0, 9.0)
@@ -89,6 +92,10 @@ class Job:
                 if tp + upload > stop_t:  # preempted during the upload: the checkpoint never finishes
                     return stop_t, p, c
                 c["finished"] = round(tp + upload, 3)
+                if self.noise is not None and self.noise.random() < 0.015:  # the store throttled a part: retried
+                    self.line(tp + upload * self.noise.uniform(0.2, 0.9), "WARNING", "checkpoint upload id=%s: part %d "
+                              "retried after 503 SlowDown" % (cid, self.noise.randint(2, 40)))
+                    self.kinds.add("upload_part_retried")
                 self.line(tp + upload, "INFO", "checkpoint save finished id=%s step=%d" % (cid, p))
         return (t + (last - step) / rate if last >= until_step else stop_t), last, None
 
@@ -96,12 +103,12 @@ class Job:
         return self.finished(at)[-RETAIN:]
 
 
-def job(rng, jid, t0, fixed_at, lines_per_run):
-    """One job over the week; (Job, restored an older checkpoint than its newest finished one)."""
+def job(rng, jid, t0, fixed_at, lines_per_run, noise=None):
+    """One job over the week; (Job, restored an older checkpoint than its newest finished one). noise: see Job."""
     rate = rng.uniform(0.5, 3.0)
     every = max(100, int(rate * rng.uniform(1800, 5400)) // 100 * 100)  # a checkpoint every 30 to 90 minutes
     total = int(rate * rng.uniform(3, 30) * 3600)
-    j = Job(rng, jid, max(10, total // lines_per_run // 10 * 10))
+    j = Job(rng, jid, max(10, total // lines_per_run // 10 * 10), noise)
     node = rng.choice(NODES)
     j.event(t0, "submit", node=node, user=rng.choice(USERS), steps=total)
     t, step, rolled_back = t0 + rng.uniform(5, 60), 0, False
@@ -119,6 +126,9 @@ def job(rng, jid, t0, fixed_at, lines_per_run):
         j.line(t, "WARNING", "received SIGTERM: preempted by scheduler")
         j.kinds.add("preempted_steps_lost")
         j.event(t, "preempt", node=node, reason=rng.choice(("priority", "maintenance", "spot-reclaim")))
+        if noise is not None and noise.random() < 0.15:  # no free node at first: the resume waits for capacity
+            j.event(t + noise.uniform(1, 50), "pending", reason="insufficient_capacity", gpus=noise.choice((4, 8)))
+            j.kinds.add("resume_waited_for_capacity")
         t += rng.uniform(60, 3600)
         node = rng.choice(NODES)
         newest, kept = j.finished(t), j.retained(t)
@@ -166,7 +176,7 @@ def write_folder(folder: str, jobs: list[Job], rng: random.Random, repeated: dic
         for e in j.events:
             days.setdefault(int((e["ts"] - START) // 86400), []).append(e)
             written += 1
-            if rng.random() < 0.02:  # the event bus delivers at least once
+            if rng.random() < 0.2:  # the event bus delivers at least once
                 days[int((e["ts"] - START) // 86400)].append(dict(e))
                 twice, written = twice + 1, written + 1
     if repeated is not None:
@@ -189,9 +199,10 @@ def write_logs(folder: str, seed: int = 13, count: int = 1200, fixed_at_frac: fl
     rng = random.Random(seed)
     fixed_at = START + WEEK_S * (fixed_at_frac if fixed_at_frac is not None else rng.uniform(0.25, 0.35))
     jobs, labels = [], {}
+    noise = random.Random("noise-%d" % seed)
     for _ in range(count):
         jid = "job-" + _hex(rng)
-        j, labels[jid] = job(rng, jid, START + rng.uniform(0, WEEK_S * 0.8), fixed_at, lines_per_run)
+        j, labels[jid] = job(rng, jid, START + rng.uniform(0, WEEK_S * 0.8), fixed_at, lines_per_run, noise)
         jobs.append(j)
     repeated = {}
     write_folder(folder, jobs, rng, repeated)

@@ -245,7 +245,7 @@ def write_logs(folder: str, seed: int = 7, count: int = 24_000, fixed_at: float 
                     _tally("hurt", order)
                 else:
                     _tally("pending skipped" if status == "pending" else "declined read as pending", order)
-            elif _inside(outages, r) or rng.random() < 0.06:
+            elif _inside(outages, r) or rng.random() < 0.12:
                 done = r + (rng.uniform(2, 10) if rng.random() < 0.5 else rng.uniform(0.05, 0.4))
                 failure = TRACE_WAREHOUSE
                 _tally("warehouse error", order)

@@ -137,7 +137,7 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
                    http_status=rng.choice((200, 200, 200, 302, 304)), duration_ms=rng.randint(3, 200), user=user,
                    request_id="req_%016x" % rng.getrandbits(64))
         amount = rng.randint(500, 40_000)
-        if rng.random() < 0.05:
+        if rng.random() < 0.15:
             _tally("gift-card orders", order)
             w.jlog(t, rng.choice(WEBS), "order.created", order_id=order, user=user, amount=amount, currency="EUR",
                    payment="gift_card", request_id="req_%016x" % rng.getrandbits(64))
@@ -155,7 +155,7 @@ def write_logs(folder: str, seed: int = 13, count: int = 30_000, fixed_at: float
         qid = _qid(rng)
         a = t + rng.uniform(2, 40)
         w.rlog(a, relay, "%s: accepted %s type=payment_intent.succeeded object=%s from=psp-edge" % (qid, evt, pi))
-        cancelled = rng.random() < 0.03
+        cancelled = rng.random() < 0.12
         s = a + rng.uniform(0.05, 0.5)
         spooled = attempt = 0
         seen = set()

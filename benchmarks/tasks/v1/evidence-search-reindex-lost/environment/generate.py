@@ -142,7 +142,7 @@ def write_logs(folder: str, seed: int = 7, count: int = 60_000, fixed_at: float 
         lag = rng.uniform(20, 600) if _inside(backlog, ts) else rng.uniform(0.1, 2.5)
         events.append((c["ts"], 0, len(events), "commit", c))
         events.append((c["ts"] + lag, 1, len(events), "write", c))
-        if rng.random() < 0.08:  # a redelivery, later
+        if rng.random() < 0.16:  # a redelivery, later
             events.append((c["ts"] + lag + rng.uniform(30, 900), 1, len(events), "write", c))
     reindexes = _reindexes(rng, docs)
     for r in reindexes:
@@ -248,7 +248,7 @@ def write_folder(folder: str, changes: list[dict], lines: list[tuple[float, str]
     for hour, group in sorted(by_hour.items()):
         group.sort(key=lambda c: c["lsn"])
         n = len(group)
-        group = [c for c in group for _ in range(2 if rng.random() < 0.08 else 1)]  # at-least-once delivery
+        group = [c for c in group for _ in range(2 if rng.random() < 0.16 else 1)]  # at-least-once delivery
         if repeated is not None and len(group) > n:
             repeated.update(a["change"] for a, b in zip(group, group[1:]) if a is b)
         with open(os.path.join(folder, "cdc", "changes-d%d-h%02d.jsonl" % (hour // 24, hour % 24)), "w") as f:
