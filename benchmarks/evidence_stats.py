@@ -69,7 +69,8 @@ def tasks(filters: list[str] | None = None) -> list[str]:
     return [n for n in names if not filters or any(f in n for f in filters)]
 
 
-def _load(path: Path, name: str):
+def load_module(path: Path, name: str):
+    """A task folder's script (generator, setup, detector) imported from its file as module `name`."""
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -80,7 +81,7 @@ def weeks(task: str) -> list[tuple[str, Path, dict]]:
     """(week name, generator file, write_logs keywords) of a task: the shipped week, then the scoring weeks."""
     root = V1 / task
     out = [("shipped", root / "environment" / "generate.py", {})]
-    setup = _load(root / "tests" / "setup.py", f"setup_{task.replace('-', '_')}")
+    setup = load_module(root / "tests" / "setup.py", f"setup_{task.replace('-', '_')}")
     names, extra = SCORING.get(task, FIXED_AT)
     for week, values in setup.WEEKS.items():
         kwargs = dict(zip(names, values))
@@ -135,7 +136,7 @@ def verdict(row: dict, volume_too: bool) -> list[str]:
 
 def measure(task: str, week: str, generator: Path, kwargs: dict, scratch: str | None = None) -> dict:
     """Writes one week into a temporary folder (removed on return) and measures it."""
-    gen = _load(generator, f"gen_{task.replace('-', '_')}_{week}")
+    gen = load_module(generator, f"gen_{task.replace('-', '_')}_{week}")
     folder = tempfile.mkdtemp(prefix="evstats-", dir=scratch)
     try:
         start = time.perf_counter()

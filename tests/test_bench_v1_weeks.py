@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from benchmarks.evidence_stats import load_module
 from composer2_jax.bench.negatives import negatives
 from tests.test_bench_v1 import EVIDENCE, SUITE
 
@@ -12,14 +13,6 @@ from tests.test_bench_v1 import EVIDENCE, SUITE
 def _f1(flagged, labels):
     tp = sum(1 for r, y in labels.items() if y and r in flagged)
     return 2 * tp / max(1, len(flagged) + sum(labels.values()))
-
-
-def _load_detector(path, name):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.slow  # materialises each evidence week (≈ 30 s per task on 2 cores)
@@ -41,17 +34,17 @@ def test_evidence_reference_beats_naive_detectors_on_a_fresh_week(task, tmp_path
     hand-made case; the labels keep the bug at 1-3 % of requests."""
     t = next(x for x in SUITE.tasks if x.name == task)
     detector, week = t.config.metadata["detector"], t.config.metadata["fresh_week"]  # task.toml [metadata]
-    gen = _load_detector(t.generator, "gen_week")
+    gen = load_module(t.generator, "gen_week")
     labels = gen.write_logs(str(tmp_path / "week"), **week)
     assert 0.01 <= sum(labels.values()) / len(labels) <= 0.03
-    ref = _load_detector(t.solution_dir / "detect.py", "ref_detect")
+    ref = load_module(t.solution_dir / "detect.py", "ref_detect")
     assert _f1(set(getattr(ref, detector)(str(tmp_path / "week"))), labels) >= 0.9
     scores = {}
     for name, patch in negatives(t).items():
         folder = tmp_path / name
         folder.mkdir()
         subprocess.run(["patch", "-s", "-p1", "-d", str(folder), "-i", str(patch)], check=True)
-        found = getattr(_load_detector(folder / "detect.py", f"neg_{name}"), detector)(str(tmp_path / "week"))
+        found = getattr(load_module(folder / "detect.py", f"neg_{name}"), detector)(str(tmp_path / "week"))
         scores[name] = _f1(set(found), labels)
     naive = {k: v for k, v in scores.items() if v <= 0.6}
     assert len(naive) >= 2, scores
