@@ -7,9 +7,13 @@ copied folder holds one file, `.sdist.json`:
     {"package": "semver", "version": "3.0.1", "file": "semver-3.0.1.tar.gz", "sha256": "..."}
 
 The script takes the source distribution from the cache ($COMPOSER2_SDIST_CACHE, else `sdists/` under
-$COMPOSER2_BENCH_CACHE or the temp dir's composer2-bench-cache), downloading it with
-`pip download --no-deps --no-binary :all: PACKAGE==VERSION` when it is missing; refuses a file whose sha256 is
-not the pinned one; unpacks it into REPO (the sdist's top folder stripped, no links, nothing outside REPO);
+$COMPOSER2_BENCH_CACHE or the temp dir's composer2-bench-cache). A missing file is fetched as a file, never built:
+the project's page on each package index the machine's pip is configured for (`pip config list`: index-url, else
+PyPI, then extra-index-url; find-links folders; PIP_* variables; credentials in the URL or ~/.netrc; pip's `cert`
+as the CA bundle) is read through the simple API (PEP 691 JSON, else PEP 503 HTML), the pinned file name is taken
+from it and downloaded. No build backend runs, so a release whose metadata today's pip cannot parse still comes.
+The script refuses a file whose sha256 is not the pinned one (an error naming the package, the version and the
+index); unpacks it into REPO (the sdist's top folder stripped, no links, nothing outside REPO);
 drops `.sdist.json` and the build metadata pip writes (PKG-INFO, *.egg-info); and commits the tree as one git
 commit so the agent can `git diff` its work (fixed author and dates: the same bytes on every host).
 
@@ -22,14 +26,22 @@ developer would find in `git log` (e.g. "the new feature" an instruction leaves 
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import html.parser
 import json
+import netrc
 import os
+import re
 import shutil
+import ssl
 import subprocess
 import sys
 import tarfile
 import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
 import zipfile
 
 PIN = ".sdist.json"
@@ -54,25 +66,224 @@ def sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def fetch(pin: dict) -> str:
-    """The pinned sdist's path in the cache, downloaded once; ValueError if its sha256 is not the pinned one."""
+PYPI = "https://pypi.org/simple/"
+ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
+PIP_KEYS = ("index-url", "extra-index-url", "find-links", "cert", "no-index")
+
+
+def pip_settings() -> dict:
+    """The settings `pip download` would use for the keys in PIP_KEYS, as pip itself reports them.
+
+    `pip config list` prints the merged configuration files (site over user over global) as `section.key='value'`,
+    environment variables as `:env:.key`; for `pip download` an environment variable beats the [download] section,
+    which beats [global]. PIP_* variables are read here too, so an interpreter without pip still honours them.
+    """
+    try:
+        run = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                             timeout=120, check=False)
+        lines = run.stdout.splitlines() if run.returncode == 0 else []
+    except (OSError, subprocess.TimeoutExpired):
+        lines = []
+    rank = {"global": 0, "download": 1, ":env:": 2}
+    best: dict = {}
+    for line in lines:
+        key, sep, value = line.partition("=")
+        section, _, name = key.rpartition(".")
+        if not sep or section not in rank or name not in PIP_KEYS:
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        if rank[section] >= best.get(name, (-1, ""))[0]:
+            best[name] = (rank[section], value)
+    for name in PIP_KEYS:
+        env = os.environ.get("PIP_" + name.upper().replace("-", "_"))
+        if env is not None:
+            best[name] = (3, env)
+    return {name: value for name, (_, value) in best.items()}
+
+
+def _truthy(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def indexes(settings: dict) -> list:
+    """The package indexes to ask, in pip's order: index-url (PyPI when unset) then each extra-index-url."""
+    if _truthy(settings.get("no-index", "")):
+        return []
+    return [settings.get("index-url") or PYPI] + settings.get("extra-index-url", "").split()
+
+
+def normalize(name: str) -> str:
+    """A project's name as the simple API spells its page (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _redact(url: str) -> str:
+    """url without its credentials (for messages)."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+
+
+class _Links(html.parser.HTMLParser):
+    """The anchors of a PEP 503 page: (href, text)."""
+
+    def __init__(self):
+        super().__init__()
+        self.links: list = []
+        self._href = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self._href = dict(attrs).get("href")
+            self.links.append([self._href, ""])
+
+    def handle_data(self, data):
+        if self._href is not None and self.links:
+            self.links[-1][1] += data
+
+    def handle_endtag(self, tag):
+        if tag == "a":
+            self._href = None
+
+
+class Index:
+    """One package index (or find-links location) read as pip would: credentials, CA bundle, file:// pages."""
+
+    def __init__(self, url: str, cert: str | None = None):
+        parts = urllib.parse.urlsplit(url)
+        self.auth = None
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo, _, netloc = netloc.rpartition("@")
+            user, _, password = userinfo.partition(":")
+            self.auth = (urllib.parse.unquote(user), urllib.parse.unquote(password))
+        elif parts.scheme in ("http", "https"):
+            try:
+                found = netrc.netrc().authenticators(parts.hostname or "")
+            except (OSError, netrc.NetrcParseError):
+                found = None
+            if found:
+                self.auth = (found[0], found[2])
+        self.url = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+        self.host = netloc
+        self.context = ssl.create_default_context(cafile=cert) if cert else None
+
+    def open(self, url: str, accept: str | None = None):
+        """A response for url (credentials sent only to the index's own host)."""
+        request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
+        if self.auth and urllib.parse.urlsplit(url).netloc == self.host:
+            token = base64.b64encode(("%s:%s" % self.auth).encode()).decode()
+            request.add_header("Authorization", "Basic " + token)
+        if url.startswith("file:"):
+            path = urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
+            if os.path.isdir(path):
+                url = urllib.parse.urljoin(url if url.endswith("/") else url + "/", "index.html")
+                request = urllib.request.Request(url)
+        return urllib.request.urlopen(request, timeout=180, context=self.context)
+
+    def files(self, project: str) -> dict:
+        """{file name: (url, sha256 or None)} of project's page; {} when the index has no such project."""
+        page = self.url.rstrip("/") + "/" + normalize(project) + "/"
+        try:
+            with self.open(page, ACCEPT) as response:
+                body = response.read()
+                kind = response.headers.get("Content-Type", "") or ""
+                page = response.geturl()
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return {}
+            raise
+        except (FileNotFoundError, urllib.error.URLError) as e:
+            if isinstance(e, FileNotFoundError) or isinstance(getattr(e, "reason", None), FileNotFoundError):
+                return {}
+            raise
+        if "json" in kind:
+            return {f["filename"]: (urllib.parse.urljoin(page, f["url"]), f.get("hashes", {}).get("sha256"))
+                    for f in json.loads(body)["files"]}
+        parser = _Links()
+        parser.feed(body.decode("utf-8", "replace"))
+        out = {}
+        for href, text in parser.links:
+            if not href:
+                continue
+            url, _, fragment = urllib.parse.urljoin(page, href).partition("#")
+            digest = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
+            name = text.strip() or urllib.parse.unquote(url.rstrip("/").rsplit("/", 1)[-1])
+            out[name] = (url, digest)
+        return out
+
+
+def _download(index: Index, url: str, dest: str) -> str:
+    """Stream url to dest; its sha256."""
+    h = hashlib.sha256()
+    with index.open(url) as response, open(dest, "wb") as out:
+        for block in iter(lambda: response.read(1 << 20), b""):
+            h.update(block)
+            out.write(block)
+    return h.hexdigest()
+
+
+def fetch(pin: dict, settings: dict | None = None) -> str:
+    """The pinned sdist's path in the cache, fetched once as a file from the configured indexes (never built).
+
+    A file is looked for in the find-links folders first, then on each index's page for the project; ValueError
+    if the file found (cached, in a folder or served) is not the pinned sha256, or if no index lists it.
+    """
     folder = cache_dir()
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, pin["file"])
+    what = "%s==%s (%s)" % (pin["package"], pin["version"], pin["file"])
     if not os.path.isfile(path):
-        with tempfile.TemporaryDirectory(dir=folder) as tmp:
-            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-                   "--dest", tmp, "%s==%s" % (pin["package"], pin["version"])]
-            run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-            got = os.path.join(tmp, pin["file"])
-            if run.returncode != 0 or not os.path.isfile(got):
-                raise RuntimeError("could not download %s==%s (%s): %s" % (
-                    pin["package"], pin["version"], pin["file"], (run.stdout + run.stderr)[-1500:]))
-            os.replace(got, path)
+        settings = pip_settings() if settings is None else settings
+        for link in settings.get("find-links", "").split():
+            local = urllib.request.url2pathname(urllib.parse.urlsplit(link).path) if link.startswith("file:") else link
+            if os.path.isfile(os.path.join(local, pin["file"])) and sha256(os.path.join(local, pin["file"])) == \
+                    pin["sha256"]:
+                shutil.copyfile(os.path.join(local, pin["file"]), path + ".part")
+                os.replace(path + ".part", path)
+                break
+        else:
+            _fetch_from_indexes(pin, settings, path, what)
     digest = sha256(path)
     if digest != pin["sha256"]:
-        raise ValueError("%s: sha256 %s; expected the pinned %s" % (path, digest, pin["sha256"]))
+        raise ValueError("%s: %s has sha256 %s; expected the pinned %s" % (what, path, digest, pin["sha256"]))
     return path
+
+
+def _fetch_from_indexes(pin: dict, settings: dict, path: str, what: str) -> None:
+    """Download the pinned file from the first index that lists it into path (atomically)."""
+    asked = []
+    cert = settings.get("cert") or None
+    for url in indexes(settings):
+        index = Index(url, cert)
+        asked.append(_redact(url))
+        try:
+            listed = index.files(pin["package"])
+        except (OSError, ValueError, urllib.error.URLError) as e:
+            raise RuntimeError("%s: could not read the index %s: %s" % (what, _redact(url), e)) from e
+        if pin["file"] not in listed:
+            continue
+        file_url, served = listed[pin["file"]]
+        if served and served != pin["sha256"]:
+            raise ValueError("%s: the index %s lists sha256 %s; expected the pinned %s (the file changed)" % (
+                what, _redact(url), served, pin["sha256"]))
+        with tempfile.NamedTemporaryFile(dir=os.path.dirname(path), suffix=".part", delete=False) as tmp:
+            part = tmp.name
+        try:
+            got = _download(index, file_url, part)
+            if got != pin["sha256"]:
+                raise ValueError("%s: the index %s serves sha256 %s; expected the pinned %s (the file changed)" % (
+                    what, _redact(url), got, pin["sha256"]))
+            os.replace(part, path)
+        finally:
+            if os.path.exists(part):
+                os.unlink(part)
+        return
+    raise RuntimeError("%s: no configured index lists the file (asked %s)" % (what, ", ".join(asked) or
+                                                                               "none: pip's no-index is set"))
 
 
 def _inside(root: str, name: str) -> str:
