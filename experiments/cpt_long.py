@@ -4,7 +4,9 @@ Run:      python -m experiments.cpt_long                        (toy: 4× longer
           python -m experiments.cpt_long --config=experiments/cpt_long.py:kimi_k2_5 --config.init_from=CKPT
 Hardware: toy — any CPU, under a minute; kimi_k2_5 — a pod with context parallelism (docs/scaling.md).
 Expected: toy loss continues from the cpt_bulk level and keeps falling (start from its checkpoint via init_from).
-YaRN: the rotary frequencies are re-fit for seq_len / cpt_bulk's seq_len (8 for 32k → 256k; config.long_context_rope).
+YaRN: `context_length` extends the starting checkpoint's own RoPE scaling to the stage's rows (train/init_from.py
+extend_context): kept when it already reaches that far (Kimi K2.5 ships factor 64 over 4,096 = 256k), otherwise
+YaRN's factor is raised over the checkpoint's own original context.
 With fake CPU devices: XLA_FLAGS=--xla_force_host_platform_device_count=8 python -m experiments.cpt_long \
     --config.mesh.fsdp=4 --config.mesh.context=2   (ring attention over 2 devices, zigzag rows)
 """
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from composer2_jax.config import long_context_rope
 from composer2_jax.config import preset as model_preset
 from experiments import base
 from experiments.main import run
@@ -23,10 +24,9 @@ LONG = {"toy": 512, "gpu_small": 262144, "kimi_k2_5": 262144, "kimi_k2": 262144,
 
 def get_config(preset: str = "toy"):
     """Long-context CPT: longer packed rows, fewer of them, lower LR; starts from cpt_bulk's checkpoint."""
-    bulk_len = base.RUN_SIZES[preset]["seq_len"]
-    model = long_context_rope(model_preset(preset), target_len=LONG[preset], original_len=bulk_len)
     # ring: context-parallel over mesh.context; one local block when it is 1
-    c = base.get_base_config(preset, model=dataclasses.replace(model, attention_kernel="ring"))
+    c = base.get_base_config(preset, model=dataclasses.replace(model_preset(preset), attention_kernel="ring"),
+                             context_length=LONG[preset])
     c.workdir = f"runs/{preset}/cpt_long"
     c.init_from = f"runs/{preset}/cpt_bulk/checkpoints"
     c.data.seq_len = LONG[preset]

@@ -39,14 +39,16 @@ def test_inherit_model_keeps_the_recorded_architecture_and_applies_explicit_edit
 
 def test_stage_chain_carries_rope_and_vocab_from_cpt_long_into_sft(tmp_path, caplog):
     bulk = _small(cpt_bulk.get_config("toy"), tmp_path / "bulk")
-    bulk.model.update(vocab_size=520, num_layers=2)  # a recorded architecture that differs from the preset
+    # a recorded architecture that differs from the preset: RoPE fit for 128 tokens (YaRN factor 1)
+    bulk.model.update(vocab_size=520, num_layers=2)
+    bulk.model.rope_scaling.update(factor=1.0, original_max_position_embeddings=128)
     r_bulk = train(bulk)
     long = _small(cpt_long.get_config("toy"), tmp_path / "long", str(tmp_path / "bulk" / "checkpoints"))
     r_long = train(long)
     # inherited, although cpt_long's own section says 512 and 3
     assert r_long.model.vocab_size == 520 and r_long.model.num_layers == 2
     assert r_long.model.rope_scaling.factor == 4.0 and r_long.model.rope_scaling.original_max_position_embeddings \
-        == 128  # cpt_long's explicit YaRN: 128 → 512
+        == 128  # cpt_long's context_length 512 extends the checkpoint's own 128
     assert r_bulk.model.rope_scaling != r_long.model.rope_scaling
     chats = tmp_path / "chats.jsonl"
     s = _small(sft.get_config("toy"), tmp_path / "sft", str(tmp_path / "long" / "checkpoints"))
@@ -55,7 +57,7 @@ def test_stage_chain_carries_rope_and_vocab_from_cpt_long_into_sft(tmp_path, cap
     sft.prepare(s)  # writes the transcripts to a missing stdlib_chats.jsonl path only
     from composer2_jax.data.synthetic import write_stdlib_chats
     write_stdlib_chats(str(chats), n=50)
-    with caplog.at_level(logging.INFO, logger="composer2_jax.train.loop"):
+    with caplog.at_level(logging.INFO, logger="composer2_jax.train"):
         r_sft = train(s)
     assert r_sft.model.rope_scaling == r_long.model.rope_scaling and r_sft.model.vocab_size == 520
     assert r_bulk.model.num_mtp_layers == r_long.model.num_mtp_layers == r_sft.model.num_mtp_layers == 2

@@ -18,7 +18,7 @@ import numpy as np
 
 from composer2_jax import chips, schema
 from composer2_jax import sharding as shd
-from composer2_jax.config import PRESETS, ModelConfig, inherit_model, model_config
+from composer2_jax.config import ModelConfig
 from composer2_jax.config import preset as model_preset
 from composer2_jax.data import pipeline as data_lib
 from composer2_jax.data.tokenizer import TokenizerConfig
@@ -29,8 +29,10 @@ from composer2_jax.model.mtp import layout_context
 from composer2_jax.model.pipeline import pipeline_spec
 from composer2_jax.params import count_params
 from composer2_jax.train import distributed
+from composer2_jax.train import init_from as init_from_lib
 from composer2_jax.train import optim as optim_lib
 from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer
+from composer2_jax.train.init_from import recorded_model  # noqa: F401  (re-exported)
 from composer2_jax.train.metrics import LogConfig, MetricWriter, Progress, flops_per_token, mfu
 from composer2_jax.train.state import TrainState, abstract_train_state, activate, init_train_state, train_state_from
 from composer2_jax.train.step import StepConfig, batch_shardings, make_train_step
@@ -75,7 +77,13 @@ class StageConfig:
     steps: int = 60  # train until this global step
     seed: int = 0  # parameter-init seed
     workdir: str = "runs/toy"  # checkpoints/ and logs/ go here; an existing checkpoint there is resumed
-    init_from: str = ""  # checkpoint dir of a previous stage to take params + router biases from (fresh optimizer)
+    # the weights to start from (fresh optimizer): a previous stage's checkpoints (or its workdir), a converted
+    # checkpoint (`convert import`) or an HF model directory (config.json + safetensors); its own config.json or
+    # recorded model gives the architecture (train/init_from.py)
+    init_from: str = ""
+    # tokens of context the stage's model must reach: RoPE's YaRN scaling is extended from the model's own (kept when it
+    # already reaches this far); 0 = the model's rope settings as they are (train/init_from.extend_context)
+    context_length: int = 0
     chip: str = ""  # accelerator name for MFU (chips.CHIPS: h200, h100, b200, v5p, v6e, cpu); empty = detect
     checkpoint: CheckpointConfig = CheckpointConfig()  # when and how checkpoints are saved (train/checkpoint.py)
     log: LogConfig = LogConfig()  # metrics cadence, TensorBoard/JSONL, progress bar (train/metrics.py)
@@ -89,6 +97,9 @@ class StageConfig:
             raise ValueError(f"chip={self.chip!r}; expected '' (detect) or one of {sorted(chips.CHIPS)}")
         if not self.workdir:
             raise ValueError("workdir is empty; expected a directory for checkpoints/ and logs/")
+        if self.context_length < 0:
+            raise ValueError(f"context_length={self.context_length}; expected a number of tokens >= 0 (0 = no "
+                             f"extension)")
 
 
 def stage_config(config) -> StageConfig:
@@ -161,56 +172,28 @@ class _RowSlice:
         return self.it.get_state()
 
 
-def recorded_model(path: str) -> ModelConfig:
-    """The model config a previous stage's newest checkpoint recorded (its run config's `model` section)."""
-    ck = Checkpointer(path, async_save=False)
-    try:
-        if ck.latest_step() is None:
-            raise FileNotFoundError(f"init_from={path!r} holds no committed checkpoint")
-        saved = ck.saved_config()
-    finally:
-        ck.close()
-    if "model" not in saved:
-        raise ValueError(f"init_from={path!r}: its checkpoint recorded no run config with a 'model' section "
-                         f"(written before configs were saved?); expected the previous stage's model config")
-    return model_config(saved["model"])
+def inherited_model(preset: str, model: ModelConfig, init_from: str, *, grow_mtp: bool = False,
+                    context_length: int = 0) -> ModelConfig:
+    """The model a stage trains: its own section when it starts fresh; with `init_from` (a stage's checkpoints, a
+    converted checkpoint or an HF directory) the checkpoint's model changed only where the stage explicitly departs
+    from its preset, each change logged (train/init_from.stage_model). `grow_mtp` adds fresh MTP depths the
+    checkpoint lacks (training stages; RL follows its warm start's depth); `context_length` extends RoPE from the
+    checkpoint's own scaling."""
+    return init_from_lib.stage_model(preset, model, init_from, grow_mtp=grow_mtp, context_length=context_length)
 
 
-def inherited_model(preset: str, model: ModelConfig, init_from: str) -> ModelConfig:
-    """The model a stage trains: its own section when it starts fresh; with `init_from`, the previous stage's
-    recorded model changed only where the stage explicitly departs from its preset (config.inherit_model), each
-    change logged."""
-    if not init_from:
-        return model
-    if preset not in PRESETS:
-        raise ValueError(f"preset={preset!r} names no model preset (expected one of {PRESETS}); the stage's explicit "
-                         f"model overrides are the fields that differ from its preset")
-    cfg, changes = inherit_model(recorded_model(init_from), model, model_preset(preset))
-    said = "; ".join(f"{k}: {old!r} → {new!r}" for k, (old, new) in changes.items()) or "unchanged"
-    log.info("model of %s, with this stage's explicit changes: %s", init_from, said)
-    return cfg
-
-
-def load_stage_params(path: str, abstract: TrainState) -> tuple[Any, Any]:
-    """Params and router biases from the newest checkpoint of a previous stage (optimizer state is not carried)."""
-    ck = Checkpointer(path, async_save=False)
-    step = ck.latest_step()
-    if step is None:
-        raise FileNotFoundError(f"init_from={path!r} holds no committed checkpoint")
-    import orbax.checkpoint as ocp
-
-    item = {"params": abstract.params, "router_state": abstract.router_state}
-    restored = ck.manager.restore(step, args=ocp.args.Composite(state=ocp.args.PyTreeRestore(
-        item, restore_args=ocp.checkpoint_utils.construct_restore_args(item), partial_restore=True)))
-    ck.close()
-    log.info("initialised from %s step %d", path, step)
-    return restored["state"]["params"], restored["state"]["router_state"]
+def load_stage_params(path: str, abstract: TrainState, model=None, seed: int = 0,
+                      example_shape: tuple[int, int] = (1, 8)) -> tuple[Any, Any]:
+    """Params and router biases of `path` (any init_from source) in the shardings of `abstract`; optimizer state is
+    not carried. MTP depths the source lacks are initialised with `model` (train/init_from.load_params)."""
+    return init_from_lib.load_params(path, abstract, model, seed, example_shape)
 
 
 def train(config) -> RunResult:
     """Run (or resume) one training stage as configured (a ConfigDict or a StageConfig); returns the losses."""
     run = stage_config(config)
-    run = dataclasses.replace(run, model=inherited_model(run.preset, run.model, run.init_from))
+    run = dataclasses.replace(run, model=inherited_model(run.preset, run.model, run.init_from, grow_mtp=True,
+                                                         context_length=run.context_length))
     cfg, oc, sc, dc = run.model, run.optim, run.step, run.data
     workdir = Path(run.workdir)
     mesh = shd.make_mesh(run.mesh)
@@ -228,8 +211,14 @@ def train(config) -> RunResult:
     if ckpt.latest_step() is not None:  # resume this stage
         step0, state, data_state, _ = ckpt.restore(abstract, fallback=run.checkpoint.fallback)
         log.info("resumed from step %d", step0)
-    elif run.init_from:  # the previous stage's weights, a fresh optimizer: no init program to compile
-        state = train_state_from(*load_stage_params(run.init_from, abstract), tx, shardings, mesh)
+    elif run.init_from:  # the source's weights, a fresh optimizer: no init program to compile
+        try:
+            loaded = load_stage_params(run.init_from, abstract, model, run.seed, shape)
+        except BaseException:
+            ckpt.close()
+            _remove_if_empty(workdir / "checkpoints", workdir)  # a failed start leaves nothing behind
+            raise
+        state = train_state_from(*loaded, tx, shardings, mesh)
     else:
         state, shardings, tx = init_train_state(model, make_tx, mesh, jax.random.key(run.seed), shape)
     it = _data_iterator(run, tokenizer, data_state)
@@ -269,6 +258,15 @@ def train(config) -> RunResult:
     tps = tokens_seen / max(secs, 1e-9)
     return RunResult(losses, int(state.step), str(workdir), secs, tps,
                      mfu(tps, f_tok, chip.peak_bf16_flops, jax.device_count()), cfg, last)
+
+
+def _remove_if_empty(*dirs: Path) -> None:
+    """Remove each directory that is empty (in order: a child before its parent)."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            pass
 
 
 def config_record(run) -> dict:
