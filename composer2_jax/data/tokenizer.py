@@ -1,4 +1,5 @@
-"""Tokenizers behind one tiny interface: a byte-level default and a tiktoken BPE loader for Kimi's format.
+"""Tokenizers behind one tiny interface: a byte-level default, a tiktoken BPE loader for Kimi's format, and HF
+`tokenizer.json` files through the `tokenizers` library.
 
 Interface (`Tokenizer`): `encode(text) -> list[int]`, `decode(ids) -> str`, `vocab_size`, `bos_id`, `eos_id`,
 `pad_id`, and `special_tokens` (name -> id) / `special_id(name)`. Every tokenizer defines the chat-template markers
@@ -11,6 +12,13 @@ in `CHAT_SPECIAL_TOKENS`, so `data/chat.py` renders conversations for either.
   special ids start at `len(mergeable_ranks)` and unnamed slots are `<|reserved_token_{id}|>` (as in Kimi's
   `tokenization_kimi.py`). Markers the checkpoint lacks (e.g. `<|tool_call|>`) take the lowest unnamed reserved slot,
   so `vocab_size` never grows past the checkpoint's embedding.
+- `HFTokenizer.from_dir(path)`: a `tokenizer.json` (loaded by `tokenizers.Tokenizer.from_file`) plus the
+  `bos_token` / `eos_token` / `pad_token` / `added_tokens_decoder` / `chat_template` of the `tokenizer_config.json`
+  next to it. Every added token (special or not, e.g. DeepSeek's `<｜User｜>`) is a special token here.
+
+`tokenizer.chat_format` is the chat markup the tokenizer's own special tokens call for (see `data/chat.py`):
+`kimi_k2` when Kimi's tool-call tokens exist, `deepseek_v3` when DeepSeek-V3's do, `project` otherwise.
+`check_vocab(tokenizer, model_vocab_size)` refuses a tokenizer whose ids do not fit the model's embedding.
 
 Plain `encode` treats special-token strings in the text as ordinary text (a code file containing "<|im_end|>" cannot
 forge a turn boundary); `encode(text, allow_special=True)` maps them to their ids (used by the serving harness).
@@ -87,6 +95,16 @@ class Tokenizer(abc.ABC):
         if name not in self._special:
             raise ValueError(f"unknown special token {name!r}; this tokenizer has {sorted(self._special)}")
         return self._special[name]
+
+    @property
+    def chat_format(self):
+        """The chat markup this tokenizer's special tokens call for (a `data.chat.ChatFormat`; cached)."""
+        fmt = self.__dict__.get("_chat_format")
+        if fmt is None:
+            from composer2_jax.data.chat import detect_chat_format  # deferred: chat imports this module
+
+            fmt = self.__dict__["_chat_format"] = detect_chat_format(self)
+        return fmt
 
     def is_special(self, token_id: int) -> bool:
         """True for ids of special tokens."""
@@ -245,6 +263,111 @@ class TiktokenTokenizer(Tokenizer):
         return self._enc.decode_bytes(list(ids)).decode("utf-8", errors="replace")
 
 
+class HFTokenizer(Tokenizer):
+    """A Hugging Face `tokenizer.json` run by the `tokenizers` library, with the specials of `tokenizer_config.json`.
+
+    Special tokens are the tokenizer's added tokens plus the config's `added_tokens_decoder` entries. Plain `encode`
+    runs the normalizer, pre-tokenizer and model only, so added-token strings in the text are encoded as ordinary
+    text (the `tokenizers` library's own `encode` would map them to their ids); texts that contain none take the
+    library's fast path, which gives the same ids. When the tokenizer defines no native chat markup
+    (`chat_format.name == "project"`), the project's markers in `CHAT_SPECIAL_TOKENS` that it lacks get new ids
+    after its largest one (`vocab_size` grows: `check_vocab` says when the model's embedding is too small).
+    """
+
+    def __init__(self, tokenizer_file: Union[str, os.PathLike], config: Union[str, os.PathLike, Mapping, None] = None):
+        from tokenizers import Tokenizer as _HFTok  # deferred: the byte tokenizer must not need it
+
+        self.path = str(tokenizer_file)
+        try:
+            self._tok = _HFTok.from_file(self.path)
+        except Exception as e:  # noqa: BLE001 - the library raises its own exception types
+            raise ValueError(f"cannot load {self.path} with tokenizers.Tokenizer.from_file: {e}") from None
+        cfg = _load_config(config)
+        self.config = dict(cfg)
+        self.chat_template = cfg.get("chat_template")
+        special = {t.content: int(i) for i, t in self._tok.get_added_tokens_decoder().items()}
+        for i, v in cfg.get("added_tokens_decoder", {}).items():
+            special.setdefault(_token_content(v), int(i))
+        self._special = special
+        vocab = self._tok.get_vocab(with_added_tokens=False)
+        self._n_vocab = max([-1, *vocab.values(), *special.values()]) + 1
+        fmt = self.chat_format
+        if fmt.name == "project":
+            for name in CHAT_SPECIAL_TOKENS:
+                if name not in self._special and name not in vocab:
+                    self._special[name] = self._n_vocab
+                    self._n_vocab += 1
+            self.__dict__.pop("_inv_special", None)
+            self.__dict__.pop("_special_re", None)
+
+        def role(key: str, fallback: Optional[str]) -> Optional[int]:
+            name = cfg.get(key)
+            name = _token_content(name) if name else fallback
+            if name is None:
+                return None
+            if name in self._special:
+                return self._special[name]
+            tid = self._tok.token_to_id(name)
+            if tid is None:
+                raise ValueError(f"{key}={name!r} of {self.path}'s tokenizer_config.json is not a token of the "
+                                 "tokenizer")
+            return tid
+
+        eos = role("eos_token", None)
+        if eos is None:
+            raise ValueError(f"{self.path}: no eos_token (tokenizer_config.json next to tokenizer.json names it)")
+        self.eos_id = eos
+        bos = role("bos_token", None)
+        pad = role("pad_token", None)
+        self.bos_id = eos if bos is None else bos
+        self.pad_id = eos if pad is None else pad
+        self._added_re = re.compile("|".join(re.escape(t) for t in sorted(
+            {t.content for t in self._tok.get_added_tokens_decoder().values()}, key=len, reverse=True))) \
+            if self._tok.get_added_tokens_decoder() else None
+
+    @classmethod
+    def from_dir(cls, path: Union[str, os.PathLike]) -> "HFTokenizer":
+        """A directory holding `tokenizer.json` (and optionally `tokenizer_config.json`), or the file itself."""
+        path = str(path)
+        file = os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path
+        if not os.path.isfile(file):
+            raise ValueError(f"tokenizer 'hf': {file} does not exist")
+        cfg = os.path.join(os.path.dirname(file), "tokenizer_config.json")
+        return cls(file, cfg if os.path.isfile(cfg) else None)
+
+    @property
+    def vocab_size(self) -> int:
+        """Largest id of the model vocabulary and the added/special tokens, plus one."""
+        return self._n_vocab
+
+    def _encode_ordinary(self, text: str) -> list[int]:
+        """BPE ids with added-token strings treated as text (normalizer -> pre-tokenizer -> model)."""
+        if not text:
+            return []
+        if self._added_re is None or not self._added_re.search(text):
+            return self._tok.encode(text, add_special_tokens=False).ids
+        norm = self._tok.normalizer.normalize_str(text) if self._tok.normalizer is not None else text
+        pieces = self._tok.pre_tokenizer.pre_tokenize_str(norm) if self._tok.pre_tokenizer is not None \
+            else [(norm, None)]
+        model = self._tok.model
+        return [t.id for piece, _ in pieces for t in model.tokenize(piece)]
+
+    def _decode_ordinary(self, ids: Sequence[int]) -> str:
+        """The tokenizer's decoder on non-special ids."""
+        if not ids:
+            return ""
+        return self._tok.decode(list(ids), skip_special_tokens=False)
+
+
+def check_vocab(tokenizer: Tokenizer, model_vocab_size: int) -> None:
+    """Raise ValueError when the tokenizer's ids do not fit a model embedding of `model_vocab_size` rows."""
+    if tokenizer.vocab_size > model_vocab_size:
+        raise ValueError(
+            f"the tokenizer's ids need vocab_size={tokenizer.vocab_size} but the model's vocab_size is "
+            f"{model_vocab_size}: ids >= {model_vocab_size} have no embedding row. Use the tokenizer the model "
+            f"ships with, or a model config with vocab_size >= {tokenizer.vocab_size}")
+
+
 def _bounded_pieces(text: str) -> Iterator[str]:
     """Cut `text` into pieces of <= _MAX_ENCODE_CHARS with runs of (non-)whitespace <= _MAX_RUN_CHARS."""
     for start in range(0, len(text), _MAX_ENCODE_CHARS):
@@ -308,15 +431,15 @@ def _token_content(v: Union[str, Mapping]) -> str:
     return v["content"] if isinstance(v, Mapping) else str(v)
 
 
-TOKENIZERS = ("byte", "kimi", "tiktoken")
+TOKENIZERS = ("byte", "kimi", "tiktoken", "hf", "auto")
 
 
 @dataclasses.dataclass(frozen=True)
 class TokenizerConfig:
     """Which tokenizer a run uses."""
 
-    name: str = "byte"  # byte | kimi / tiktoken (Kimi's tiktoken.model format)
-    path: str = ""  # tiktoken.model, or the directory holding it (tiktoken only)
+    name: str = "byte"  # byte | kimi / tiktoken (Kimi's tiktoken.model format) | hf (tokenizer.json) | auto
+    path: str = ""  # kimi/tiktoken: tiktoken.model or its directory; hf: tokenizer.json or its directory; auto: a dir
 
     def __post_init__(self):
         if self.name not in TOKENIZERS:
@@ -328,15 +451,30 @@ class TokenizerConfig:
 
 
 def make_tokenizer(name: str = "byte", path: Optional[Union[str, os.PathLike]] = None) -> Tokenizer:
-    """Tokenizer by name: "byte", or "kimi"/"tiktoken" with `path` = tiktoken.model or the directory holding it.
+    """Tokenizer by name: "byte"; "kimi"/"tiktoken" with `path` = tiktoken.model or the directory holding it;
+    "hf" with `path` = tokenizer.json or the directory holding it; "auto" with `path` = a checkpoint or tokenizer
+    directory (tokenizer.json -> hf, else tiktoken.model -> kimi).
 
-    For "kimi"/"tiktoken" a tokenizer_config.json next to the model file supplies the special tokens (optional).
+    A tokenizer_config.json next to the model file supplies the special tokens (optional).
     """
     if name == "byte":
         return ByteTokenizer()
+    if name in ("kimi", "tiktoken", "hf", "auto") and not path:
+        raise ValueError(f"tokenizer {name!r} needs path= (a tokenizer file or the directory holding it)")
+    if name == "auto":
+        path = str(path)
+        if not os.path.isdir(path):
+            raise ValueError(f"tokenizer 'auto' needs a directory; {path} is not one")
+        if os.path.isfile(os.path.join(path, "tokenizer.json")):
+            name = "hf"
+        elif os.path.isfile(os.path.join(path, "tiktoken.model")):
+            name = "kimi"
+        else:
+            raise ValueError(f"tokenizer 'auto': {path} holds neither tokenizer.json (HF tokenizers) nor "
+                             "tiktoken.model (Kimi)")
+    if name == "hf":
+        return HFTokenizer.from_dir(path)
     if name in ("kimi", "tiktoken"):
-        if not path:
-            raise ValueError(f"tokenizer {name!r} needs path= tiktoken.model or a directory holding it")
         model = os.path.join(path, "tiktoken.model") if os.path.isdir(path) else str(path)
         if not os.path.isfile(model):
             raise ValueError(f"tokenizer {name!r}: {model} does not exist")
