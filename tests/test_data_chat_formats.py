@@ -241,11 +241,27 @@ def test_check_vocab_names_both_sizes(kimi_dir):
     tk.check_vocab(tk.ByteTokenizer(), 512)
 
 
+def test_real_presets_default_to_their_tokenizer_family():
+    from composer2_jax.config import PRESETS
+
+    assert set(tk.PRESET_TOKENIZER) == set(PRESETS)
+    assert tk.preset_tokenizer("kimi_k2_5", "/ckpt").name == "kimi"
+    assert tk.preset_tokenizer("deepseek_v3", "/ckpt") == tk.TokenizerConfig("hf", "/ckpt")
+    assert [p for p in PRESETS if tk.PRESET_TOKENIZER[p] == "byte"] == ["toy", "gpu_small"]
+    with pytest.raises(ValueError, match="needs path"):  # a real preset never falls back to bytes
+        tk.preset_tokenizer("kimi_k2").build()
+    with pytest.raises(ValueError, match="no tokenizer family"):
+        tk.preset_tokenizer("gpt5")
+
+
 # ---------------------------------------------------------------------------------------------------- chat formats
 
 
 def test_format_detection(kimi_dir, ds_dir, plain_dir):
     assert tk.ByteTokenizer().chat_format is C.PROJECT
+    ds = tk.make_tokenizer("hf", str(ds_dir))
+    assert C.end_token_id(ds) == ds.eos_id and C.end_token_id(tk.ByteTokenizer()) == tk.ByteTokenizer().special_id(
+        tk.IM_END)
     assert tk.make_tokenizer("hf", str(kimi_dir)).chat_format is C.KIMI_K2
     assert tk.make_tokenizer("hf", str(ds_dir)).chat_format is C.DEEPSEEK_V3
     plain = tk.make_tokenizer("hf", str(plain_dir))

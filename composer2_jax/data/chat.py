@@ -1,6 +1,10 @@
 """The chat template for SFT and serving: render conversations to tokens + loss mask; parse tool calls back.
 
-Rendered format (markers are single special tokens; nothing between turns):
+Conversations render in the tokenizer's own chat format (`tokenizer.chat_format`, see "chat formats" below and
+docs/tokenizers.md): Kimi K2's or DeepSeek-V3's tool-call tokens where the tokenizer defines them, and the project's
+markup described here otherwise (the byte tokenizer, and any tokenizer without tool-call tokens of its own).
+
+The project's format (markers are single special tokens; nothing between turns):
 
     <|im_system|>system<|im_middle|>{system text}<|im_end|>
     <|im_system|>tools<|im_middle|>{JSON list of tool schemas}<|im_end|>          (only when `tools` is given)
@@ -493,6 +497,11 @@ def _ds_call_text(name: str, arguments: Mapping[str, Any]) -> str:
 PROJECT, KIMI_K2, DEEPSEEK_V3 = ProjectFormat(), KimiK2Format(), DeepSeekV3Format()
 CHAT_FORMATS = {f.name: f for f in (PROJECT, KIMI_K2, DEEPSEEK_V3)}
 FormatLike = Union[ChatFormat, str, tk.Tokenizer, None]
+
+
+def end_token_id(tokenizer: tk.Tokenizer) -> int:
+    """Id of the token that ends an assistant turn in the tokenizer's chat format (the rollout stop token)."""
+    return tokenizer.special_id(tokenizer.chat_format.end)
 
 
 def detect_chat_format(tokenizer: tk.Tokenizer) -> ChatFormat:

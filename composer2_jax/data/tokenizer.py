@@ -432,6 +432,10 @@ def _token_content(v: Union[str, Mapping]) -> str:
 
 
 TOKENIZERS = ("byte", "kimi", "tiktoken", "hf", "auto")
+# The tokenizer family each model preset (composer2_jax/config.py) ships with: Kimi's tiktoken.model for the Kimi
+# presets, tokenizer.json for the others; only the toy presets run on bytes.
+PRESET_TOKENIZER = {"kimi_k2_5": "kimi", "kimi_k2": "kimi", "deepseek_v3": "hf", "llama2_70b_mla": "hf",
+                    "mixtral_8x7b_mla": "hf", "toy": "byte", "gpu_small": "byte"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -481,3 +485,11 @@ def make_tokenizer(name: str = "byte", path: Optional[Union[str, os.PathLike]] =
         cfg = os.path.join(os.path.dirname(model), "tokenizer_config.json")
         return TiktokenTokenizer.from_kimi_files(model, cfg if os.path.isfile(cfg) else None)
     raise ValueError(f"unknown tokenizer {name!r}; expected one of {TOKENIZERS}")
+
+
+def preset_tokenizer(preset: str, path: str = "") -> TokenizerConfig:
+    """The TokenizerConfig of a model preset's own tokenizer family (`PRESET_TOKENIZER`); `path` is the checkpoint or
+    tokenizer directory (building a non-byte tokenizer without one is an error, never a silent fall back to bytes)."""
+    if preset not in PRESET_TOKENIZER:
+        raise ValueError(f"preset={preset!r} has no tokenizer family; expected one of {sorted(PRESET_TOKENIZER)}")
+    return TokenizerConfig(PRESET_TOKENIZER[preset], path)
