@@ -504,3 +504,22 @@ def test_harness_speaks_the_native_format(which, kimi_dir, ds_dir):
     summary = C.render_chat([{"role": "user", "content": HarnessConfig().summary_prompt}], tok,
                             add_generation_prompt=True, continuation=True).ids
     assert is_summary_request(tok.decode(prompts[0][:3] + summary), HarnessConfig(), tok)
+
+
+@pytest.mark.parametrize("which", ["kimi", "deepseek"])
+def test_scripted_agents_write_the_native_format(which, kimi_dir, ds_dir):
+    """Scripted replies are written in the project's markup; their calls reach the tokenizer's native format."""
+    from composer2_jax.bench.agents import ScriptedPolicy, call
+    from composer2_jax.env.harness import HarnessConfig, run_episode
+
+    tok = tk.make_tokenizer("hf", str(kimi_dir if which == "kimi" else ds_dir))
+    cfg = HarnessConfig(max_turns=5)
+    replies = ["Reading." + call("read_file", path="a.py") + "\n" + call("read_file", path="b.py")]
+    env = _Env()
+    r = run_episode(env, "sid", "Fix a.py", ScriptedPolicy(tok, replies, cfg), tok, cfg)
+    assert r.stop_reason == "submitted" and [c[0] for c in env.calls] == ["read_file", "read_file", "submit"]
+    reply = [t for t in r.episode.turns if t.trainable][1]
+    text = tok.decode(reply.tokens)
+    assert text.startswith(tok.chat_format.call_begin) and text.count(tok.chat_format.call_begin) == 1
+    assert text.endswith(tok.chat_format.end)
+    assert C.rewrite_tool_calls(replies[0], "project") == replies[0]

@@ -499,6 +499,55 @@ CHAT_FORMATS = {f.name: f for f in (PROJECT, KIMI_K2, DEEPSEEK_V3)}
 FormatLike = Union[ChatFormat, str, tk.Tokenizer, None]
 
 
+def rewrite_tool_calls(text: str, fmt: FormatLike, start_index: int = 0) -> str:
+    """Text written in the project's markup (scripted agents, oracle transcripts) with every well-formed call block
+    rewritten in `fmt`; consecutive calls (only whitespace between them) share one native section. Malformed blocks
+    are left as they are; for the project format the text is returned unchanged."""
+    fmt = get_chat_format(fmt)
+    if fmt is PROJECT:
+        return text
+    pieces: list = []  # str | (name, arguments)
+    pos = 0
+    while True:
+        b = text.find(tk.TOOL_CALL_BEGIN, pos)
+        e = text.find(tk.TOOL_CALL_END, b + len(tk.TOOL_CALL_BEGIN)) if b >= 0 else -1
+        if b < 0 or e < 0:
+            pieces.append(text[pos:])
+            break
+        call, _ = _parse_call_body(text[b + len(tk.TOOL_CALL_BEGIN):e], 0)
+        nb = text.find(tk.TOOL_CALL_BEGIN, b + len(tk.TOOL_CALL_BEGIN))
+        if call is None or 0 <= nb < e:
+            pieces.append(text[pos:b + len(tk.TOOL_CALL_BEGIN)])
+            pos = b + len(tk.TOOL_CALL_BEGIN)
+            continue
+        pieces += [text[pos:b], (call.name, call.arguments)]
+        pos = e + len(tk.TOOL_CALL_END)
+    out: list[str] = []
+    run: list = []
+    gap = ""  # whitespace after a call, dropped if another call follows (the calls then share a section)
+
+    def flush():
+        nonlocal start_index
+        if run:
+            out.append(fmt.format_calls(run, start_index))
+            start_index += len(run)
+            run.clear()
+
+    for piece in pieces:
+        if isinstance(piece, tuple):
+            run.append(piece)
+            gap = ""
+        elif run and not piece.strip():
+            gap += piece
+        else:
+            flush()
+            out.append(gap + piece)
+            gap = ""
+    flush()
+    out.append(gap)
+    return "".join(out)
+
+
 def end_token_id(tokenizer: tk.Tokenizer) -> int:
     """Id of the token that ends an assistant turn in the tokenizer's chat format (the rollout stop token)."""
     return tokenizer.special_id(tokenizer.chat_format.end)
