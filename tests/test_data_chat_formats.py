@@ -431,6 +431,19 @@ def test_parse_malformed_native_calls(fmt, text, kinds, n_good):
     assert len(set(e.index for e in p.errors)) == len(kinds) and max(indices) < len(kinds) + n_good
 
 
+@pytest.mark.parametrize("name", ["kimi_k2", "deepseek_v3"])
+def test_parse_native_random_markup(name):
+    """Random strings of the format's markers and text: no exception, one error or call per block index."""
+    import random
+
+    fmt, rng = C.get_chat_format(name), random.Random(0)
+    parts = list(fmt.tokens) + ["x", "{}", '{"a": 1}', "functions.f:0", "function", "read\n```json\n{}\n```", "\n"]
+    for _ in range(2000):
+        p = fmt.parse("".join(rng.choice(parts) for _ in range(rng.randint(0, 12))))
+        indices = sorted(e.index for e in p.errors)
+        assert len(set(indices)) == len(indices) and all(i < len(p.errors) + len(p.tool_calls) for i in indices)
+
+
 def test_parse_native_never_raises():
     for fmt in ("kimi_k2", "deepseek_v3"):
         assert C.parse_assistant(None, fmt).errors[0].kind == "not_text"  # type: ignore[arg-type]

@@ -277,13 +277,15 @@ class ChatFormat:
 
     name: "project" | "kimi_k2" | "deepseek_v3"; call_begin: the token that opens a reply's tool calls (the harness
     splits a reply's thinking from its calls there); end: the token that ends an assistant turn (the stop token);
-    tokens: every special token the format renders (the tokenizer must define them all).
+    tokens: every special token the format renders (the tokenizer must define them all); opens_with_bos: rendered
+    conversations (continuation=False) start with the tokenizer's BOS.
     """
 
     name: str = ""
     call_begin: str = ""
     end: str = ""
     tokens: tuple[str, ...] = ()
+    opens_with_bos: bool = False  # a rendered conversation already starts with the BOS token (add none before it)
 
     def render(self, messages, tokenizer, *, tools=None, add_generation_prompt=False,
                continuation=False) -> RenderedChat:
@@ -421,6 +423,7 @@ class DeepSeekV3Format(ChatFormat):
     """DeepSeek-V3's markup (see the comment above `ChatFormat`)."""
 
     name, call_begin, end = "deepseek_v3", DS_CALLS_BEGIN, DS_EOS
+    opens_with_bos = True
     tokens = (DS_BOS, DS_EOS, DS_USER, DS_ASSISTANT, DS_OUTPUTS_BEGIN, DS_OUTPUT_BEGIN, DS_OUTPUT_END,
               DS_OUTPUTS_END) + DEEPSEEK_TOOL_TOKENS
 
