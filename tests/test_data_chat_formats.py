@@ -115,7 +115,7 @@ DS_SPECIALS = ["<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"]
 # DeepSeek-V3's tokenizer.json marks its chat and tool tokens as added tokens that are not "special"
 DS_ADDED = ["<｜User｜>", "<｜Assistant｜>", "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
             "<｜tool▁call▁end｜>", "<｜tool▁outputs▁begin｜>", "<｜tool▁outputs▁end｜>", "<｜tool▁output▁begin｜>",
-            "<｜tool▁output▁end｜>", "<｜tool▁sep｜>"]
+            "<｜tool▁output▁end｜>", "<｜tool▁sep｜>", "<think>", "    return"]  # the last: a vocabulary extension
 
 
 def _build(path, specials, added=(), config=None):
@@ -194,6 +194,18 @@ def test_hf_plain_encode_never_parses_added_tokens(kimi_dir, ds_dir):
         tokenizers.Tokenizer.from_file(str(ds_dir / "base.json")).encode("<｜User｜>hi").ids
     np_ids = tok.encode_np(text)
     assert np_ids.tolist() == ids
+
+
+def test_hf_added_tokens_that_are_vocabulary_stay_ordinary(ds_dir):
+    """An added token that is neither special nor spelled like a marker is split out as the library does, also in
+    text that holds a marker string; `<think>` (not special in the file, but a marker) is a special token."""
+    tok, ref = tk.make_tokenizer("hf", str(ds_dir)), _hf(ds_dir)
+    ret = ref.convert_tokens_to_ids("    return")
+    assert "    return" not in tok.special_tokens and tok.is_special(tok.special_id("<think>"))
+    assert ret in tok.encode(CODE) and tok.encode(CODE) == ref.encode(CODE, add_special_tokens=False)
+    ids = tok.encode("<｜User｜>\n    return x<think>")
+    assert ret in ids and not any(tok.is_special(i) for i in ids)
+    assert tok.decode(ids) == "<｜User｜>\n    return x<think>"
 
 
 def test_hf_specials_from_tokenizer_config(kimi_dir, ds_dir, plain_dir):

@@ -14,7 +14,8 @@ in `CHAT_SPECIAL_TOKENS`, so `data/chat.py` renders conversations for either.
   so `vocab_size` never grows past the checkpoint's embedding.
 - `HFTokenizer.from_dir(path)`: a `tokenizer.json` (loaded by `tokenizers.Tokenizer.from_file`) plus the
   `bos_token` / `eos_token` / `pad_token` / `added_tokens_decoder` / `chat_template` of the `tokenizer_config.json`
-  next to it. Every added token (special or not, e.g. DeepSeek's `<｜User｜>`) is a special token here.
+  next to it. Added tokens marked special, and added tokens spelled like markers (`<...>`, e.g. DeepSeek's
+  `<｜User｜>`, which is not marked special), are special tokens here; other added tokens are ordinary vocabulary.
 
 `tokenizer.chat_format` is the chat markup the tokenizer's own special tokens call for (see `data/chat.py`):
 `kimi_k2` when Kimi's tool-call tokens exist, `deepseek_v3` when DeepSeek-V3's do, `project` otherwise.
@@ -266,12 +267,15 @@ class TiktokenTokenizer(Tokenizer):
 class HFTokenizer(Tokenizer):
     """A Hugging Face `tokenizer.json` run by the `tokenizers` library, with the specials of `tokenizer_config.json`.
 
-    Special tokens are the tokenizer's added tokens plus the config's `added_tokens_decoder` entries. Plain `encode`
-    runs the normalizer, pre-tokenizer and model only, so added-token strings in the text are encoded as ordinary
-    text (the `tokenizers` library's own `encode` would map them to their ids); texts that contain none take the
-    library's fast path, which gives the same ids. When the tokenizer defines no native chat markup
-    (`chat_format.name == "project"`), the project's markers in `CHAT_SPECIAL_TOKENS` that it lacks get new ids
-    after its largest one (`vocab_size` grows: `check_vocab` says when the model's embedding is too small).
+    Special tokens are the added tokens marked special, and every added token spelled like a control marker
+    (`<...>`, e.g. DeepSeek-V3's `<｜User｜>`, which its tokenizer.json does not mark special), from the tokenizer and
+    the config's `added_tokens_decoder`. Plain `encode` never maps their strings to their ids: text that contains one
+    runs through the normalizer, pre-tokenizer and model only (the library's `encode` would extract them), and other
+    text takes the library's fast path, which gives the same ids. Other added tokens (vocabulary extensions such as
+    whitespace runs) are ordinary tokens, split out of the text as the library does. When the tokenizer defines no
+    native chat markup (`chat_format.name == "project"`), the project's markers in `CHAT_SPECIAL_TOKENS` that it
+    lacks get new ids after its largest one (`vocab_size` grows: `check_vocab` says when the model's embedding is too
+    small).
     """
 
     def __init__(self, tokenizer_file: Union[str, os.PathLike], config: Union[str, os.PathLike, Mapping, None] = None):
@@ -285,45 +289,41 @@ class HFTokenizer(Tokenizer):
         cfg = _load_config(config)
         self.config = dict(cfg)
         self.chat_template = cfg.get("chat_template")
-        special = {t.content: int(i) for i, t in self._tok.get_added_tokens_decoder().items()}
+        added = {t.content: (int(i), bool(t.special)) for i, t in self._tok.get_added_tokens_decoder().items()}
         for i, v in cfg.get("added_tokens_decoder", {}).items():
-            special.setdefault(_token_content(v), int(i))
-        self._special = special
+            special = bool(v.get("special", True)) if isinstance(v, Mapping) else True
+            added.setdefault(_token_content(v), (int(i), special))
+        self._special = {c: i for c, (i, sp) in added.items() if sp or _is_marker(c)}
+        plain = {c: i for c, (i, sp) in added.items() if c not in self._special}
         vocab = self._tok.get_vocab(with_added_tokens=False)
-        self._n_vocab = max([-1, *vocab.values(), *special.values()]) + 1
-        fmt = self.chat_format
-        if fmt.name == "project":
+        self._n_vocab = max([-1, *vocab.values(), *(i for i, _ in added.values())]) + 1
+        if self.chat_format.name == "project":
             for name in CHAT_SPECIAL_TOKENS:
-                if name not in self._special and name not in vocab:
+                if name not in self._special and name not in vocab and name not in plain:
                     self._special[name] = self._n_vocab
                     self._n_vocab += 1
-            self.__dict__.pop("_inv_special", None)
-            self.__dict__.pop("_special_re", None)
+        self._plain_added = plain
+        self._plain_re = _alternation(plain)
+        self._special_in_tok = _alternation([c for c in self._special if c in added])
 
-        def role(key: str, fallback: Optional[str]) -> Optional[int]:
+        def role(key: str) -> Optional[int]:
             name = cfg.get(key)
-            name = _token_content(name) if name else fallback
-            if name is None:
+            if not name:
                 return None
-            if name in self._special:
-                return self._special[name]
-            tid = self._tok.token_to_id(name)
+            name = _token_content(name)
+            tid = self._special.get(name, plain.get(name, self._tok.token_to_id(name)))
             if tid is None:
                 raise ValueError(f"{key}={name!r} of {self.path}'s tokenizer_config.json is not a token of the "
                                  "tokenizer")
             return tid
 
-        eos = role("eos_token", None)
+        eos = role("eos_token")
         if eos is None:
             raise ValueError(f"{self.path}: no eos_token (tokenizer_config.json next to tokenizer.json names it)")
+        bos, pad = role("bos_token"), role("pad_token")
         self.eos_id = eos
-        bos = role("bos_token", None)
-        pad = role("pad_token", None)
         self.bos_id = eos if bos is None else bos
         self.pad_id = eos if pad is None else pad
-        self._added_re = re.compile("|".join(re.escape(t) for t in sorted(
-            {t.content for t in self._tok.get_added_tokens_decoder().values()}, key=len, reverse=True))) \
-            if self._tok.get_added_tokens_decoder() else None
 
     @classmethod
     def from_dir(cls, path: Union[str, os.PathLike]) -> "HFTokenizer":
@@ -341,11 +341,19 @@ class HFTokenizer(Tokenizer):
         return self._n_vocab
 
     def _encode_ordinary(self, text: str) -> list[int]:
-        """BPE ids with added-token strings treated as text (normalizer -> pre-tokenizer -> model)."""
+        """Ids with special-token strings encoded as text; other added tokens split out as the library does."""
         if not text:
             return []
-        if self._added_re is None or not self._added_re.search(text):
+        if self._special_in_tok is None or not self._special_in_tok.search(text):
             return self._tok.encode(text, add_special_tokens=False).ids
+        ids: list[int] = []
+        pieces = _split_on_specials(text, self._plain_re) if self._plain_re is not None else [(text, False)]
+        for piece, is_added in pieces:
+            ids.extend([self._plain_added[piece]] if is_added else self._pipeline(piece))
+        return ids
+
+    def _pipeline(self, text: str) -> list[int]:
+        """normalizer -> pre-tokenizer -> model, with no added-token extraction."""
         norm = self._tok.normalizer.normalize_str(text) if self._tok.normalizer is not None else text
         pieces = self._tok.pre_tokenizer.pre_tokenize_str(norm) if self._tok.pre_tokenizer is not None \
             else [(norm, None)]
@@ -357,6 +365,17 @@ class HFTokenizer(Tokenizer):
         if not ids:
             return ""
         return self._tok.decode(list(ids), skip_special_tokens=False)
+
+
+def _is_marker(content: str) -> bool:
+    """Spelled like a control token: `<...>` with no whitespace (`<｜User｜>`, `<think>`, `<|im_end|>`)."""
+    return len(content) > 2 and content[0] == "<" and content[-1] == ">" and not any(c.isspace() for c in content)
+
+
+def _alternation(strings) -> Optional[re.Pattern]:
+    """A regex matching any of `strings`, longest first; None for none."""
+    strings = sorted(set(strings), key=len, reverse=True)
+    return re.compile("|".join(re.escape(t) for t in strings)) if strings else None
 
 
 def check_vocab(tokenizer: Tokenizer, model_vocab_size: int) -> None:
