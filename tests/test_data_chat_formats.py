@@ -293,7 +293,7 @@ TOOLS = [{"type": "function", "function": {
 
 def _conversation(call_id):
     """system, user, assistant with two calls, two results, final answer (OpenAI-style calls)."""
-    args = [{"path": "a.py"}, {"path": "b.py", "lines": [1, 2]}]
+    args = [{"path": "a.py"}, {"path": "b.py", "lines": [1, 2], "why": "naïve ✓"}]
     calls = [{"id": call_id("read", k), "type": "function",
               "function": {"name": "read", "arguments": json.dumps(a, ensure_ascii=False)}} for k, a in enumerate(args)]
     return [
@@ -330,7 +330,7 @@ def test_kimi_render_equals_transformers(kimi_dir):
                                                    return_dict=True)["input_ids"])
     section = ('<|tool_calls_section_begin|><|tool_call_begin|>functions.read:0<|tool_call_argument_begin|>'
                '{"path": "a.py"}<|tool_call_end|><|tool_call_begin|>functions.read:1<|tool_call_argument_begin|>'
-               '{"path": "b.py", "lines": [1, 2]}<|tool_call_end|><|tool_calls_section_end|>')
+               '{"path": "b.py", "lines": [1, 2], "why": "naïve ✓"}<|tool_call_end|><|tool_calls_section_end|>')
     assert _learned(tok, r) == ["Reading both." + section + "<|im_end|>",
                                 "Done: def add(a, b): return a + b<|im_end|>"]
     # tool_call_id defaults to the matching call's id
@@ -357,7 +357,7 @@ def test_deepseek_render_equals_transformers(ds_dir):
         ref.apply_chat_template(sys_tools, tokenize=True, return_dict=True)["input_ids"])
     calls = ('<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read\n```json\n{"path": "a.py"}\n```'
              '<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>read\n```json\n'
-             '{"path": "b.py", "lines": [1, 2]}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>')
+             '{"path": "b.py", "lines": [1, 2], "why": "naïve ✓"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>')
     assert _learned(tok, r) == ["Reading both." + calls + "<｜end▁of▁sentence｜>",
                                 "Done: def add(a, b): return a + b<｜end▁of▁sentence｜>"]
 
