@@ -23,7 +23,7 @@ from typing import Any
 from composer2_jax.bench.grade import pack_dir, unpack_command, upload_commands
 from composer2_jax.bench.task import Task, resolve_env
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.data.chat import format_tool_call
+from composer2_jax.data.chat import end_token_id, format_tool_call, rewrite_tool_calls
 from composer2_jax.env.harness import (
     Completion,
     HarnessConfig,
@@ -49,14 +49,19 @@ class ScriptedPolicy:
         self.turn = 0
 
     def generate(self, prompt_ids: Sequence[int], max_new_tokens: int) -> Completion:
-        """The next scripted reply (closed by <|im_end|>), or the summary if the prompt asks for one."""
-        if is_summary_request(self.tok.decode(prompt_ids), self.config):
+        """The next scripted reply (closed by the chat format's end token, <|im_end|> for the project's markup), or
+        the summary if the prompt asks for one. Replies are written in the project's markup; their calls are
+        rewritten in the tokenizer's own tool-call tokens where it has them (data/chat.py `rewrite_tool_calls`)."""
+        fmt = self.tok.chat_format
+        native = fmt.name != "project"
+        if is_summary_request(self.tok.decode(prompt_ids), self.config, self.tok if native else None):
             text = self.summary
         elif self.turn < len(self.replies):
             text, self.turn = self.replies[self.turn], self.turn + 1
         else:
             text = "Done." + call("submit", summary="scripted agent finished")
-        return Completion(tuple(self.tok.encode(text + tk.IM_END, allow_special=True)[:max_new_tokens]))
+        text = rewrite_tool_calls(text, fmt)
+        return Completion(tuple(self.tok.encode(text + fmt.end, allow_special=True)[:max_new_tokens]))
 
 
 ORACLE_TIMEOUT_S = 600.0  # the oracle's command timeout when the task gives no agent timeout
@@ -176,7 +181,7 @@ def make_agent(spec: str, config: HarnessConfig = HarnessConfig(), tokenizer: tk
     if tok.vocab_size > engine.cfg.vocab_size:
         raise ValueError(f"tokenizer has {tok.vocab_size} ids but the model's vocab_size is {engine.cfg.vocab_size}")
     limit = tok.vocab_size if tok.vocab_size < engine.cfg.vocab_size else 0  # only ids the tokenizer can decode
-    policy = EnginePolicy(engine, tok.special_id(tk.IM_END), vocab_limit=limit)
+    policy = EnginePolicy(engine, end_token_id(tok), vocab_limit=limit)
     return Agent(spec, lambda task: policy, tok, fit_context(config, policy.max_context))
 
 

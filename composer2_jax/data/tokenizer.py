@@ -1,4 +1,5 @@
-"""Tokenizers behind one tiny interface: a byte-level default and a tiktoken BPE loader for Kimi's format.
+"""Tokenizers behind one tiny interface: a byte-level default, a tiktoken BPE loader for Kimi's format, and HF
+`tokenizer.json` files through the `tokenizers` library.
 
 Interface (`Tokenizer`): `encode(text) -> list[int]`, `decode(ids) -> str`, `vocab_size`, `bos_id`, `eos_id`,
 `pad_id`, and `special_tokens` (name -> id) / `special_id(name)`. Every tokenizer defines the chat-template markers
@@ -11,6 +12,14 @@ in `CHAT_SPECIAL_TOKENS`, so `data/chat.py` renders conversations for either.
   special ids start at `len(mergeable_ranks)` and unnamed slots are `<|reserved_token_{id}|>` (as in Kimi's
   `tokenization_kimi.py`). Markers the checkpoint lacks (e.g. `<|tool_call|>`) take the lowest unnamed reserved slot,
   so `vocab_size` never grows past the checkpoint's embedding.
+- `HFTokenizer.from_dir(path)`: a `tokenizer.json` (loaded by `tokenizers.Tokenizer.from_file`) plus the
+  `bos_token` / `eos_token` / `pad_token` / `added_tokens_decoder` / `chat_template` of the `tokenizer_config.json`
+  next to it. Added tokens marked special, and added tokens spelled like markers (`<...>`, e.g. DeepSeek's
+  `<｜User｜>`, which is not marked special), are special tokens here; other added tokens are ordinary vocabulary.
+
+`tokenizer.chat_format` is the chat markup the tokenizer's own special tokens call for (see `data/chat.py`):
+`kimi_k2` when Kimi's tool-call tokens exist, `deepseek_v3` when DeepSeek-V3's do, `project` otherwise.
+`check_vocab(tokenizer, model_vocab_size)` refuses a tokenizer whose ids do not fit the model's embedding.
 
 Plain `encode` treats special-token strings in the text as ordinary text (a code file containing "<|im_end|>" cannot
 forge a turn boundary); `encode(text, allow_special=True)` maps them to their ids (used by the serving harness).
@@ -87,6 +96,16 @@ class Tokenizer(abc.ABC):
         if name not in self._special:
             raise ValueError(f"unknown special token {name!r}; this tokenizer has {sorted(self._special)}")
         return self._special[name]
+
+    @property
+    def chat_format(self):
+        """The chat markup this tokenizer's special tokens call for (a `data.chat.ChatFormat`; cached)."""
+        fmt = self.__dict__.get("_chat_format")
+        if fmt is None:
+            from composer2_jax.data.chat import detect_chat_format  # deferred: chat imports this module
+
+            fmt = self.__dict__["_chat_format"] = detect_chat_format(self)
+        return fmt
 
     def is_special(self, token_id: int) -> bool:
         """True for ids of special tokens."""
@@ -245,6 +264,129 @@ class TiktokenTokenizer(Tokenizer):
         return self._enc.decode_bytes(list(ids)).decode("utf-8", errors="replace")
 
 
+class HFTokenizer(Tokenizer):
+    """A Hugging Face `tokenizer.json` run by the `tokenizers` library, with the specials of `tokenizer_config.json`.
+
+    Special tokens are the added tokens marked special, and every added token spelled like a control marker
+    (`<...>`, e.g. DeepSeek-V3's `<｜User｜>`, which its tokenizer.json does not mark special), from the tokenizer and
+    the config's `added_tokens_decoder`. Plain `encode` never maps their strings to their ids: text that contains one
+    runs through the normalizer, pre-tokenizer and model only (the library's `encode` would extract them), and other
+    text takes the library's fast path, which gives the same ids. Other added tokens (vocabulary extensions such as
+    whitespace runs) are ordinary tokens, split out of the text as the library does. When the tokenizer defines no
+    native chat markup (`chat_format.name == "project"`), the project's markers in `CHAT_SPECIAL_TOKENS` that it
+    lacks get new ids after its largest one (`vocab_size` grows: `check_vocab` says when the model's embedding is too
+    small).
+    """
+
+    def __init__(self, tokenizer_file: Union[str, os.PathLike], config: Union[str, os.PathLike, Mapping, None] = None):
+        from tokenizers import Tokenizer as _HFTok  # deferred: the byte tokenizer must not need it
+
+        self.path = str(tokenizer_file)
+        try:
+            self._tok = _HFTok.from_file(self.path)
+        except Exception as e:  # noqa: BLE001 - the library raises its own exception types
+            raise ValueError(f"cannot load {self.path} with tokenizers.Tokenizer.from_file: {e}") from None
+        cfg = _load_config(config)
+        self.config = dict(cfg)
+        self.chat_template = cfg.get("chat_template")
+        added = {t.content: (int(i), bool(t.special)) for i, t in self._tok.get_added_tokens_decoder().items()}
+        for i, v in cfg.get("added_tokens_decoder", {}).items():
+            special = bool(v.get("special", True)) if isinstance(v, Mapping) else True
+            added.setdefault(_token_content(v), (int(i), special))
+        self._special = {c: i for c, (i, sp) in added.items() if sp or _is_marker(c)}
+        plain = {c: i for c, (i, sp) in added.items() if c not in self._special}
+        vocab = self._tok.get_vocab(with_added_tokens=False)
+        self._n_vocab = max([-1, *vocab.values(), *(i for i, _ in added.values())]) + 1
+        if self.chat_format.name == "project":
+            for name in CHAT_SPECIAL_TOKENS:
+                if name not in self._special and name not in vocab and name not in plain:
+                    self._special[name] = self._n_vocab
+                    self._n_vocab += 1
+        self._plain_added = plain
+        self._plain_re = _alternation(plain)
+        self._special_in_tok = _alternation([c for c in self._special if c in added])
+
+        def role(key: str) -> Optional[int]:
+            name = cfg.get(key)
+            if not name:
+                return None
+            name = _token_content(name)
+            tid = self._special.get(name, plain.get(name, self._tok.token_to_id(name)))
+            if tid is None:
+                raise ValueError(f"{key}={name!r} of {self.path}'s tokenizer_config.json is not a token of the "
+                                 "tokenizer")
+            return tid
+
+        eos = role("eos_token")
+        if eos is None:
+            raise ValueError(f"{self.path}: no eos_token (tokenizer_config.json next to tokenizer.json names it)")
+        bos, pad = role("bos_token"), role("pad_token")
+        self.eos_id = eos
+        self.bos_id = eos if bos is None else bos
+        self.pad_id = eos if pad is None else pad
+
+    @classmethod
+    def from_dir(cls, path: Union[str, os.PathLike]) -> "HFTokenizer":
+        """A directory holding `tokenizer.json` (and optionally `tokenizer_config.json`), or the file itself."""
+        path = str(path)
+        file = os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path
+        if not os.path.isfile(file):
+            raise ValueError(f"tokenizer 'hf': {file} does not exist")
+        cfg = os.path.join(os.path.dirname(file), "tokenizer_config.json")
+        return cls(file, cfg if os.path.isfile(cfg) else None)
+
+    @property
+    def vocab_size(self) -> int:
+        """Largest id of the model vocabulary and the added/special tokens, plus one."""
+        return self._n_vocab
+
+    def _encode_ordinary(self, text: str) -> list[int]:
+        """Ids with special-token strings encoded as text; other added tokens split out as the library does."""
+        if not text:
+            return []
+        if self._special_in_tok is None or not self._special_in_tok.search(text):
+            return self._tok.encode(text, add_special_tokens=False).ids
+        ids: list[int] = []
+        pieces = _split_on_specials(text, self._plain_re) if self._plain_re is not None else [(text, False)]
+        for piece, is_added in pieces:
+            ids.extend([self._plain_added[piece]] if is_added else self._pipeline(piece))
+        return ids
+
+    def _pipeline(self, text: str) -> list[int]:
+        """normalizer -> pre-tokenizer -> model, with no added-token extraction."""
+        norm = self._tok.normalizer.normalize_str(text) if self._tok.normalizer is not None else text
+        pieces = self._tok.pre_tokenizer.pre_tokenize_str(norm) if self._tok.pre_tokenizer is not None \
+            else [(norm, None)]
+        model = self._tok.model
+        return [t.id for piece, _ in pieces for t in model.tokenize(piece)]
+
+    def _decode_ordinary(self, ids: Sequence[int]) -> str:
+        """The tokenizer's decoder on non-special ids."""
+        if not ids:
+            return ""
+        return self._tok.decode(list(ids), skip_special_tokens=False)
+
+
+def _is_marker(content: str) -> bool:
+    """Spelled like a control token: `<...>` with no whitespace (`<｜User｜>`, `<think>`, `<|im_end|>`)."""
+    return len(content) > 2 and content[0] == "<" and content[-1] == ">" and not any(c.isspace() for c in content)
+
+
+def _alternation(strings) -> Optional[re.Pattern]:
+    """A regex matching any of `strings`, longest first; None for none."""
+    strings = sorted(set(strings), key=len, reverse=True)
+    return re.compile("|".join(re.escape(t) for t in strings)) if strings else None
+
+
+def check_vocab(tokenizer: Tokenizer, model_vocab_size: int) -> None:
+    """Raise ValueError when the tokenizer's ids do not fit a model embedding of `model_vocab_size` rows."""
+    if tokenizer.vocab_size > model_vocab_size:
+        raise ValueError(
+            f"the tokenizer's ids need vocab_size={tokenizer.vocab_size} but the model's vocab_size is "
+            f"{model_vocab_size}: ids >= {model_vocab_size} have no embedding row. Use the tokenizer the model "
+            f"ships with, or a model config with vocab_size >= {tokenizer.vocab_size}")
+
+
 def _bounded_pieces(text: str) -> Iterator[str]:
     """Cut `text` into pieces of <= _MAX_ENCODE_CHARS with runs of (non-)whitespace <= _MAX_RUN_CHARS."""
     for start in range(0, len(text), _MAX_ENCODE_CHARS):
@@ -308,15 +450,19 @@ def _token_content(v: Union[str, Mapping]) -> str:
     return v["content"] if isinstance(v, Mapping) else str(v)
 
 
-TOKENIZERS = ("byte", "kimi", "tiktoken")
+TOKENIZERS = ("byte", "kimi", "tiktoken", "hf", "auto")
+# The tokenizer family each model preset (composer2_jax/config.py) ships with: Kimi's tiktoken.model for the Kimi
+# presets, tokenizer.json for the others; only the toy presets run on bytes.
+PRESET_TOKENIZER = {"kimi_k2_5": "kimi", "kimi_k2": "kimi", "deepseek_v3": "hf", "llama2_70b_mla": "hf",
+                    "mixtral_8x7b_mla": "hf", "toy": "byte", "gpu_small": "byte"}
 
 
 @dataclasses.dataclass(frozen=True)
 class TokenizerConfig:
     """Which tokenizer a run uses."""
 
-    name: str = "byte"  # byte | kimi / tiktoken (Kimi's tiktoken.model format)
-    path: str = ""  # tiktoken.model, or the directory holding it (tiktoken only)
+    name: str = "byte"  # byte | kimi / tiktoken (Kimi's tiktoken.model format) | hf (tokenizer.json) | auto
+    path: str = ""  # kimi/tiktoken: tiktoken.model or its directory; hf: tokenizer.json or its directory; auto: a dir
 
     def __post_init__(self):
         if self.name not in TOKENIZERS:
@@ -328,18 +474,41 @@ class TokenizerConfig:
 
 
 def make_tokenizer(name: str = "byte", path: Optional[Union[str, os.PathLike]] = None) -> Tokenizer:
-    """Tokenizer by name: "byte", or "kimi"/"tiktoken" with `path` = tiktoken.model or the directory holding it.
+    """Tokenizer by name: "byte"; "kimi"/"tiktoken" with `path` = tiktoken.model or the directory holding it;
+    "hf" with `path` = tokenizer.json or the directory holding it; "auto" with `path` = a checkpoint or tokenizer
+    directory (tokenizer.json -> hf, else tiktoken.model -> kimi).
 
-    For "kimi"/"tiktoken" a tokenizer_config.json next to the model file supplies the special tokens (optional).
+    A tokenizer_config.json next to the model file supplies the special tokens (optional).
     """
     if name == "byte":
         return ByteTokenizer()
+    if name in ("kimi", "tiktoken", "hf", "auto") and not path:
+        raise ValueError(f"tokenizer {name!r} needs path= (a tokenizer file or the directory holding it)")
+    if name == "auto":
+        path = str(path)
+        if not os.path.isdir(path):
+            raise ValueError(f"tokenizer 'auto' needs a directory; {path} is not one")
+        if os.path.isfile(os.path.join(path, "tokenizer.json")):
+            name = "hf"
+        elif os.path.isfile(os.path.join(path, "tiktoken.model")):
+            name = "kimi"
+        else:
+            raise ValueError(f"tokenizer 'auto': {path} holds neither tokenizer.json (HF tokenizers) nor "
+                             "tiktoken.model (Kimi)")
+    if name == "hf":
+        return HFTokenizer.from_dir(path)
     if name in ("kimi", "tiktoken"):
-        if not path:
-            raise ValueError(f"tokenizer {name!r} needs path= tiktoken.model or a directory holding it")
         model = os.path.join(path, "tiktoken.model") if os.path.isdir(path) else str(path)
         if not os.path.isfile(model):
             raise ValueError(f"tokenizer {name!r}: {model} does not exist")
         cfg = os.path.join(os.path.dirname(model), "tokenizer_config.json")
         return TiktokenTokenizer.from_kimi_files(model, cfg if os.path.isfile(cfg) else None)
     raise ValueError(f"unknown tokenizer {name!r}; expected one of {TOKENIZERS}")
+
+
+def preset_tokenizer(preset: str, path: str = "") -> TokenizerConfig:
+    """The TokenizerConfig of a model preset's own tokenizer family (`PRESET_TOKENIZER`); `path` is the checkpoint or
+    tokenizer directory (building a non-byte tokenizer without one is an error, never a silent fall back to bytes)."""
+    if preset not in PRESET_TOKENIZER:
+        raise ValueError(f"preset={preset!r} has no tokenizer family; expected one of {sorted(PRESET_TOKENIZER)}")
+    return TokenizerConfig(PRESET_TOKENIZER[preset], path)

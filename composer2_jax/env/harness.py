@@ -4,7 +4,9 @@ One episode on one sandbox:
 
 1. The context starts as system prompt (with the env's tool schemas) + the task, rendered by `data.chat.render_chat`,
    ending in the assistant header (the generation prompt).
-2. The policy continues the context; its ids are decoded and `parse_assistant` extracts the tool calls.
+2. The policy continues the context; its ids are decoded and `parse_assistant` extracts the tool calls. Everything
+   is in the tokenizer's chat format (`tokenizer.chat_format`: Kimi K2's or DeepSeek-V3's own tool-call tokens
+   where the tokenizer defines them, the project's markup otherwise; see data/chat.py).
 3. Each call runs through `Environment.call`; a malformed block (bad JSON, no name, ...) is answered with the env's
    structured error observation (`Observation.failure`) without reaching the sandbox, and counted. Observations are
    rendered as tool messages and appended to the context.
@@ -225,18 +227,25 @@ class TurnCheckpoint:
 
 
 def generation_header(tokenizer: tk.Tokenizer) -> list[int]:
-    """The assistant header that prompts a reply."""
-    return render_chat([], tokenizer, add_generation_prompt=True).ids
+    """The assistant header that prompts a reply (after a user turn)."""
+    return render_chat([], tokenizer, add_generation_prompt=True, continuation=True).ids
 
 
-def _render(messages: list[dict], tokenizer: tk.Tokenizer, tools=None, prompt: bool = False) -> list[int]:
-    """Ids of some messages (with the tool schemas first if given; the generation header last if prompt)."""
-    return render_chat(messages, tokenizer, tools=tools, add_generation_prompt=prompt).ids
+def _render(messages: list[dict], tokenizer: tk.Tokenizer, tools=None, prompt: bool = False,
+            continuation: bool = True) -> list[int]:
+    """Ids of some messages (with the tool schemas first if given; the generation header last if prompt); all but
+    the first piece of a context continue it."""
+    return render_chat(messages, tokenizer, tools=tools, add_generation_prompt=prompt, continuation=continuation).ids
 
 
-def is_summary_request(prompt_text: str, config: HarnessConfig = HarnessConfig()) -> bool:
-    """True if a decoded prompt ends with the summary request (scripted agents use this to answer it)."""
-    tail = f"{config.summary_prompt}{tk.IM_END}{tk.IM_ASSISTANT}assistant{tk.IM_MIDDLE}"
+def is_summary_request(prompt_text: str, config: HarnessConfig = HarnessConfig(),
+                       tokenizer: tk.Tokenizer | None = None) -> bool:
+    """True if a decoded prompt ends with the summary request (scripted agents use this to answer it); pass the
+    tokenizer for any chat format other than the project's."""
+    if tokenizer is None:
+        tail = f"{config.summary_prompt}{tk.IM_END}{tk.IM_ASSISTANT}assistant{tk.IM_MIDDLE}"
+    else:
+        tail = tokenizer.decode(_render([{"role": "user", "content": config.summary_prompt}], tokenizer, prompt=True))
     return prompt_text.endswith(tail)
 
 
@@ -270,9 +279,9 @@ class _Run:
     def __init__(self, env, sid: str, policy: Policy, tokenizer: tk.Tokenizer, config: HarnessConfig,
                  builder: SegmentBuilder, messages: list[dict[str, Any]]):
         self.env, self.sid, self.policy, self.tok, self.cfg = env, sid, policy, tokenizer, config
-        self.header = generation_header(tokenizer)
-        self.im_end = tokenizer.special_id(tk.IM_END)
-        self.call_begin = tokenizer.special_id(tk.TOOL_CALL_BEGIN)
+        self.fmt = tokenizer.chat_format
+        self.im_end = tokenizer.special_id(self.fmt.end)  # the token that ends a reply (<|im_end|>, DeepSeek's EOS)
+        self.call_begin = tokenizer.special_id(self.fmt.call_begin)
         self.builder, self.messages = builder, messages
         self.records: list[ToolCallRecord] = []
         self.turns = self.generated = self.observed = self.summaries = self.max_context = 0
@@ -287,7 +296,8 @@ class _Run:
         """An episode at the task's start: context = system prompt (+ tool schemas) + task."""
         system = {"role": "system", "content": config.system_prompt}
         task = {"role": "user", "content": instruction}
-        prefix = (_render([system], tokenizer, tools=env.tools()), _render([task], tokenizer, prompt=True),
+        prefix = (_render([system], tokenizer, tools=env.tools(), continuation=False),
+                  _render([task], tokenizer, prompt=True),
                   _render([{"role": "user", "content": config.summary_prompt}], tokenizer, prompt=True))
         need = sum(map(len, prefix))
         if need >= config.context_budget:
@@ -367,7 +377,7 @@ class _Run:
         """One reply and its tool calls; a stop reason when the episode ends."""
         comp = self._generate(min(self.cfg.max_new_tokens, self.cfg.max_total_tokens - self.generated))
         self.turns += 1
-        parsed = parse_assistant(self.tok.decode(comp.ids))
+        parsed = parse_assistant(self.tok.decode(comp.ids), self.fmt)
         blocks = _blocks(parsed)
         self._append_reply(comp, bool(blocks))
         self.messages.append({"role": "assistant", "content": parsed.content,
@@ -381,16 +391,18 @@ class _Run:
         tool_msgs = [self._execute(block) for block in blocks]
         self.messages.extend(tool_msgs)
         obs_ids = closing + _render(tool_msgs, self.tok)
+        header = _render(tool_msgs, self.tok, prompt=True)[len(obs_ids) - len(closing):]  # DeepSeek: none
         self.observed += len(obs_ids)
         stop = "submitted" if self.submitted else self._stop_reason()
-        overflow = len(self.builder.context) + len(obs_ids) + len(self.header) >= self.cfg.context_budget
-        self.builder.append(obs_ids + ([] if stop or overflow else self.header), False, role="tool_output")
+        overflow = len(self.builder.context) + len(obs_ids) + len(header) >= self.cfg.context_budget
+        self.builder.append(obs_ids + ([] if stop or overflow else header), False, role="tool_output")
         if stop is None and overflow:
             stop = self._summarize()
         return stop
 
     def _execute(self, block: ToolCall | ToolCallError) -> dict[str, Any]:
         """Run one call (or answer a malformed block with an error observation); the tool message for the model."""
+        call_id = ""
         if isinstance(block, ToolCallError):
             name, args = None, None
             kind = _PARSE_ERROR_KIND.get(block.kind, "bad_json")
@@ -398,13 +410,17 @@ class _Run:
                                       raw=block.raw[:2000])
         else:
             name, args = block.name, block.arguments
+            call_id = block.id
             obs = self.env.call(self.sid, name, args)
             self.submitted = self.submitted or (name == "submit" and obs.ok)
         exit_code = obs.fields.get("exit_code") if name == "run_terminal_cmd" else None
         self.records.append(ToolCallRecord(self.turns, name, args, obs.ok, obs.error, obs.error in MALFORMED_KINDS,
                                            obs.content[:300], exit_code))
         content = clip_text(obs.content, self.cfg.max_observation_chars)
-        return {"role": "tool", "name": name or "tool", "content": content}
+        msg = {"role": "tool", "name": name or "tool", "content": content}
+        if call_id:  # native call ids (Kimi's functions.{name}:{index}) are echoed in the result turn
+            msg["tool_call_id"] = call_id
+        return msg
 
     def _summarize(self) -> str | None:
         """Ask for a summary and restart the context from system + task + summary; a stop reason if it cannot."""
@@ -418,7 +434,7 @@ class _Run:
         self.generated += len(comp.ids)
         self.builder.add_summary(comp.ids, comp.logprobs, comp.policy_version)
         self.summaries += 1
-        text = parse_assistant(self.tok.decode(comp.ids)).content
+        text = parse_assistant(self.tok.decode(comp.ids), self.fmt).content
         self.messages += [{"role": "user", "content": self.cfg.summary_prompt},
                           {"role": "assistant", "content": text, "summary": True},
                           {"role": "user", "content": CONTINUE_PROMPT}]
