@@ -12,6 +12,7 @@ import dataclasses
 from composer2_jax import schema
 from composer2_jax.config import preset as model_preset
 from composer2_jax.data.pipeline import DataConfig
+from composer2_jax.data.tokenizer import preset_tokenizer
 from composer2_jax.sharding import MeshConfig
 from composer2_jax.train.loop import StageConfig
 from composer2_jax.train.optim import OptimConfig
@@ -31,7 +32,7 @@ def base_stage(preset: str = "toy") -> StageConfig:
     if preset not in RUN_SIZES:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(RUN_SIZES)}")
     size = RUN_SIZES[preset]
-    return StageConfig(preset=preset, model=model_preset(preset),
+    return StageConfig(preset=preset, model=model_preset(preset), tokenizer=preset_tokenizer(preset),
                        optim=OptimConfig(total_steps=size["steps"]),
                        data=DataConfig(batch_size=size["batch"], seq_len=size["seq_len"]),
                        mesh=MeshConfig(**size["mesh"]), steps=size["steps"], workdir=f"runs/{preset}")

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from composer2_jax import schema
-from composer2_jax.data import tokenizer as tk
+from composer2_jax.data.chat import end_token_id
 from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.losses.rl import PolicyLossConfig
@@ -47,7 +47,7 @@ def get_config(preset: str = "toy"):
     optim = dataclasses.replace(stage.optim, lr=1e-4 if toy else 1e-6, schedule="constant", warmup_steps=4,
                                 weight_decay=0.0, clip_norm=1.0)
     return schema.to_config_dict(RLExperimentConfig(
-        preset=preset, model=stage.model, optim=optim, workdir=f"runs/{preset}/rl",
+        preset=preset, model=stage.model, tokenizer=stage.tokenizer, optim=optim, workdir=f"runs/{preset}/rl",
         init_from=f"runs/{preset}/rl/sft/checkpoints",  # version 0 = these weights (the SFT warm start)
         checkpoint=CheckpointConfig(every=10, async_save=False),
         rl=RLConfig(steps=100 if toy else 1000, groups_per_batch=8 if toy else 256, samples=4 if toy else 16),
@@ -136,7 +136,7 @@ def evaluate_checkpoint(config, checkpoint_dir: str) -> dict[str, float]:
     tok = run.tokenizer.build()
     with Environment(pool_size=run.env.pool_size) as env:
         evaluator = Evaluator(env_worker_for(run, env, tok), orchestrator.heldout_tasks(run), engine.cfg,
-                              run.rollout, tok.special_id(tk.IM_END), run.rl.eval_samples,
+                              run.rollout, end_token_id(tok), run.rl.eval_samples,
                               vocab_limit=orchestrator.vocab_limit(tok, engine.cfg.vocab_size))
         version = int(Checkpointer(checkpoint_dir, async_save=False).latest_step() or 0)
         return evaluator.evaluate(Weights(version, engine.params, engine.router_state))

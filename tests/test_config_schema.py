@@ -135,12 +135,15 @@ def test_the_rl_experiment_builds_for_every_preset(name):
     assert rl_config(schema.to_config_dict(run)) == run
 
 
-def test_cpt_long_extends_the_bulk_context_with_yarn():
+def test_cpt_long_asks_for_its_context_and_keeps_the_models_rope():
+    """cpt_long names the context it must reach; the YaRN factor is derived from the starting checkpoint at run time
+    (train/init_from.extend_context, tests/test_init_from.py), so the config keeps the model's own rope section."""
+    from composer2_jax.config import preset
     from experiments import cpt_long
 
     run = stage_config(cpt_long.get_config("kimi_k2_5"))
-    assert run.model.rope_scaling.factor == 8.0 and run.model.attention_kernel == "ring"
-    assert run.model.rope_scaling.original_max_position_embeddings == 32768 and run.data.seq_len == 262144
+    assert run.context_length == run.data.seq_len == 262144 and run.model.attention_kernel == "ring"
+    assert run.model.rope_scaling == preset("kimi_k2_5").rope_scaling
 
 
 def _cli(*argv):

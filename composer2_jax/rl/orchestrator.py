@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from composer2_jax import schema
 from composer2_jax.data import tokenizer as tk
+from composer2_jax.data.chat import end_token_id
 from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import sources
@@ -38,6 +39,7 @@ from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import PolicyLaw, Trainer
 from composer2_jax.rl.services.weights import WeightStore
 from composer2_jax.train.checkpoint import Checkpointer
+from composer2_jax.train.init_from import stage_tokenizer
 from composer2_jax.train.loop import config_record, inherited_model, load_stage_params
 from composer2_jax.train.metrics import MetricWriter
 
@@ -180,7 +182,12 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
     """Run (or resume) RL as configured; `hook(metrics)` after each version is logged (see the module docstring)."""
     t0 = time.time()
     run = rl_config(config)
-    run = dataclasses.replace(run, model=inherited_model(run.preset, run.model, run.init_from))  # the SFT's model
+    run = dataclasses.replace(run, model=inherited_model(run.preset, run.model, run.init_from),  # the SFT's model
+                              tokenizer=stage_tokenizer(run.tokenizer, run.init_from))
+    if run.rollout.num_draft > run.model.num_mtp_layers:  # drafts follow the model trained, not the preset
+        log.info("rollout.num_draft %d → %d: the warm start's model has %d MTP depth(s)", run.rollout.num_draft,
+                 run.model.num_mtp_layers, run.model.num_mtp_layers)
+        run = dataclasses.replace(run, rollout=dataclasses.replace(run.rollout, num_draft=run.model.num_mtp_layers))
     tokenizer = run.tokenizer.build()
     workdir = Path(run.workdir)
     started = None
@@ -188,7 +195,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
         from composer2_jax.rl.services.ray_loop import join_device_sync_job
 
         _ray_init(run)
-        started = join_device_sync_job(run, tokenizer.special_id(tk.IM_END), vocab_limit(tokenizer,
+        started = join_device_sync_job(run, end_token_id(tokenizer), vocab_limit(tokenizer,
                                                                                       run.model.vocab_size))
     trainer = make_trainer(run, tokenizer)
     # with device sync the job's other processes are rollout actors: the driver checkpoints alone
@@ -198,7 +205,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
     counters = Counters(saved.get("counters"))
     sampler = training_sampler(run, saved.get("sampler_position", 0))
     writer = MetricWriter(workdir / "logs", enabled=run.log.write)
-    stop_id = tokenizer.special_id(tk.IM_END)
+    stop_id = end_token_id(tokenizer)
     check_shapes(run.harness, run.rollout, run.trainer.seq_len, tokenizer)
     lock = threading.Lock()  # the trainer's and the evaluator's threads share the writer
 
@@ -248,7 +255,7 @@ def start_evaluator(run: RLExperimentConfig, tokenizer: tk.Tokenizer, store: Wei
                               trainer.law.vocab_limit)
     env = Environment(pool_size=min(run.env.pool_size, 4), limits=sandbox_limits(run.env))  # the evaluator's own
     evaluator = Evaluator(env_worker_for(run, env, tokenizer), heldout_tasks(run), run.model, run.rollout,
-                          tokenizer.special_id(tk.IM_END), run.rl.eval_samples, run.rl.episode_threads,
+                          end_token_id(tokenizer), run.rl.eval_samples, run.rl.episode_threads,
                           vocab_limit=trainer.law.vocab_limit)
 
     def on_result(m: dict[str, Any]) -> None:

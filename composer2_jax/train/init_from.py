@@ -194,6 +194,37 @@ def extend_context(cfg: ModelConfig, length: int) -> ModelConfig:
     return dataclasses.replace(cfg, rope_scaling=new, max_position_embeddings=max(cfg.max_position_embeddings, length))
 
 
+def stage_tokenizer(tokenizer, init_from: str):
+    """The TokenizerConfig a stage uses: as configured when it names a path (or bytes); otherwise the tokenizer that
+    came with `init_from` (an HF directory's own files; the tokenizer a previous stage recorded). A model family's
+    tokenizer with no file to read is an error naming where it looked, never a silent fall back to bytes."""
+    from composer2_jax.data.tokenizer import TokenizerConfig
+
+    if tokenizer.name == "byte" or tokenizer.path:
+        return tokenizer
+    if not init_from:
+        raise ValueError(f"tokenizer.name={tokenizer.name!r} has no tokenizer.path and there is no init_from to take "
+                         f"it from; expected tokenizer.path= the model's tokenizer file or directory")
+    src = resolve(init_from)
+    if src.kind == "hf":
+        return dataclasses.replace(tokenizer, path=src.path)
+    if src.kind == "stage":
+        from composer2_jax.train.checkpoint import Checkpointer
+
+        ck = Checkpointer(src.path, async_save=False)
+        try:
+            saved = ck.saved_config().get("tokenizer") or {}
+        finally:
+            ck.close()
+        if saved.get("path") or saved.get("name") == "byte":
+            recorded = TokenizerConfig(saved.get("name", "byte"), saved.get("path", ""))
+            log.info("tokenizer of %s: %s", init_from, recorded)
+            return recorded
+    raise ValueError(f"tokenizer.name={tokenizer.name!r} has no tokenizer.path and init_from={init_from!r} ({src.kind} "
+                     f"checkpoint) records no tokenizer files; expected tokenizer.path= the model's tokenizer file or "
+                     f"directory")
+
+
 # ------------------------------------------------------------------------------------------------ the weights
 
 

@@ -21,6 +21,7 @@ from composer2_jax import sharding as shd
 from composer2_jax.config import ModelConfig
 from composer2_jax.config import preset as model_preset
 from composer2_jax.data import pipeline as data_lib
+from composer2_jax.data import tokenizer as tk
 from composer2_jax.data.tokenizer import TokenizerConfig
 from composer2_jax.model import Transformer
 from composer2_jax.model import context_parallel as cp
@@ -72,7 +73,9 @@ class StageConfig:
     data: data_lib.DataConfig = data_lib.DataConfig()  # sources, packing, mixture, shuffling (data/pipeline.py)
     # multi-process data split: documents (scales) | rows (same batches at any host count)
     data_shard_by: str = "documents"
-    tokenizer: TokenizerConfig = TokenizerConfig()  # byte | tiktoken, and its file
+    # byte | kimi/tiktoken | hf | auto, and its file; a family with no path takes init_from's (its HF directory's
+    # files, or the tokenizer the previous stage recorded: train/init_from.stage_tokenizer)
+    tokenizer: TokenizerConfig = TokenizerConfig()
     mesh: shd.MeshConfig = shd.MeshConfig()  # device mesh axis sizes (sharding.py); -1 = the rest of the devices
     steps: int = 60  # train until this global step
     seed: int = 0  # parameter-init seed
@@ -193,14 +196,14 @@ def train(config) -> RunResult:
     """Run (or resume) one training stage as configured (a ConfigDict or a StageConfig); returns the losses."""
     run = stage_config(config)
     run = dataclasses.replace(run, model=inherited_model(run.preset, run.model, run.init_from, grow_mtp=True,
-                                                         context_length=run.context_length))
+                                                         context_length=run.context_length),
+                              tokenizer=init_from_lib.stage_tokenizer(run.tokenizer, run.init_from))
     cfg, oc, sc, dc = run.model, run.optim, run.step, run.data
     workdir = Path(run.workdir)
     mesh = shd.make_mesh(run.mesh)
     validate_layout(cfg, mesh, dc.batch_size, dc.seq_len, jax.process_count())
     tokenizer = run.tokenizer.build()
-    if tokenizer.vocab_size > cfg.vocab_size:
-        raise ValueError(f"tokenizer vocab {tokenizer.vocab_size} exceeds model.vocab_size {cfg.vocab_size}")
+    tk.check_vocab(tokenizer, cfg.vocab_size)
 
     model = Transformer(cfg, mesh)
     make_tx = lambda p, names: optim_lib.make_optimizer(oc, p, names)  # noqa: E731

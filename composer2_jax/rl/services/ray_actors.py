@@ -224,7 +224,7 @@ class EvalActor:
     """The held-out evaluation as its own actor: an EvalService over its own Environment, pulling from `registry`."""
 
     def __init__(self, run: RLExperimentConfig, registry, tasks: list, vocab_limit: int, start: int):
-        from composer2_jax.data import tokenizer as tk
+        from composer2_jax.data.chat import end_token_id
         from composer2_jax.env import Environment
         from composer2_jax.rl.services.env_worker import env_worker_for, sandbox_limits
         from composer2_jax.rl.services.evaluator import EvalService, Evaluator
@@ -232,7 +232,7 @@ class EvalActor:
         tok = run.tokenizer.build()
         self.env = Environment(pool_size=min(run.env.pool_size, 4), limits=sandbox_limits(run.env))
         evaluator = Evaluator(env_worker_for(run, self.env, tok), tasks, run.model, run.rollout,
-                              tok.special_id(tk.IM_END), run.rl.eval_samples, run.rl.episode_threads,
+                              end_token_id(tok), run.rl.eval_samples, run.rl.episode_threads,
                               vocab_limit=vocab_limit)
         self.service = EvalService(RegistryStore(registry), evaluator.evaluate, run.rl.eval_every, start=start,
                                    on_close=self.env.shutdown)
