@@ -39,7 +39,7 @@ from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import PolicyLaw, Trainer
 from composer2_jax.rl.services.weights import WeightStore
 from composer2_jax.train.checkpoint import Checkpointer
-from composer2_jax.train.init_from import stage_tokenizer
+from composer2_jax.train.init_from import preset_default_tokenizer, stage_tokenizer
 from composer2_jax.train.loop import config_record, inherited_model, load_stage_params
 from composer2_jax.train.metrics import MetricWriter
 
@@ -182,8 +182,9 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
     """Run (or resume) RL as configured; `hook(metrics)` after each version is logged (see the module docstring)."""
     t0 = time.time()
     run = rl_config(config)
+    tokenizer_cfg = stage_tokenizer(run.tokenizer, run.init_from, preset_default_tokenizer(run.preset))
     run = dataclasses.replace(run, model=inherited_model(run.preset, run.model, run.init_from),  # the SFT's model
-                              tokenizer=stage_tokenizer(run.tokenizer, run.init_from))
+                              tokenizer=tokenizer_cfg)
     if run.rollout.num_draft > run.model.num_mtp_layers:  # drafts follow the model trained, not the preset
         log.info("rollout.num_draft %d → %d: the warm start's model has %d MTP depth(s)", run.rollout.num_draft,
                  run.model.num_mtp_layers, run.model.num_mtp_layers)

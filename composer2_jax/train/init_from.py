@@ -194,35 +194,48 @@ def extend_context(cfg: ModelConfig, length: int) -> ModelConfig:
     return dataclasses.replace(cfg, rope_scaling=new, max_position_embeddings=max(cfg.max_position_embeddings, length))
 
 
-def stage_tokenizer(tokenizer, init_from: str):
-    """The TokenizerConfig a stage uses: as configured when it names a path (or bytes); otherwise the tokenizer that
-    came with `init_from` (an HF directory's own files; the tokenizer a previous stage recorded). A model family's
-    tokenizer with no file to read is an error naming where it looked, never a silent fall back to bytes."""
+TOKENIZER_FILES = ("tokenizer.json", "tiktoken.model")
+
+
+def preset_default_tokenizer(preset: str):
+    """The preset's own tokenizer family (what an unedited tokenizer section says); None for a preset without one."""
+    from composer2_jax.data.tokenizer import PRESET_TOKENIZER, preset_tokenizer
+
+    return preset_tokenizer(preset) if preset in PRESET_TOKENIZER else None
+
+
+def stage_tokenizer(tokenizer, init_from: str, default=None):
+    """The TokenizerConfig a stage uses, inherited like the model: an explicit choice (one that differs from the
+    preset's `default`, or names a path) is kept; otherwise the tokenizer that came with `init_from` is used (an HF
+    directory's own tokenizer.json / tiktoken.model; the tokenizer a previous stage recorded), else the configured
+    one. A model family's tokenizer with no file to read is an error naming where it looked, never bytes."""
     from composer2_jax.data.tokenizer import TokenizerConfig
 
-    if tokenizer.name == "byte" or tokenizer.path:
-        return tokenizer
-    if not init_from:
-        raise ValueError(f"tokenizer.name={tokenizer.name!r} has no tokenizer.path and there is no init_from to take "
-                         f"it from; expected tokenizer.path= the model's tokenizer file or directory")
-    src = resolve(init_from)
-    if src.kind == "hf":
-        return dataclasses.replace(tokenizer, path=src.path)
-    if src.kind == "stage":
-        from composer2_jax.train.checkpoint import Checkpointer
+    explicit = tokenizer.path or (default is not None and tokenizer != default)
+    inherited = None
+    if init_from and not explicit:
+        src = resolve(init_from)
+        if src.kind == "hf" and any(os.path.isfile(os.path.join(src.path, f)) for f in TOKENIZER_FILES):
+            inherited = TokenizerConfig("auto", src.path)
+        elif src.kind == "stage":
+            from composer2_jax.train.checkpoint import Checkpointer
 
-        ck = Checkpointer(src.path, async_save=False)
-        try:
-            saved = ck.saved_config().get("tokenizer") or {}
-        finally:
-            ck.close()
-        if saved.get("path") or saved.get("name") == "byte":
-            recorded = TokenizerConfig(saved.get("name", "byte"), saved.get("path", ""))
-            log.info("tokenizer of %s: %s", init_from, recorded)
-            return recorded
-    raise ValueError(f"tokenizer.name={tokenizer.name!r} has no tokenizer.path and init_from={init_from!r} ({src.kind} "
-                     f"checkpoint) records no tokenizer files; expected tokenizer.path= the model's tokenizer file or "
-                     f"directory")
+            ck = Checkpointer(src.path, async_save=False)
+            try:
+                saved = ck.saved_config().get("tokenizer") or {}
+            finally:
+                ck.close()
+            if saved.get("name"):
+                inherited = TokenizerConfig(saved["name"], saved.get("path", ""))
+    if inherited is not None:
+        if inherited != tokenizer:
+            log.info("tokenizer of %s: %s (the stage's config said %s)", init_from, inherited, tokenizer)
+        return inherited
+    if tokenizer.name != "byte" and not tokenizer.path:
+        raise ValueError(f"tokenizer.name={tokenizer.name!r} has no tokenizer.path and init_from={init_from!r} brings "
+                         f"no tokenizer files ({' or '.join(TOKENIZER_FILES)}); expected tokenizer.path= the model's "
+                         f"tokenizer file or directory")
+    return tokenizer
 
 
 # ------------------------------------------------------------------------------------------------ the weights

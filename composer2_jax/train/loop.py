@@ -197,7 +197,8 @@ def train(config) -> RunResult:
     run = stage_config(config)
     run = dataclasses.replace(run, model=inherited_model(run.preset, run.model, run.init_from, grow_mtp=True,
                                                          context_length=run.context_length),
-                              tokenizer=init_from_lib.stage_tokenizer(run.tokenizer, run.init_from))
+                              tokenizer=init_from_lib.stage_tokenizer(run.tokenizer, run.init_from,
+                                                                        init_from_lib.preset_default_tokenizer(run.preset)))
     cfg, oc, sc, dc = run.model, run.optim, run.step, run.data
     workdir = Path(run.workdir)
     mesh = shd.make_mesh(run.mesh)
