@@ -38,8 +38,10 @@ from composer2_jax.data.pipeline import (
 from composer2_jax.data.sources import (
     ArrayRecordSource,
     DirectorySource,
+    HFDatasetSource,
     InMemorySource,
     JsonlSource,
+    ParquetSource,
     SourceConfig,
     make_source,
     stdlib_source,
@@ -47,9 +49,9 @@ from composer2_jax.data.sources import (
 from composer2_jax.data.tokenizer import ByteTokenizer, TiktokenTokenizer, Tokenizer, make_tokenizer
 
 __all__ = [
-    "ArrayRecordSource", "BATCH_KEYS", "ByteTokenizer", "DataConfig", "DirectorySource", "InMemorySource",
-    "JsonlSource", "PackIterDataset", "ParsedAssistant", "RenderedChat", "SourceConfig", "TiktokenTokenizer",
-    "Tokenizer", "ToolCall", "ToolCallError", "data_config", "describe_batch",
+    "ArrayRecordSource", "BATCH_KEYS", "ByteTokenizer", "DataConfig", "DirectorySource", "HFDatasetSource",
+    "InMemorySource", "JsonlSource", "PackIterDataset", "ParquetSource", "ParsedAssistant", "RenderedChat",
+    "SourceConfig", "TiktokenTokenizer", "Tokenizer", "ToolCall", "ToolCallError", "data_config", "describe_batch",
     "document_to_example", "format_tool_call", "load_state", "make_dataset", "make_documents", "make_examples",
     "make_iterator", "make_source", "make_tokenizer", "orbax_restore_args", "orbax_save_args", "parse_assistant",
     "render_chat", "save_state", "stdlib_source",
