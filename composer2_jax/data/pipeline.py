@@ -52,7 +52,11 @@ LONG_DOCUMENT_POLICIES = ("split", "truncate")
 class DataConfig:
     """What the pipeline reads and how it packs it."""
 
-    sources: tuple[SourceConfig, ...] = (SourceConfig(),)  # mixture components (default: the stdlib corpus)
+    # Mixture components (default: the stdlib corpus); left at the default when `mixture` names a file.
+    sources: tuple[SourceConfig, ...] = (SourceConfig(),)
+    # A JSON mixture file (list of source dicts; see docs/data.md) used instead of `sources`; "" = use `sources`.
+    # Relative: to the working directory, else the repository root; paths inside are relative to the file.
+    mixture: str = ""
     seq_len: int = 2048  # T: tokens per packed row
     batch_size: int = 8  # GLOBAL rows per step; each process yields batch_size // process_count
     seed: int = 0  # shuffle seed: same seed + config => same stream
@@ -68,6 +72,10 @@ class DataConfig:
     def __post_init__(self):
         _validate(self)
 
+    def components(self) -> tuple[SourceConfig, ...]:
+        """The mixture's sources: those of the `mixture` file when one is named, else `sources`."""
+        return sources_lib.load_mixture(self.mixture) if self.mixture else self.sources
+
 
 def _validate(c: DataConfig):
     """Reject inconsistent settings with a message naming the value."""
@@ -80,6 +88,11 @@ def _validate(c: DataConfig):
     bad = [s for s in c.sources if not isinstance(s, SourceConfig)]
     if bad:
         raise ValueError(f"data.sources must hold SourceConfig objects, got {bad[:3]}")
+    if c.mixture:
+        sources_lib.load_mixture(c.mixture)  # fails now, naming the file, rather than at the first batch
+        if c.sources != (SourceConfig(),):
+            raise ValueError(f"data.mixture={c.mixture!r} and data.sources={[s.label for s in c.sources]} are both "
+                             f"set; expected one of them (leave data.sources at its default with a mixture file)")
     if c.long_documents not in LONG_DOCUMENT_POLICIES:
         raise ValueError(f"data.long_documents={c.long_documents!r}; expected one of {LONG_DOCUMENT_POLICIES}")
     if c.num_epochs is not None and c.num_epochs < 1:
@@ -127,8 +140,8 @@ def _map_source_documents(spec: SourceConfig, src, seed: int, cfg: DataConfig, p
 def make_documents(cfg: DataConfig, process_index: int = 0, process_count: int = 1):
     """This process's mixed document stream: a grain MapDataset, or an IterDataset when a seqio source streams."""
     _check_process(cfg.batch_size, process_index, process_count)
-    parts = []
-    for i, spec in enumerate(cfg.sources):
+    parts, specs = [], cfg.components()
+    for i, spec in enumerate(specs):
         seed = _derive_seed(cfg.seed, i)
         if spec.kind == "seqio":
             from composer2_jax.data import seqio_bridge  # deferred: imports tensorflow
@@ -138,7 +151,7 @@ def make_documents(cfg: DataConfig, process_index: int = 0, process_count: int =
         else:
             src = sources_lib.make_source(spec)
             parts.append(_map_source_documents(spec, src, seed, cfg, process_index, process_count))
-    weights = [s.weight for s in cfg.sources]
+    weights = [s.weight for s in specs]
     if len(parts) == 1:
         return parts[0]
     if all(isinstance(p, grain.MapDataset) for p in parts):

@@ -49,7 +49,7 @@ def _expand(pattern: Union[str, Sequence[str]], what: str) -> list[str]:
     files = sorted({f for p in patterns if p.strip() for f in glob.glob(os.path.expanduser(p.strip()))
                     if os.path.isfile(f)})
     if not files:
-        raise ValueError(f"{what} source: no files match {pattern!r}")
+        raise ValueError(f"{what} source: no files match {pattern!r}{_unset_hint(str(pattern))}")
     return files
 
 
@@ -79,7 +79,7 @@ class DirectorySource:
         self.root = os.path.abspath(os.path.expanduser(root))
         self.name = name or f"dir:{self.root}"
         if not os.path.isdir(self.root):
-            raise ValueError(f"directory source: {self.root!r} is not a directory")
+            raise ValueError(f"directory source: {self.root!r} is not a directory{_unset_hint(root)}")
         self.skipped: dict[str, int] = {}
         self._paths: list[str] = []
         for rel in self._walk(pattern, set(exclude_dirs)):
@@ -416,8 +416,8 @@ class HFDatasetSource:
         root = os.path.abspath(os.path.expanduser(path))
         self.name = name or f"hf_dataset:{path}"
         if not os.path.isdir(root):
-            raise ValueError(f"hf_dataset source: {path!r} is not a directory; expected one written by "
-                             f"datasets' save_to_disk")
+            raise ValueError(f"hf_dataset source: {path!r} is not a directory{_unset_hint(path)}; expected one "
+                             f"written by datasets' save_to_disk")
         self.split = None
         dict_json = os.path.join(root, "dataset_dict.json")
         if os.path.isfile(dict_json):
@@ -611,3 +611,71 @@ def make_source(spec: SourceConfig):
         return spec.provider
     raise ValueError(f"source kind {spec.kind!r} is not a random-access source; expected one of "
                      f"{[k for k in SOURCE_KINDS if k != 'seqio']}")
+
+
+# ------------------------------------------------------------------------------------------------ mixtures as data
+
+MIXTURE_KEYS = ("description", "sources")
+
+
+def _repo_root() -> str:
+    """The directory holding the composer2_jax package (the repository root in a checkout)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def resolve_mixture_path(path: str) -> str:
+    """A mixture file path: absolute, or relative to the working directory, else to the repository root (so
+    experiment configs can name `experiments/mixtures/x.json` from anywhere); ValueError naming where it looked."""
+    p = os.path.expanduser(os.path.expandvars(path))
+    candidates = [p] if os.path.isabs(p) else [os.path.abspath(p), os.path.join(_repo_root(), p)]
+    for c in candidates:
+        if os.path.isfile(c):
+            return c
+    raise ValueError(f"data.mixture={path!r}: no such file (looked at {candidates}); expected a JSON mixture file "
+                     f"(a list of source dicts, or {{'description': ..., 'sources': [...]}})")
+
+
+def load_mixture(path: str) -> tuple[SourceConfig, ...]:
+    """The SourceConfigs of a JSON mixture file.
+
+    The file holds a list of source dicts, or {"description": "...", "sources": [...]}; each dict takes the keys of
+    `SourceConfig` (kind, path, weight, pattern, field, record_format, split, name). A relative `path` is relative
+    to the mixture file's directory, after `$VAR`/`${VAR}` and `~` expansion (kinds stdlib with no path and seqio
+    names are left as they are). Unknown keys and bad values raise a ValueError naming the file and the entry.
+    """
+    from composer2_jax import schema  # deferred: keeps the sources importable on their own
+
+    file = resolve_mixture_path(path)
+    data = _read_json(file, "data.mixture")
+    if isinstance(data, Mapping):
+        unknown = sorted(set(data) - set(MIXTURE_KEYS))
+        if unknown:
+            raise ValueError(f"mixture {file}: unknown top-level keys {unknown}; expected {list(MIXTURE_KEYS)}")
+        data = data.get("sources")
+    if not isinstance(data, list) or not data:
+        raise ValueError(f"mixture {file}: expected a non-empty list of sources (or an object with 'sources'), "
+                         f"got {type(data).__name__}")
+    out = []
+    for i, entry in enumerate(data):
+        where = f"mixture {os.path.basename(file)} sources[{i}]"
+        if not isinstance(entry, Mapping):
+            raise ValueError(f"{where}: expected an object with SourceConfig keys, got {entry!r}")
+        if "provider" in entry:
+            raise ValueError(f"{where}: 'provider' (an in-process object) cannot be given in a mixture file")
+        entry = dict(entry)
+        if entry.get("path") and entry.get("kind", "stdlib") != "seqio":
+            entry["path"] = ",".join(_resolve_relative(p.strip(), os.path.dirname(file))
+                                     for p in str(entry["path"]).split(",") if p.strip())
+        out.append(schema.from_config_dict(SourceConfig, entry, where))
+    return tuple(out)
+
+
+def _resolve_relative(path: str, base: str) -> str:
+    """`path` with variables and ~ expanded, joined to `base` when relative (left as is while a variable is unset,
+    so the source's error names the unexpanded path)."""
+    p = os.path.expanduser(os.path.expandvars(path))
+    return p if os.path.isabs(p) or "$" in p else os.path.normpath(os.path.join(base, p))
+
+
+def _unset_hint(path: str) -> str:
+    return " (an environment variable in it is unset)" if "$" in path else ""
