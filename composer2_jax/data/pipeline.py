@@ -31,6 +31,7 @@ import atexit
 import copy
 import dataclasses
 import json
+import logging
 import os
 import weakref
 from typing import Any, Optional, Sequence, Union
@@ -43,6 +44,8 @@ from composer2_jax.data import chat as chat_lib
 from composer2_jax.data import sources as sources_lib
 from composer2_jax.data.sources import SourceConfig
 from composer2_jax.data.tokenizer import Tokenizer
+
+log = logging.getLogger(__name__)
 
 BATCH_KEYS = ("tokens", "targets", "loss_mask", "segment_ids", "positions")
 LONG_DOCUMENT_POLICIES = ("split", "truncate")
@@ -68,6 +71,9 @@ class DataConfig:
     num_threads: int = 0  # reader/tokenizer threads (grain ReadOptions); 0 is fastest for bytes; raise for BPE/slow IO
     prefetch_buffer_size: int = 64  # tokenized documents read ahead
     prefetch_batches: int = 2  # batches built ahead in a background thread (0 = none); checkpoint-exact either way
+    # Tokenize-once cache root (docs/data.md): each source's token ids are written once per tokenizer into
+    # ArrayRecord there and read by later runs and other processes; same batches as without it. "" = off.
+    token_cache: str = ""
 
     def __post_init__(self):
         _validate(self)
@@ -97,6 +103,8 @@ def _validate(c: DataConfig):
         raise ValueError(f"data.long_documents={c.long_documents!r}; expected one of {LONG_DOCUMENT_POLICIES}")
     if c.num_epochs is not None and c.num_epochs < 1:
         raise ValueError(f"data.num_epochs must be None (forever) or >= 1, got {c.num_epochs}")
+    if not isinstance(c.token_cache, str):
+        raise ValueError(f"data.token_cache must be a directory path or '' (off), got {c.token_cache!r}")
     for name in ("num_threads", "prefetch_buffer_size", "prefetch_batches"):
         if getattr(c, name) < 0:
             raise ValueError(f"data.{name} must be >= 0, got {getattr(c, name)}")
@@ -137,8 +145,13 @@ def _map_source_documents(spec: SourceConfig, src, seed: int, cfg: DataConfig, p
     return ds.repeat(cfg.num_epochs)
 
 
-def make_documents(cfg: DataConfig, process_index: int = 0, process_count: int = 1):
-    """This process's mixed document stream: a grain MapDataset, or an IterDataset when a seqio source streams."""
+def make_documents(cfg: DataConfig, process_index: int = 0, process_count: int = 1, *,
+                   tokenizer: Optional[Tokenizer] = None):
+    """This process's mixed document stream: a grain MapDataset, or an IterDataset when a seqio source streams.
+
+    With `cfg.token_cache` and a `tokenizer`, each random-access source is replaced by its tokenize-once cache
+    (built here on first use): documents are then {"ids", "learn"}, in the same order, so the stream is unchanged.
+    """
     _check_process(cfg.batch_size, process_index, process_count)
     parts, specs = [], cfg.components()
     for i, spec in enumerate(specs):
@@ -146,10 +159,13 @@ def make_documents(cfg: DataConfig, process_index: int = 0, process_count: int =
         if spec.kind == "seqio":
             from composer2_jax.data import seqio_bridge  # deferred: imports tensorflow
 
+            if cfg.token_cache:
+                log.info("token cache: seqio source %s streams and is tokenized every run", spec.label)
             parts.append(seqio_bridge.seqio_documents(spec, seed=seed, shuffle=cfg.shuffle, num_epochs=cfg.num_epochs,
                                                       process_index=process_index, process_count=process_count))
         else:
-            src = sources_lib.make_source(spec)
+            src = (_cached_source(spec, tokenizer, cfg) if cfg.token_cache and tokenizer is not None
+                   else sources_lib.make_source(spec))
             parts.append(_map_source_documents(spec, src, seed, cfg, process_index, process_count))
     weights = [s.weight for s in specs]
     if len(parts) == 1:
@@ -158,6 +174,16 @@ def make_documents(cfg: DataConfig, process_index: int = 0, process_count: int =
         return grain.MapDataset.mix(parts, weights)
     parts = [p.to_iter_dataset(_read_options(cfg)) if isinstance(p, grain.MapDataset) else p for p in parts]
     return grain.IterDataset.mix(parts, weights)
+
+
+def _cached_source(spec: SourceConfig, tokenizer: Tokenizer, cfg: DataConfig):
+    """The tokenize-once cache of one source (built now when missing; concurrent processes build it once)."""
+    from composer2_jax.data import token_cache  # deferred: only runs with a cache import it
+
+    src, _ = token_cache.open_or_build(spec, cfg.token_cache, tokenizer, _DocumentIds(tokenizer, cfg),
+                                       {"add_bos": cfg.add_bos, "add_eos": cfg.add_eos},
+                                       threads=max(1, cfg.num_threads))
+    return src
 
 
 def _read_options(cfg: DataConfig) -> grain.ReadOptions:
@@ -169,7 +195,10 @@ def _read_options(cfg: DataConfig) -> grain.ReadOptions:
 
 
 def document_ids(doc: dict, tokenizer: Tokenizer, cfg: DataConfig) -> tuple[np.ndarray, np.ndarray]:
-    """A document's ids [n] and per-id learn flags [n]: bos + text + eos (all learned), or a rendered chat."""
+    """A document's ids [n] and per-id learn flags [n]: bos + text + eos (all learned), or a rendered chat; a
+    pre-tokenized document ({"ids", "learn"}: the token cache) is passed through as it is."""
+    if "ids" in doc:
+        return np.asarray(doc["ids"], np.int32), np.asarray(doc["learn"], np.int32)
     if "messages" in doc:
         r = chat_lib.render_chat(doc["messages"], tokenizer, tools=doc.get("tools"))
         ids, learn = np.asarray(r.ids, np.int32), np.asarray(r.loss_mask, np.int32)
@@ -196,6 +225,16 @@ def document_to_example(doc: dict, tokenizer: Tokenizer, cfg: DataConfig) -> Opt
     return {"inputs": ids[:-1], "targets": ids[1:], "loss_mask": learn[1:]}  # each [n - 1]
 
 
+class _DocumentIds:
+    """Picklable document -> (ids, learn) with fixed tokenizer and config (what the token cache stores)."""
+
+    def __init__(self, tokenizer: Tokenizer, cfg: DataConfig):
+        self.tokenizer, self.cfg = tokenizer, cfg
+
+    def __call__(self, doc: dict) -> tuple[np.ndarray, np.ndarray]:
+        return document_ids(doc, self.tokenizer, self.cfg)
+
+
 class _Tokenize:
     """Picklable document -> example map (a grain map transform)."""
 
@@ -209,7 +248,7 @@ class _Tokenize:
 def make_examples(cfg: DataConfig, tokenizer: Tokenizer, process_index: int = 0,
                   process_count: int = 1) -> grain.IterDataset:
     """This process's stream of tokenized examples (empty documents dropped)."""
-    docs = make_documents(cfg, process_index, process_count)
+    docs = make_documents(cfg, process_index, process_count, tokenizer=tokenizer)
     tokenize = _Tokenize(tokenizer, cfg)
     if isinstance(docs, grain.MapDataset):
         return docs.map(tokenize).to_iter_dataset(_read_options(cfg))  # drops the Nones

@@ -71,6 +71,17 @@ def _read_text(path: str) -> tuple[Optional[str], str]:
     return text, ""
 
 
+def walk_files(root: str, pattern: str, exclude: Sequence[str] = DEFAULT_EXCLUDE_DIRS) -> list[str]:
+    """Relative paths of the files under `root` matching `pattern`, sorted, without entering excluded or hidden
+    directories (the candidates of a DirectorySource, before unreadable/binary/empty files are skipped)."""
+    out, exclude = [], set(exclude)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in exclude and not d.startswith(".")]
+        rel_dir = os.path.relpath(dirpath, root)
+        out += [os.path.normpath(os.path.join(rel_dir, f)) for f in filenames if fnmatch.fnmatch(f, pattern)]
+    return sorted(out)
+
+
 class DirectorySource:
     """Text files under `root` whose names match `pattern`, in sorted relative-path order."""
 
@@ -95,13 +106,7 @@ class DirectorySource:
             log.info("%s: %d files, skipped %s", self.name, len(self._paths), self.skipped)
 
     def _walk(self, pattern: str, exclude: set[str]) -> list[str]:
-        """Relative paths of matching files, sorted, without entering excluded or hidden directories."""
-        out = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = [d for d in dirnames if d not in exclude and not d.startswith(".")]
-            rel_dir = os.path.relpath(dirpath, self.root)
-            out += [os.path.normpath(os.path.join(rel_dir, f)) for f in filenames if fnmatch.fnmatch(f, pattern)]
-        return sorted(out)
+        return walk_files(self.root, pattern, exclude)
 
     @property
     def num_skipped(self) -> int:
