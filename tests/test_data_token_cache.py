@@ -243,3 +243,17 @@ def test_a_half_written_cache_is_never_read(tmp_path):
 def test_token_cache_config_errors():
     with pytest.raises(ValueError, match="data.token_cache must be a directory path"):
         P.DataConfig(token_cache=None)
+
+
+def test_warm_token_cache_builds_ahead(tmp_path):
+    specs = _corpus(tmp_path)
+    cfg = P.DataConfig(sources=specs, seq_len=32, batch_size=2, token_cache=str(tmp_path / "cache"))
+    tok = CountingTokenizer()
+    paths = P.warm_token_cache(cfg, tok)
+    assert len(paths) == len(specs) and all(os.path.isfile(os.path.join(p, "meta.json")) for p in paths)
+    assert P.warm_token_cache(cfg, tok) == paths  # found, not rebuilt
+    CountingTokenizer.encoded = 0
+    _take(iter(P.make_dataset(cfg, tok)), 3)
+    assert CountingTokenizer.encoded == 0
+    with pytest.raises(ValueError, match="token_cache is '' \\(off\\)"):
+        P.warm_token_cache(P.DataConfig(), tok)

@@ -34,6 +34,7 @@ from composer2_jax.data.pipeline import (
     orbax_restore_args,
     orbax_save_args,
     save_state,
+    warm_token_cache,
 )
 from composer2_jax.data.sources import (
     ArrayRecordSource,
@@ -54,5 +55,5 @@ __all__ = [
     "SourceConfig", "TiktokenTokenizer", "Tokenizer", "ToolCall", "ToolCallError", "data_config", "describe_batch",
     "document_to_example", "format_tool_call", "load_state", "make_dataset", "make_documents", "make_examples",
     "make_iterator", "make_source", "make_tokenizer", "orbax_restore_args", "orbax_save_args", "parse_assistant",
-    "render_chat", "save_state", "stdlib_source",
+    "render_chat", "save_state", "stdlib_source", "warm_token_cache",
 ]

@@ -18,6 +18,14 @@ Determinism: the stream is a pure function of (config, seed, process_index, proc
 each epoch reshuffles (grain folds the epoch into the shuffle seed). Mixture weights are relative *document* rates,
 interleaved deterministically by grain (exact proportions, not sampled).
 
+Sources and mixtures: `cfg.sources`, or a JSON mixture file named by `cfg.mixture` (`cfg.components()`); the source
+kinds (directories, JSONL, ArrayRecord, Parquet, HF save_to_disk, seqio) and the mixture format: docs/data.md.
+
+Tokenize-once cache (`cfg.token_cache` = a directory): each random-access source is tokenized once per tokenizer
+into ArrayRecord (data/token_cache.py) and read by later runs and other processes; the cached source keeps the
+source's length and order, so batches and iterator states are the same with the cache off, cold or warm.
+`warm_token_cache(cfg, tokenizer)` builds them ahead of a run (e.g. once, before a multi-host job starts).
+
 Checkpointing: `it = iter(make_dataset(...))`; `it.get_state()` is a small JSON-serialisable dict and
 `it.set_state(state)` on a fresh iterator resumes the exact stream. With orbax, save/restore it next to the train
 state as `ocp.args.Composite(..., data=orbax_save_args(it))` / `data=orbax_restore_args(it)`: these are grain's
@@ -184,6 +192,13 @@ def _cached_source(spec: SourceConfig, tokenizer: Tokenizer, cfg: DataConfig):
                                        {"add_bos": cfg.add_bos, "add_eos": cfg.add_eos},
                                        threads=max(1, cfg.num_threads))
     return src
+
+
+def warm_token_cache(cfg: DataConfig, tokenizer: Tokenizer) -> list[str]:
+    """Build (or find) the token cache of every random-access source of the mixture; their directories."""
+    if not cfg.token_cache:
+        raise ValueError("data.token_cache is '' (off); expected the cache directory to warm")
+    return [_cached_source(spec, tokenizer, cfg).path for spec in cfg.components() if spec.kind != "seqio"]
 
 
 def _read_options(cfg: DataConfig) -> grain.ReadOptions:
@@ -415,7 +430,7 @@ def describe_batch(batch: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 __all__: Sequence[str] = (
-    "BATCH_KEYS", "DataConfig", "SourceConfig", "data_config", "make_documents",
+    "BATCH_KEYS", "DataConfig", "SourceConfig", "data_config", "make_documents", "warm_token_cache",
     "make_examples", "make_dataset", "make_iterator", "document_to_example", "PackIterDataset", "save_state",
     "load_state", "orbax_save_args", "orbax_restore_args", "describe_batch",
 )
