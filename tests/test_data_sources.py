@@ -147,6 +147,10 @@ def test_parquet_text_rows_across_files_and_row_groups(tmp_path):
     assert [src[i]["text"] for i in range(23)] == texts
     assert src[12]["path"].endswith("b.parquet") and src[12]["index"] == 12
     assert len(src._rows._cache) <= src._rows.cache_parts  # row groups are read one at a time, a few kept
+    fresh = S.ParquetSource(str(tmp_path / "*.parquet"), "content")
+    assert fresh[5]["text"] == texts[5] and list(fresh._rows._cache) == [1]  # only a.parquet's 2nd row group
+    assert fresh[14]["text"] == texts[14] and list(fresh._rows._cache) == [1, 3]  # b.parquet's first
+    assert len(fresh._rows._cache[3]["content"]) == 5  # a row group's rows, one column
     # a comma-separated list of files is one source; reads survive pickling (grain worker processes)
     import pickle
 

@@ -363,19 +363,24 @@ class ParquetSource:
                     counts.append(md.row_group(rg).num_rows)
         self._parts = parts  # [(file index, row group)] of the non-empty row groups
         self._rows = _RowGroups(counts, cache_row_groups)
-        self._handles: dict[int, Any] = {}
+        self._init_handles()
         if not len(self._rows):
             raise ValueError(f"parquet source: files matching {pattern!r} hold no rows ({self.files})")
 
     def __len__(self) -> int:
         return len(self._rows)
 
+    def _init_handles(self):
+        self._handles: dict[int, Any] = {}  # file index -> pyarrow ParquetFile, opened on first use
+        self._file_locks = [threading.Lock() for _ in self.files]  # one reader per file at a time (grain threads)
+
     def _load(self, part: int) -> dict:
         i, rg = self._parts[part]
-        pf = self._handles.get(i)
-        if pf is None:
-            pf = self._handles[i] = _open_parquet(self.files[i])
-        table = pf.read_row_group(rg, columns=self._columns[i])
+        with self._file_locks[i]:
+            pf = self._handles.get(i)
+            if pf is None:
+                pf = self._handles[i] = _open_parquet(self.files[i])
+            table = pf.read_row_group(rg, columns=self._columns[i])
         return {c: table.column(c).combine_chunks() for c in self._columns[i]}
 
     def __getitem__(self, index: int) -> Document:
@@ -387,8 +392,12 @@ class ParquetSource:
         doc.update(path=self.files[i], source=self.name, index=int(index))
         return doc
 
-    def __getstate__(self):
-        return {**self.__dict__, "_handles": {}}  # ParquetFile handles are reopened on first use
+    def __getstate__(self):  # ParquetFile handles and locks are recreated after unpickling
+        return {k: v for k, v in self.__dict__.items() if k not in ("_handles", "_file_locks")}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._init_handles()
 
     def fingerprint(self) -> dict[str, Any]:
         """What identifies the documents (for the token cache): files (size, mtime), field, chat."""
