@@ -146,6 +146,18 @@ def test_key_follows_tokenizer_source_and_options(tmp_path):
     assert TC.cache_path(str(tmp_path / "c"), spec, tok, dict(opts, add_bos=False))[0] != base
     assert TC.cache_path(str(tmp_path / "c"), SourceConfig(kind="jsonl", path=spec.path, field="body"), tok,
                          opts)[0] != base
+    # tiktoken tokenizers: a different merge table is a different key, even where the probe encodes the same
+    from composer2_jax.data import tokenizer as tk
+
+    names = (tk.BOS, tk.EOS, tk.PAD) + tk.CHAT_SPECIAL_TOKENS
+    bpe = []
+    for merge in (b"xq", b"qx"):
+        ranks = {**{bytes([b]): b for b in range(256)}, merge: 256}
+        bpe.append(tk.TiktokenTokenizer(ranks, {n: 257 + i for i, n in enumerate(names)}, bos=tk.BOS, eos=tk.EOS,
+                                        pad=tk.PAD))
+    fps = [TC.tokenizer_fingerprint(t) for t in bpe]
+    assert fps[0]["probe_sha256"] == fps[1]["probe_sha256"] and fps[0]["ranks_sha256"] != fps[1]["ranks_sha256"]
+    assert len({TC.cache_path(str(tmp_path / "c"), spec, t, opts)[0] for t in bpe} | {base}) == 3
     (tmp_path / "a.jsonl").write_text(json.dumps({"text": "hello!"}) + "\n")  # the file changed
     assert TC.cache_path(str(tmp_path / "c"), spec, tok, opts)[0] != base
 
