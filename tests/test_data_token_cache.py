@@ -55,7 +55,7 @@ def _offsets(state):
 
 
 def _corpus(tmp_path):
-    """A mixture of every cacheable kind that is cheap to write: jsonl text, chat jsonl, parquet, in-memory."""
+    """A mixture of cacheable kinds: jsonl text, an HF dataset directory, chat jsonl, parquet, in-memory."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -67,7 +67,14 @@ def _corpus(tmp_path):
     (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(c) for c in chats))
     pq.write_table(pa.table({"content": _texts(rng.integers(1, 300, 25), seed=3)}), str(tmp_path / "p.parquet"),
                    row_group_size=7)
+    hf = tmp_path / "hf"  # a save_to_disk directory (written with pyarrow: the same IPC stream + state.json)
+    hf.mkdir()
+    table = pa.table({"text": _texts(rng.integers(0, 90, 12), seed=5)})
+    with pa.OSFile(str(hf / "data-00000-of-00001.arrow"), "wb") as f, pa.ipc.new_stream(f, table.schema) as w:
+        w.write_table(table, max_chunksize=5)
+    (hf / "state.json").write_text(json.dumps({"_data_files": [{"filename": "data-00000-of-00001.arrow"}]}))
     return (SourceConfig(kind="jsonl", path=str(tmp_path / "a.jsonl"), weight=2.0),
+            SourceConfig(kind="hf_dataset", path=str(hf), weight=0.5),
             SourceConfig(kind="chat_jsonl", path=str(tmp_path / "c.jsonl"), weight=1.0),
             SourceConfig(kind="parquet", path=str(tmp_path / "p.parquet"), field="content", weight=1.5),
             SourceConfig(kind="source", provider=S.InMemorySource(_texts([33] * 6, seed=4), name="mem"), name="mem"))
