@@ -11,11 +11,17 @@ from __future__ import annotations
 from experiments import base
 from experiments.main import run
 
+MIXTURES = {"local": "experiments/mixtures/cpt_bulk_local.json", "bulk": "experiments/mixtures/cpt_bulk.json"}
+LOCAL_PRESETS = ("toy", "gpu_small")  # presets that train on the embedded corpus (nothing to download)
+
 
 def get_config(preset: str = "toy"):
     """Bulk-code CPT: a code-dominated mixture, 32k sequences on real presets."""
     c = base.get_base_config(preset)
     c.workdir = f"runs/{preset}/cpt_bulk"
+    # The data mixture is data (docs/data.md): the code-dominated bulk mix at scale, the embedded stdlib code corpus
+    # on one machine (the same stream as before mixtures were files).
+    c.data.mixture = MIXTURES["local" if preset in LOCAL_PRESETS else "bulk"]
     c.optim.name = "muon" if preset != "toy" else "adamw"
     c.optim.lr = 3e-3 if preset == "toy" else 2e-4
     c.optim.warmup_steps = 10 if preset == "toy" else 2000

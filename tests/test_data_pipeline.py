@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import os
 
 import numpy as np
 import pytest
@@ -256,3 +257,65 @@ def test_base_config_builds():
     cfg = P.data_config()
     assert cfg == P.DataConfig()
     assert cfg.sources[0].kind == "stdlib"
+
+
+# ------------------------------------------------------------------------------------------------ mixtures as data
+
+
+def test_mixture_file_is_the_same_as_sources_in_code(tmp_path, monkeypatch):
+    """A JSON mixture (relative paths, $VARS) gives the same batches as the SourceConfigs written in code."""
+    (tmp_path / "corpus").mkdir()
+    for n, name in ((7, "a"), (11, "b")):
+        (tmp_path / "corpus" / f"{name}.jsonl").write_text(
+            "\n".join(json.dumps({"body": t}) for t in _texts([9 + n] * n, seed=n)))
+    monkeypatch.setenv("CORPUS_ROOT", str(tmp_path / "corpus"))
+    mix = [{"kind": "jsonl", "path": "corpus/a.jsonl", "field": "body", "weight": 3},
+           {"kind": "jsonl", "path": "${CORPUS_ROOT}/b.jsonl", "field": "body", "weight": 1.0, "name": "b"}]
+    (tmp_path / "mix.json").write_text(json.dumps({"description": "test", "sources": mix}))
+    in_code = (SourceConfig(kind="jsonl", path=str(tmp_path / "corpus" / "a.jsonl"), field="body", weight=3.0),
+               SourceConfig(kind="jsonl", path=str(tmp_path / "corpus" / "b.jsonl"), field="body", name="b"))
+    from_file = P.data_config({"mixture": str(tmp_path / "mix.json")}, seq_len=32, batch_size=2, seed=3)
+    assert from_file.components() == in_code
+    _assert_batches_equal(_take(iter(P.make_dataset(from_file, TOK)), 5),
+                          _take(iter(P.make_dataset(P.DataConfig(sources=in_code, seq_len=32, batch_size=2, seed=3),
+                                                    TOK)), 5))
+    (tmp_path / "list.json").write_text(json.dumps(mix))  # a bare list is a mixture too
+    assert P.DataConfig(mixture=str(tmp_path / "list.json")).components() == in_code
+    # and so is a list of dicts in the ConfigDict (data.sources)
+    assert P.data_config({"sources": [dict(s, path=str(tmp_path / "corpus" / os.path.basename(s["path"])))
+                                      for s in mix]}).components() == in_code
+
+
+def test_mixture_errors_name_the_file_and_the_entry(tmp_path):
+    with pytest.raises(ValueError, match=r"data.mixture='nope.json': no such file"):
+        P.DataConfig(mixture="nope.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"cannot read .*bad.json as JSON"):
+        P.DataConfig(mixture=str(tmp_path / "bad.json"))
+    (tmp_path / "key.json").write_text(json.dumps([{"kind": "stdlib"}, {"kind": "jsonl", "path": "x", "wieght": 2}]))
+    with pytest.raises(ValueError, match=r"key.json sources\[1\].wieght.*did you mean 'weight'"):
+        P.DataConfig(mixture=str(tmp_path / "key.json"))
+    (tmp_path / "top.json").write_text(json.dumps({"source": []}))
+    with pytest.raises(ValueError, match=r"unknown top-level keys \['source'\]"):
+        P.DataConfig(mixture=str(tmp_path / "top.json"))
+    (tmp_path / "ok.json").write_text(json.dumps([{"kind": "stdlib"}]))
+    with pytest.raises(ValueError, match="are both set"):
+        P.DataConfig(mixture=str(tmp_path / "ok.json"), sources=(SourceConfig(kind="jsonl", path="x"),))
+    (tmp_path / "unset.json").write_text(json.dumps([{"kind": "parquet", "path": "${NO_SUCH_VAR_X}/*.parquet"}]))
+    with pytest.raises(ValueError, match=r"no files match '\$\{NO_SUCH_VAR_X\}/\*.parquet' \(an environment var"):
+        P.make_dataset(P.DataConfig(mixture=str(tmp_path / "unset.json")), TOK)
+
+
+def test_cpt_bulk_mixtures_are_data():
+    """The bulk stage's mix is a JSON file: code-dominated at scale; on one machine, the stream of before."""
+    from experiments import cpt_bulk
+
+    big = P.data_config(cpt_bulk.get_config("kimi_k2_5").data)
+    comps = big.components()
+    assert big.mixture.endswith("cpt_bulk.json") and len(comps) > 3
+    code = sum(s.weight for s in comps if s.label.startswith("code/")) / sum(s.weight for s in comps)
+    assert code > 0.5, code
+    toy = P.data_config(cpt_bulk.get_config("toy").data)
+    assert toy.mixture.endswith("cpt_bulk_local.json") and toy.components() == (SourceConfig(),)
+    default = P.DataConfig(seq_len=toy.seq_len, batch_size=toy.batch_size)
+    _assert_batches_equal(_take(iter(P.make_dataset(toy, TOK)), 2), _take(iter(P.make_dataset(default, TOK)), 2))

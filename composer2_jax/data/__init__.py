@@ -37,12 +37,15 @@ from composer2_jax.data.pipeline import (
     orbax_restore_args,
     orbax_save_args,
     save_state,
+    warm_token_cache,
 )
 from composer2_jax.data.sources import (
     ArrayRecordSource,
     DirectorySource,
+    HFDatasetSource,
     InMemorySource,
     JsonlSource,
+    ParquetSource,
     SourceConfig,
     make_source,
     stdlib_source,
@@ -58,11 +61,11 @@ from composer2_jax.data.tokenizer import (
 )
 
 __all__ = [
-    "ArrayRecordSource", "BATCH_KEYS", "ByteTokenizer", "ChatFormat", "DataConfig", "DirectorySource", "InMemorySource",
-    "JsonlSource", "PackIterDataset", "ParsedAssistant", "RenderedChat", "SourceConfig", "TiktokenTokenizer",
-    "Tokenizer", "ToolCall", "ToolCallError", "HFTokenizer", "check_vocab", "data_config", "describe_batch",
-    "detect_chat_format", "end_token_id", "preset_tokenizer",
+    "ArrayRecordSource", "BATCH_KEYS", "ByteTokenizer", "ChatFormat", "DataConfig", "DirectorySource",
+    "HFDatasetSource", "HFTokenizer", "InMemorySource", "JsonlSource", "PackIterDataset", "ParquetSource",
+    "ParsedAssistant", "RenderedChat", "SourceConfig", "TiktokenTokenizer", "Tokenizer", "ToolCall", "ToolCallError",
+    "check_vocab", "data_config", "describe_batch", "detect_chat_format", "end_token_id", "preset_tokenizer",
     "document_to_example", "format_tool_call", "load_state", "make_dataset", "make_documents", "make_examples",
     "make_iterator", "make_source", "make_tokenizer", "orbax_restore_args", "orbax_save_args", "parse_assistant",
-    "render_chat", "save_state", "stdlib_source",
+    "render_chat", "save_state", "stdlib_source", "warm_token_cache",
 ]

@@ -18,6 +18,14 @@ Determinism: the stream is a pure function of (config, seed, process_index, proc
 each epoch reshuffles (grain folds the epoch into the shuffle seed). Mixture weights are relative *document* rates,
 interleaved deterministically by grain (exact proportions, not sampled).
 
+Sources and mixtures: `cfg.sources`, or a JSON mixture file named by `cfg.mixture` (`cfg.components()`); the source
+kinds (directories, JSONL, ArrayRecord, Parquet, HF save_to_disk, seqio) and the mixture format: docs/data.md.
+
+Tokenize-once cache (`cfg.token_cache` = a directory): each random-access source is tokenized once per tokenizer
+into ArrayRecord (data/token_cache.py) and read by later runs and other processes; the cached source keeps the
+source's length and order, so batches and iterator states are the same with the cache off, cold or warm.
+`warm_token_cache(cfg, tokenizer)` builds them ahead of a run (e.g. once, before a multi-host job starts).
+
 Checkpointing: `it = iter(make_dataset(...))`; `it.get_state()` is a small JSON-serialisable dict and
 `it.set_state(state)` on a fresh iterator resumes the exact stream. With orbax, save/restore it next to the train
 state as `ocp.args.Composite(..., data=orbax_save_args(it))` / `data=orbax_restore_args(it)`: these are grain's
@@ -31,6 +39,7 @@ import atexit
 import copy
 import dataclasses
 import json
+import logging
 import os
 import weakref
 from typing import Any, Optional, Sequence, Union
@@ -44,6 +53,8 @@ from composer2_jax.data import sources as sources_lib
 from composer2_jax.data.sources import SourceConfig
 from composer2_jax.data.tokenizer import Tokenizer
 
+log = logging.getLogger(__name__)
+
 BATCH_KEYS = ("tokens", "targets", "loss_mask", "segment_ids", "positions")
 LONG_DOCUMENT_POLICIES = ("split", "truncate")
 
@@ -52,7 +63,11 @@ LONG_DOCUMENT_POLICIES = ("split", "truncate")
 class DataConfig:
     """What the pipeline reads and how it packs it."""
 
-    sources: tuple[SourceConfig, ...] = (SourceConfig(),)  # mixture components (default: the stdlib corpus)
+    # Mixture components (default: the stdlib corpus); left at the default when `mixture` names a file.
+    sources: tuple[SourceConfig, ...] = (SourceConfig(),)
+    # A JSON mixture file (list of source dicts; see docs/data.md) used instead of `sources`; "" = use `sources`.
+    # Relative: to the working directory, else the repository root; paths inside are relative to the file.
+    mixture: str = ""
     seq_len: int = 2048  # T: tokens per packed row
     batch_size: int = 8  # GLOBAL rows per step; each process yields batch_size // process_count
     seed: int = 0  # shuffle seed: same seed + config => same stream
@@ -64,9 +79,16 @@ class DataConfig:
     num_threads: int = 0  # reader/tokenizer threads (grain ReadOptions); 0 is fastest for bytes; raise for BPE/slow IO
     prefetch_buffer_size: int = 64  # tokenized documents read ahead
     prefetch_batches: int = 2  # batches built ahead in a background thread (0 = none); checkpoint-exact either way
+    # Tokenize-once cache root (docs/data.md): each source's token ids are written once per tokenizer into
+    # ArrayRecord there and read by later runs and other processes; same batches as without it. "" = off.
+    token_cache: str = ""
 
     def __post_init__(self):
         _validate(self)
+
+    def components(self) -> tuple[SourceConfig, ...]:
+        """The mixture's sources: those of the `mixture` file when one is named, else `sources`."""
+        return sources_lib.load_mixture(self.mixture) if self.mixture else self.sources
 
 
 def _validate(c: DataConfig):
@@ -80,10 +102,17 @@ def _validate(c: DataConfig):
     bad = [s for s in c.sources if not isinstance(s, SourceConfig)]
     if bad:
         raise ValueError(f"data.sources must hold SourceConfig objects, got {bad[:3]}")
+    if c.mixture:
+        sources_lib.load_mixture(c.mixture)  # fails now, naming the file, rather than at the first batch
+        if c.sources != (SourceConfig(),):
+            raise ValueError(f"data.mixture={c.mixture!r} and data.sources={[s.label for s in c.sources]} are both "
+                             f"set; expected one of them (leave data.sources at its default with a mixture file)")
     if c.long_documents not in LONG_DOCUMENT_POLICIES:
         raise ValueError(f"data.long_documents={c.long_documents!r}; expected one of {LONG_DOCUMENT_POLICIES}")
     if c.num_epochs is not None and c.num_epochs < 1:
         raise ValueError(f"data.num_epochs must be None (forever) or >= 1, got {c.num_epochs}")
+    if not isinstance(c.token_cache, str):
+        raise ValueError(f"data.token_cache must be a directory path or '' (off), got {c.token_cache!r}")
     for name in ("num_threads", "prefetch_buffer_size", "prefetch_batches"):
         if getattr(c, name) < 0:
             raise ValueError(f"data.{name} must be >= 0, got {getattr(c, name)}")
@@ -124,27 +153,52 @@ def _map_source_documents(spec: SourceConfig, src, seed: int, cfg: DataConfig, p
     return ds.repeat(cfg.num_epochs)
 
 
-def make_documents(cfg: DataConfig, process_index: int = 0, process_count: int = 1):
-    """This process's mixed document stream: a grain MapDataset, or an IterDataset when a seqio source streams."""
+def make_documents(cfg: DataConfig, process_index: int = 0, process_count: int = 1, *,
+                   tokenizer: Optional[Tokenizer] = None):
+    """This process's mixed document stream: a grain MapDataset, or an IterDataset when a seqio source streams.
+
+    With `cfg.token_cache` and a `tokenizer`, each random-access source is replaced by its tokenize-once cache
+    (built here on first use): documents are then {"ids", "learn"}, in the same order, so the stream is unchanged.
+    """
     _check_process(cfg.batch_size, process_index, process_count)
-    parts = []
-    for i, spec in enumerate(cfg.sources):
+    parts, specs = [], cfg.components()
+    for i, spec in enumerate(specs):
         seed = _derive_seed(cfg.seed, i)
         if spec.kind == "seqio":
             from composer2_jax.data import seqio_bridge  # deferred: imports tensorflow
 
+            if cfg.token_cache:
+                log.info("token cache: seqio source %s streams and is tokenized every run", spec.label)
             parts.append(seqio_bridge.seqio_documents(spec, seed=seed, shuffle=cfg.shuffle, num_epochs=cfg.num_epochs,
                                                       process_index=process_index, process_count=process_count))
         else:
-            src = sources_lib.make_source(spec)
+            src = (_cached_source(spec, tokenizer, cfg) if cfg.token_cache and tokenizer is not None
+                   else sources_lib.make_source(spec))
             parts.append(_map_source_documents(spec, src, seed, cfg, process_index, process_count))
-    weights = [s.weight for s in cfg.sources]
+    weights = [s.weight for s in specs]
     if len(parts) == 1:
         return parts[0]
     if all(isinstance(p, grain.MapDataset) for p in parts):
         return grain.MapDataset.mix(parts, weights)
     parts = [p.to_iter_dataset(_read_options(cfg)) if isinstance(p, grain.MapDataset) else p for p in parts]
     return grain.IterDataset.mix(parts, weights)
+
+
+def _cached_source(spec: SourceConfig, tokenizer: Tokenizer, cfg: DataConfig):
+    """The tokenize-once cache of one source (built now when missing; concurrent processes build it once)."""
+    from composer2_jax.data import token_cache  # deferred: only runs with a cache import it
+
+    src, _ = token_cache.open_or_build(spec, cfg.token_cache, tokenizer, _DocumentIds(tokenizer, cfg),
+                                       {"add_bos": cfg.add_bos, "add_eos": cfg.add_eos},
+                                       threads=max(1, cfg.num_threads))
+    return src
+
+
+def warm_token_cache(cfg: DataConfig, tokenizer: Tokenizer) -> list[str]:
+    """Build (or find) the token cache of every random-access source of the mixture; their directories."""
+    if not cfg.token_cache:
+        raise ValueError("data.token_cache is '' (off); expected the cache directory to warm")
+    return [_cached_source(spec, tokenizer, cfg).path for spec in cfg.components() if spec.kind != "seqio"]
 
 
 def _read_options(cfg: DataConfig) -> grain.ReadOptions:
@@ -156,7 +210,10 @@ def _read_options(cfg: DataConfig) -> grain.ReadOptions:
 
 
 def document_ids(doc: dict, tokenizer: Tokenizer, cfg: DataConfig) -> tuple[np.ndarray, np.ndarray]:
-    """A document's ids [n] and per-id learn flags [n]: bos + text + eos (all learned), or a rendered chat."""
+    """A document's ids [n] and per-id learn flags [n]: bos + text + eos (all learned), or a rendered chat; a
+    pre-tokenized document ({"ids", "learn"}: the token cache) is passed through as it is."""
+    if "ids" in doc:
+        return np.asarray(doc["ids"], np.int32), np.asarray(doc["learn"], np.int32)
     if "messages" in doc:
         r = chat_lib.render_chat(doc["messages"], tokenizer, tools=doc.get("tools"))
         ids, learn = np.asarray(r.ids, np.int32), np.asarray(r.loss_mask, np.int32)
@@ -183,6 +240,16 @@ def document_to_example(doc: dict, tokenizer: Tokenizer, cfg: DataConfig) -> Opt
     return {"inputs": ids[:-1], "targets": ids[1:], "loss_mask": learn[1:]}  # each [n - 1]
 
 
+class _DocumentIds:
+    """Picklable document -> (ids, learn) with fixed tokenizer and config (what the token cache stores)."""
+
+    def __init__(self, tokenizer: Tokenizer, cfg: DataConfig):
+        self.tokenizer, self.cfg = tokenizer, cfg
+
+    def __call__(self, doc: dict) -> tuple[np.ndarray, np.ndarray]:
+        return document_ids(doc, self.tokenizer, self.cfg)
+
+
 class _Tokenize:
     """Picklable document -> example map (a grain map transform)."""
 
@@ -196,7 +263,7 @@ class _Tokenize:
 def make_examples(cfg: DataConfig, tokenizer: Tokenizer, process_index: int = 0,
                   process_count: int = 1) -> grain.IterDataset:
     """This process's stream of tokenized examples (empty documents dropped)."""
-    docs = make_documents(cfg, process_index, process_count)
+    docs = make_documents(cfg, process_index, process_count, tokenizer=tokenizer)
     tokenize = _Tokenize(tokenizer, cfg)
     if isinstance(docs, grain.MapDataset):
         return docs.map(tokenize).to_iter_dataset(_read_options(cfg))  # drops the Nones
@@ -363,7 +430,7 @@ def describe_batch(batch: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 __all__: Sequence[str] = (
-    "BATCH_KEYS", "DataConfig", "SourceConfig", "data_config", "make_documents",
+    "BATCH_KEYS", "DataConfig", "SourceConfig", "data_config", "make_documents", "warm_token_cache",
     "make_examples", "make_dataset", "make_iterator", "document_to_example", "PackIterDataset", "save_state",
     "load_state", "orbax_save_args", "orbax_restore_args", "describe_batch",
 )
