@@ -57,7 +57,7 @@ def _stage(workdir, init_from, corpus, **edits):
     c.steps = c.optim.total_steps = 1
     c.optim.lr, c.optim.warmup_steps = 0.0, 0
     c.step.router_bias_rate = 0.0  # lr 0 and no bias step: the stage's checkpoint holds the source's weights
-    c.data.sources = [dict(kind="jsonl", path=corpus, weight=1.0)]
+    c.data.mixture, c.data.sources = "", [dict(kind="jsonl", path=corpus, weight=1.0)]
     c.data.batch_size, c.data.seq_len, c.data.shuffle = 8, 64, False
     c.log.progress, c.checkpoint.every, c.checkpoint.async_save = False, 1, False
     for k, v in edits.items():

@@ -225,7 +225,7 @@ def document_ids(doc: dict, tokenizer: Tokenizer, cfg: DataConfig) -> tuple[np.n
         ids, learn = np.concatenate([ids, eos]), np.concatenate([learn, np.ones_like(eos)])
     else:
         raise ValueError(f"document from {doc.get('source', '?')} has neither 'text' nor 'messages': {sorted(doc)}")
-    if cfg.add_bos:
+    if cfg.add_bos and not ("messages" in doc and tokenizer.chat_format.opens_with_bos):  # DeepSeek renders its BOS
         ids, learn = np.concatenate([[tokenizer.bos_id], ids]), np.concatenate([[0], learn])
     return ids.astype(np.int32), learn.astype(np.int32)
 
