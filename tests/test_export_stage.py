@@ -256,6 +256,31 @@ def test_recorded_tokenizer_that_moved_is_named(long_stage, tmp_path):
     assert not os.path.exists(tmp_path / "hf") and not os.path.exists(str(tmp_path / "hf") + ".partial")
 
 
+def test_unrolled_stage_layout_exports_the_same_tensors(long_stage, tmp_path):
+    """A stage run with scan_layers=False (params stack_{u}, router_state stack_{u}) exports the same bytes."""
+    from composer2_jax.convert.stage import restore_params
+    from composer2_jax.model.layer_plan import layer_plan
+    from composer2_jax.model.transformer import unstack_params
+
+    workdir, cfg = long_stage
+    ckpts = os.path.join(workdir, "checkpoints")
+    params, router = restore_params(os.path.join(ckpts, "2"))
+    n_units = layer_plan(cfg)[2]
+    loop_cfg = dataclasses.replace(cfg, scan_layers=False)
+    run = dataclasses.replace(stage_config(cpt_bulk.get_config("toy")), model=loop_cfg, workdir=str(tmp_path / "w"))
+    state = TrainState(step=np.int32(2), params=unstack_params(params, n_units), opt_state=np.zeros((), np.float32),
+                       router_state=unstack_params(router, n_units))
+    ck = Checkpointer(tmp_path / "w" / "checkpoints", async_save=False)
+    ck.save(2, state, {}, config_record(run))
+    ck.close()
+    a = SafetensorsDir(export_hf(ckpts, str(tmp_path / "scan")))
+    b = SafetensorsDir(export_hf(str(tmp_path / "w"), str(tmp_path / "loop")))
+    assert sorted(a.names()) == sorted(b.names())
+    for k in a.names():
+        assert np.array(a.get(k)).tobytes() == np.array(b.get(k)).tobytes(), k
+    assert _config(tmp_path / "scan") == _config(tmp_path / "loop")
+
+
 # ------------------------------------------------------------------------------------------ errors
 
 
