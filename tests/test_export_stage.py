@@ -299,6 +299,11 @@ def test_bad_sources_are_named(long_stage, tmp_path):
     unfinished.mkdir(parents=True)
     with pytest.raises(CheckpointError, match=r"no committed checkpoint .*unfinished saves \['3\.orbax"):
         export_hf(str(tmp_path / "run"), str(tmp_path / "o5"))
+    with pytest.raises(CheckpointError, match="is an unfinished save"):
+        export_hf(str(unfinished), str(tmp_path / "o5"))
+    (tmp_path / "bare" / "checkpoints").mkdir(parents=True)
+    with pytest.raises(CheckpointError, match=r"no committed checkpoint in .*bare/checkpoints \(empty"):
+        export_hf(str(tmp_path / "bare"), str(tmp_path / "o5"))
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("x")
     with pytest.raises(CheckpointError, match=r"holds none of.*found \['notes\.txt'\]"):

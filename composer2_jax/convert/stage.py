@@ -71,15 +71,21 @@ def locate(path: str, step: Optional[int] = None) -> tuple[str, int, list[int]]:
             raise CheckpointError(f"--ckpt {path} is the step directory of step {own}, but --step {step} was given; "
                                   f"name the checkpoints/ directory ({os.path.dirname(path)}) to pick a step")
         return path, own, committed_steps(os.path.dirname(path))
-    directory = os.path.join(path, CHECKPOINTS) if os.path.isdir(os.path.join(path, CHECKPOINTS)) else path
+    if _TMP.match(os.path.basename(path)):
+        raise CheckpointError(f"--ckpt {path} is an unfinished save (a save in progress or a killed one), not a "
+                              f"committed step")
+    workdir = os.path.isdir(os.path.join(path, CHECKPOINTS))
+    directory = os.path.join(path, CHECKPOINTS) if workdir else path
     steps = committed_steps(directory)
     if not steps:
-        if not os.listdir(path):
-            raise CheckpointError(f"--ckpt {path} is empty; expected {_EXPECTED}")
         tmp = _unfinished(directory)
         if tmp:
             raise CheckpointError(f"no committed checkpoint in {directory}: only unfinished saves {tmp} (a save in "
                                   f"progress or a killed one)")
+        if workdir:
+            raise CheckpointError(f"no committed checkpoint in {directory} (empty of step directories)")
+        if not os.listdir(path):
+            raise CheckpointError(f"--ckpt {path} is empty; expected {_EXPECTED}")
         raise CheckpointError(f"--ckpt {path} holds none of: {_EXPECTED}; found {sorted(os.listdir(path))[:10]}")
     if step is None:
         step = steps[-1]
