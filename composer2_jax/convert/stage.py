@@ -10,9 +10,10 @@ Every stage saves with `train/checkpoint.Checkpointer` (an orbax CheckpointManag
 
 `--ckpt` may name the workdir, its checkpoints/ directory, or one step directory; `--step` picks a committed step
 (default: the newest). Only `state.params` and `state.router_state` are read, as host numpy arrays restored without
-a target (no optimizer is built, nothing goes to a device): host memory holds the parameters once, and
-`checkpoint.split` cuts them into the converted format's groups as views. Nothing here writes or deletes in the
-stage's directory (an orbax manager would clean up the temporary directory of a save in progress).
+a target (no optimizer is built, nothing goes to a device): host memory holds the parameters once (plus one restore
+batch in flight), and `checkpoint.split` cuts them into the converted format's groups as views. Nothing here
+writes or deletes in the stage's directory (an orbax manager would clean up the temporary directory of a save in
+progress).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any, Optional
 import numpy as np
 
 from composer2_jax.config import ModelConfig, model_config
-from composer2_jax.convert.checkpoint import describe, flatten, split
+from composer2_jax.convert.checkpoint import describe, flatten, split, unflatten
 from composer2_jax.convert.hf_source import CheckpointError
 from composer2_jax.convert.mapping import groups
 from composer2_jax.model.layer_plan import SCANNED_STACK, layer_name, layer_plan, unit_name
@@ -39,6 +40,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tiktoken.model", 
                    "chat_template.jinja", "chat_template.json", "added_tokens.json", "vocab.json", "merges.txt",
                    "tokenizer.model")
 TOKENIZER_CODE = re.compile(r"^tokenization_\w+\.py$")  # Kimi's tokenizer_config.json auto_map points at one
+RESTORE_BATCH_BYTES = 256 * 2**20  # parameter bytes restored per orbax call (see restore_params)
 _TMP = re.compile(r"^\d+\.orbax-checkpoint-tmp")
 _EXPECTED = ("a converted checkpoint (checkpoint.json), a stage workdir (holding checkpoints/), a stage's "
              "checkpoints/ directory (holding committed step directories) or one step directory (holding state/)")
@@ -120,9 +122,14 @@ def recorded_model(step_dir: str, record: dict) -> ModelConfig:
         raise CheckpointError(f"{step_dir}: the recorded model config does not build a ModelConfig: {e}") from e
 
 
-def restore_params(step_dir: str) -> tuple[dict, dict]:
-    """(params, router_state) of a step's TrainState as host numpy arrays: a partial restore without a target, so
-    neither the optimizer state nor a device copy is ever materialised."""
+def restore_params(step_dir: str, batch_bytes: int = RESTORE_BATCH_BYTES) -> tuple[dict, dict]:
+    """(params, router_state) of a step's TrainState as host numpy arrays: partial restores without a target, so
+    neither the optimizer state nor a device copy is ever materialised.
+
+    Leaves are restored in consecutive batches of about `batch_bytes` (a larger leaf alone): orbax reads a batch's
+    arrays concurrently, each through a buffer of its own, so the host holds the parameters plus one batch in
+    flight rather than up to another half of them (measured on one restore of the whole tree).
+    """
     import jax
     import orbax.checkpoint as ocp
 
@@ -130,13 +137,30 @@ def restore_params(step_dir: str) -> tuple[dict, dict]:
     with ocp.PyTreeCheckpointer() as ck:
         tree = ck.metadata(path)
         tree = getattr(getattr(tree, "item_metadata", tree), "tree", tree)
-        if not isinstance(tree, dict) or "params" not in tree:
-            raise CheckpointError(f"{path}: unsupported layout; expected a TrainState with params (found "
+        if not isinstance(tree, dict) or not isinstance(tree.get("params"), dict):
+            raise CheckpointError(f"{path}: unsupported layout; expected a TrainState with a params tree (found "
                                   f"{sorted(tree) if isinstance(tree, dict) else type(tree).__name__})")
-        item = {k: tree[k] for k in ("params", "router_state") if tree.get(k)}
-        args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), item)
-        got = ck.restore(path, args=ocp.args.PyTreeRestore(item=item, restore_args=args, partial_restore=True))
-    return got["params"], got.get("router_state") or {}
+        wanted = flatten({k: tree[k] for k in ("params", "router_state") if isinstance(tree.get(k), dict)})
+        out: dict[str, np.ndarray] = {}
+        batch: dict[str, Any] = {}
+        size = 0
+
+        def restore(batch: dict[str, Any]):
+            item = unflatten(batch)
+            args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), item)
+            got = ck.restore(path, args=ocp.args.PyTreeRestore(item=item, restore_args=args, partial_restore=True))
+            out.update(flatten(got))
+
+        for key, m in wanted.items():
+            n = int(np.prod(m.shape)) * np.dtype(m.dtype).itemsize
+            if batch and size + n > batch_bytes:
+                restore(batch)
+                batch, size = {}, 0
+            batch[key], size = m, size + n
+        if batch:
+            restore(batch)
+    trees = unflatten(out)
+    return trees["params"], trees.get("router_state") or {}
 
 
 def check_top_level(cfg: ModelConfig, params: dict, where: str):
