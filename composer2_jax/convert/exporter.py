@@ -93,6 +93,9 @@ class ConvertedSource:
         self.path = path
         self.cfg, self.meta = read_meta(path)
 
+    def load(self):
+        """Nothing to do: groups are restored one at a time by `group`."""
+
     def group(self, name: str) -> dict:
         return restore_group(self.path, name)
 
@@ -141,7 +144,8 @@ def export_hf(ckpt: str, out_dir: str, *, dtype: str = "auto", max_shard_bytes: 
     if os.path.exists(out) and not overwrite and (not os.path.isdir(out) or os.listdir(out)):
         raise FileExistsError(f"{out_dir} exists and is not empty; pass overwrite=True (--overwrite)")
     src = open_source(ckpt, step)
-    tok_dir, ids = _tokenizer_plan(src, tokenizer)
+    tok_dir, ids = _tokenizer_plan(src, tokenizer)  # a tokenizer error comes before any array is read
+    src.load()
     plan = _Plan(src.cfg, src.meta, dtype)
     tmp = out + ".partial"
     shutil.rmtree(tmp, ignore_errors=True)

@@ -209,9 +209,13 @@ class StageSource:
     kind = "stage"
 
     def __init__(self, path: str, step: Optional[int] = None):
+        """Locate the step and read its recorded config (cheap: no array is read before `load`)."""
         self.step_dir, self.step, self.steps = locate(path, step)
         self.record = read_record(self.step_dir)
         self.cfg = recorded_model(self.step_dir, self.record)
+
+    def load(self):
+        """Restore the parameters (host arrays), check them against the config, plan the groups."""
         params, router_state = restore_params(self.step_dir)
         check_top_level(self.cfg, params, self.step_dir)
         items = list(split(self.cfg, params, router_state))  # views of the restored arrays
