@@ -187,6 +187,32 @@ def test_cpt_long_stage_exports_its_yarn_and_mtp_depth(long_stage, tmp_path):
         assert np.array(st2.get(k)).tobytes() == np.array(st.get(k)).tobytes(), k
 
 
+def test_sft_stage_exports_the_yarn_it_inherited_from_cpt_long(long_stage, tmp_path):
+    """sft (init_from = the cpt_long stage's checkpoints) trains on chat rows; its export carries cpt_long's YaRN
+    and MTP depth (the recorded, inherited model), not the sft preset's own section."""
+    from composer2_jax.data.synthetic import write_stdlib_chats
+    from experiments import sft
+
+    chats = tmp_path / "chats.jsonl"
+    write_stdlib_chats(str(chats), n=50)
+    c = _small(sft.get_config("toy"), tmp_path / "sft")
+    c.init_from = os.path.join(long_stage[0], "checkpoints")
+    c.data.sources = [dict(kind="chat_jsonl", path=str(chats), weight=1.0)]
+    c.data.seq_len = 256  # rows long enough to hold assistant tokens (the only ones with a loss)
+    result = train(c)
+    assert result.final_step == 2
+    out = export_hf(str(tmp_path / "sft"), str(tmp_path / "hf"))
+    config = _config(out)
+    assert config["rope_scaling"] == dict(dataclasses.asdict(long_stage[1].rope_scaling), type="yarn")
+    assert config["rope_scaling"]["original_max_position_embeddings"] == 128
+    assert config["num_nextn_predict_layers"] == 2
+    tokens = np.random.default_rng(9).integers(0, 267, (1, 144))
+    diff = float(np.max(np.abs(_project_logits(str(tmp_path / "sft" / "checkpoints"), result.model, tokens)
+                               - _hf_logits(out, tokens))))
+    print(f"\n[export stage] toy sft after cpt_long T=144: max |delta logit| = {diff:.3e}")
+    assert diff <= HF_LOGITS_ATOL
+
+
 # -------------------------------------------------------------------------------- RL layout, tokenizer
 
 
