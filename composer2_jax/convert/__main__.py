@@ -37,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--tokenizer", default=None,
                    help="directory to copy tokenizer files from (default: the stage's recorded tokenizer.path)")
     e.add_argument("--out", required=True, help="HF directory to write (via OUT.partial, renamed when complete)")
-    e.add_argument("--dtype", choices=EXPORT_DTYPES, default="auto", help="auto: the dtypes of the imported source")
+    e.add_argument("--dtype", choices=EXPORT_DTYPES, default="auto",
+                   help="auto: the dtypes of the imported source (a stage: its stored master-weight dtypes)")
     e.add_argument("--max-shard-gb", type=float, default=DEFAULT_SHARD_BYTES / 2**30)
     e.add_argument("--overwrite", action="store_true")
     return p

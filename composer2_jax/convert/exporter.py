@@ -146,6 +146,10 @@ def export_hf(ckpt: str, out_dir: str, *, dtype: str = "auto", max_shard_bytes: 
     src = open_source(ckpt, step)
     tok_dir, ids = _tokenizer_plan(src, tokenizer)  # a tokenizer error comes before any array is read
     src.load()
+    if src.cfg.moe_layer_freq != 1:
+        log.warning("model.moe_layer_freq=%d: config.json records it (DeepSeek's remote code and vLLM read it), but "
+                    "transformers' built-in DeepseekV3ForCausalLM ignores it and would build MoE blocks in every layer "
+                    "from first_k_dense_replace on", src.cfg.moe_layer_freq)
     plan = _Plan(src.cfg, src.meta, dtype)
     tmp = out + ".partial"
     shutil.rmtree(tmp, ignore_errors=True)
