@@ -3,7 +3,9 @@
 Public API:
   read_hf_config / hf_model_config / write_hf_config   config.json ⇄ ModelConfig
   load_hf_checkpoint(dir) -> (ModelConfig, params, router_state)      in memory, straight from HF files
-  import_hf(dir, out) / export_hf(ckpt, out)                          streaming, one layer group at a time
+  import_hf(dir, out) / export_hf(ckpt, out)                          streaming, one layer group at a time;
+                                                                      export_hf also reads a training stage's
+                                                                      checkpoints (workdir, checkpoints/, step dir)
   restore_checkpoint(path) -> (ModelConfig, params, router_state)     a converted checkpoint
   save_checkpoint(path, cfg, params, router_state)                    model trees -> converted checkpoint
 Layouts, the MTP naming and the memory bound are documented in README.md next to this file.

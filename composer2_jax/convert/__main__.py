@@ -2,6 +2,7 @@
 
   python -m composer2_jax.convert import --hf /data/Kimi-K2.5 --out /ckpt/k25 [--no-scan] [--dtype auto]
   python -m composer2_jax.convert export --ckpt /ckpt/k25 --out /data/k25-hf [--dtype bfloat16]
+  python -m composer2_jax.convert export --ckpt runs/k25/cpt_long [--step 2000] --out /data/k25-long-hf
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import logging
 import time
 
 from composer2_jax.convert.exporter import DEFAULT_SHARD_BYTES, EXPORT_DTYPES, export_hf
+from composer2_jax.convert.hf_source import CheckpointError
 from composer2_jax.convert.importer import IMPORT_DTYPES, import_hf
 
 
@@ -26,10 +28,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="auto: keep stored float dtypes, dequantize FP8/int4 to float32")
     i.add_argument("--skip-mtp", action="store_true", help="do not import the MTP layers")
     i.add_argument("--overwrite", action="store_true")
-    e = sub.add_parser("export", help="converted checkpoint -> HF safetensors directory")
-    e.add_argument("--ckpt", required=True, help="converted checkpoint directory")
-    e.add_argument("--out", required=True, help="HF directory to write")
-    e.add_argument("--dtype", choices=EXPORT_DTYPES, default="auto", help="auto: the dtypes of the imported source")
+    e = sub.add_parser("export", help="converted or training-stage checkpoint -> HF safetensors directory")
+    e.add_argument("--ckpt", required=True,
+                   help="a converted checkpoint, or a stage's workdir, its checkpoints/ directory or one step "
+                        "directory (cpt_bulk, cpt_long, sft, rl)")
+    e.add_argument("--step", type=int, default=None,
+                   help="stage checkpoints: the committed step to export (default: the newest)")
+    e.add_argument("--tokenizer", default=None,
+                   help="directory to copy tokenizer files from (default: the stage's recorded tokenizer.path)")
+    e.add_argument("--out", required=True, help="HF directory to write (via OUT.partial, renamed when complete)")
+    e.add_argument("--dtype", choices=EXPORT_DTYPES, default="auto",
+                   help="auto: the dtypes of the imported source (a stage: its stored master-weight dtypes)")
     e.add_argument("--max-shard-gb", type=float, default=DEFAULT_SHARD_BYTES / 2**30)
     e.add_argument("--overwrite", action="store_true")
     return p
@@ -43,8 +52,11 @@ def main(argv=None):
         path = import_hf(args.hf, args.out, scan_layers=args.scan, dtype=args.dtype, skip_mtp=args.skip_mtp,
                          overwrite=args.overwrite)
     else:
-        path = export_hf(args.ckpt, args.out, dtype=args.dtype, max_shard_bytes=int(args.max_shard_gb * 2**30),
-                         overwrite=args.overwrite)
+        try:
+            path = export_hf(args.ckpt, args.out, dtype=args.dtype, max_shard_bytes=int(args.max_shard_gb * 2**30),
+                             overwrite=args.overwrite, step=args.step, tokenizer=args.tokenizer)
+        except (CheckpointError, FileNotFoundError, FileExistsError) as e:  # bad input: one line naming it
+            raise SystemExit(f"export: {type(e).__name__}: {e}") from None
     logging.info("%s -> %s in %.1f s", args.cmd, path, time.time() - t0)
 
 

@@ -1,22 +1,26 @@
-"""Converted checkpoint → HF DeepseekV3ForCausalLM safetensors (sharded, per-expert tensors) + config.json.
+"""Converted checkpoint or a training stage's checkpoint → HF DeepseekV3ForCausalLM safetensors (sharded,
+per-expert tensors) + config.json (+ the stage's tokenizer files), written as OUT.partial and renamed when complete.
 
 Streaming: the tensor list (names, shapes, dtypes) is planned from checkpoint.json alone, the shard files are laid
 out from it, and then each group is restored, converted tensor by tensor and appended to the open shard.
-Peak host memory: one group. With `dtype="auto"` every tensor is written in the dtype its source had (recorded
-at import), so import → export reproduces a float checkpoint byte for byte; quantized sources come back
-dequantized (float32 unless `dtype` says otherwise), never re-quantized.
+Peak host memory: one group for a converted checkpoint; the parameters once for a stage checkpoint (stage.py
+restores them as host arrays; its groups are views of them). With `dtype="auto"` every tensor is written in the
+dtype its source had (recorded at import), so import → export reproduces a float checkpoint byte for byte;
+quantized sources come back dequantized (float32 unless `dtype` says otherwise), never re-quantized. A stage's
+tensors are written in their stored (master-weight) dtype.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from typing import Iterator
+import shutil
+from typing import Iterator, Optional
 
 import numpy as np
 
-from composer2_jax.convert import hf_config
-from composer2_jax.convert.checkpoint import flatten, read_meta, restore_group
+from composer2_jax.convert import hf_config, stage
+from composer2_jax.convert.checkpoint import META, flatten, read_meta, restore_group
 from composer2_jax.convert.hf_source import NP_DTYPES
 from composer2_jax.convert.mapping import Group, Leaf, groups
 from composer2_jax.convert.safetensors_io import ShardedWriter
@@ -80,27 +84,99 @@ class _Plan:
         return [e for _, rows in self.items for leaf, _, dt in rows for e in _hf_entries(leaf, dt)]
 
 
+class ConvertedSource:
+    """A converted checkpoint (checkpoint.json + one orbax PyTree per group), read one group at a time."""
+
+    kind = "converted"
+
+    def __init__(self, path: str):
+        self.path = path
+        self.cfg, self.meta = read_meta(path)
+
+    def load(self):
+        """Nothing to do: groups are restored one at a time by `group`."""
+
+    def group(self, name: str) -> dict:
+        return restore_group(self.path, name)
+
+
+def open_source(ckpt: str, step: Optional[int] = None):
+    """The export source at `ckpt`: a converted checkpoint, or a training stage's checkpoints (workdir,
+    checkpoints/ directory or one step directory; `step` picks a committed step, default the newest)."""
+    if os.path.isfile(os.path.join(ckpt, META)):
+        if step is not None:
+            raise ValueError(f"--step {step}: {ckpt} is a converted checkpoint (one step); --step picks a step of a "
+                             f"training stage's checkpoints")
+        return ConvertedSource(ckpt)
+    return stage.StageSource(ckpt, step)
+
+
+def _tokenizer_plan(src, tokenizer: Optional[str]) -> tuple[Optional[str], dict]:
+    """(directory to copy tokenizer files from or None, token ids for config.json); every error before writing."""
+    if tokenizer:
+        directory = stage.tokenizer_dir(tokenizer, "--tokenizer")
+        tiktoken = os.path.isfile(os.path.join(directory, "tiktoken.model"))
+        return directory, stage.token_ids("tiktoken", directory) if tiktoken else {}
+    if src.kind != "stage":
+        log.info("converted checkpoint: no tokenizer recorded, none copied (pass --tokenizer DIR to add one)")
+        return None, {}
+    tok = src.tokenizer()
+    if tok["name"] == "byte":
+        log.info("the stage used the byte tokenizer (ids 0-255 are bytes, specials above): no tokenizer files to "
+                 "copy")
+        return None, stage.token_ids("byte", "")
+    directory = stage.tokenizer_dir(tok["path"], f"the stage's recorded tokenizer.path ({tok['name']})")
+    return directory, stage.token_ids(tok["name"], tok["path"])
+
+
 def export_hf(ckpt: str, out_dir: str, *, dtype: str = "auto", max_shard_bytes: int = DEFAULT_SHARD_BYTES,
-              overwrite: bool = False) -> str:
-    """Write the checkpoint at `ckpt` as an HF safetensors directory; returns out_dir."""
+              overwrite: bool = False, step: Optional[int] = None, tokenizer: Optional[str] = None) -> str:
+    """Write the checkpoint at `ckpt` as an HF safetensors directory; returns out_dir.
+
+    `ckpt`: a converted checkpoint, or a training stage's workdir / checkpoints/ directory / step directory (`step`
+    picks a committed step, default the newest). The directory is written as OUT.partial and renamed when
+    complete: a failed export leaves nothing at OUT (and removes OUT.partial). Tokenizer files are copied from
+    `tokenizer` or from the stage's recorded tokenizer.path.
+    """
     if dtype not in EXPORT_DTYPES:
         raise ValueError(f"dtype={dtype!r}; expected one of {EXPORT_DTYPES}")
-    if os.path.isdir(out_dir) and os.listdir(out_dir) and not overwrite:
-        raise FileExistsError(f"{out_dir} is not empty; pass overwrite=True (--overwrite)")
-    cfg, meta = read_meta(ckpt)
-    plan = _Plan(cfg, meta, dtype)
-    writer = ShardedWriter(out_dir, plan.entries(), max_shard_bytes)
-    for g, rows in plan.items:
-        flat = flatten(restore_group(ckpt, g.name))
-        shared = flatten(restore_group(ckpt, "globals")) if any(k.startswith("shared:") for _, k, _ in rows) else {}
-        for leaf, key, dt in rows:
-            value = shared[key[len("shared:"):]] if key.startswith("shared:") else flat[key]
-            for name, arr in hf_tensors(leaf, value, dt):
-                writer.put(name, arr)
-        del flat, shared
-        log.info("exported %s", g.name)
-    writer.finish()
-    hf_config.write_hf_config(cfg, out_dir, extra=_carried_keys(meta.get("source", {}), dtype, cfg))
+    out = os.path.abspath(out_dir)
+    if os.path.exists(out) and not overwrite and (not os.path.isdir(out) or os.listdir(out)):
+        raise FileExistsError(f"{out_dir} exists and is not empty; pass overwrite=True (--overwrite)")
+    src = open_source(ckpt, step)
+    tok_dir, ids = _tokenizer_plan(src, tokenizer)  # a tokenizer error comes before any array is read
+    src.load()
+    if src.cfg.moe_layer_freq != 1:
+        log.warning("model.moe_layer_freq=%d: config.json records it (DeepSeek's remote code and vLLM read it), but "
+                    "transformers' built-in DeepseekV3ForCausalLM ignores it and would build MoE blocks in every layer "
+                    "from first_k_dense_replace on", src.cfg.moe_layer_freq)
+    plan = _Plan(src.cfg, src.meta, dtype)
+    tmp = out + ".partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        writer = ShardedWriter(tmp, plan.entries(), max_shard_bytes)
+        for g, rows in plan.items:
+            flat = flatten(src.group(g.name))
+            shared = flatten(src.group("globals")) if any(k.startswith("shared:") for _, k, _ in rows) else {}
+            for leaf, key, dt in rows:
+                value = shared[key[len("shared:"):]] if key.startswith("shared:") else flat[key]
+                for name, arr in hf_tensors(leaf, value, dt):
+                    writer.put(name, arr)
+            del flat, shared
+            log.info("exported %s", g.name)
+        writer.finish()
+        extra = _carried_keys(src.meta.get("source", {}), dtype, src.cfg)
+        for k, v in ids.items():  # the source config.json's ids win; a stage has none
+            extra.setdefault(k, v)
+        hf_config.write_hf_config(src.cfg, tmp, extra=extra)
+        if tok_dir is not None:
+            log.info("copied tokenizer files %s from %s", stage.copy_tokenizer(tok_dir, tmp), tok_dir)
+        if os.path.lexists(out):
+            shutil.rmtree(out) if os.path.isdir(out) and not os.path.islink(out) else os.remove(out)
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return out_dir
 
 
