@@ -34,6 +34,7 @@ from composer2_jax.rl.services.env_worker import env_worker_for
 from composer2_jax.rl.services.oracle import write_oracle_transcripts
 from composer2_jax.rl.services.rollout import RolloutConfig
 from composer2_jax.rl.services.trainer import TrainerConfig
+from composer2_jax.train import init_from
 from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer
 from experiments import base, sft
 
@@ -109,8 +110,11 @@ def transcripts_path(run: RLExperimentConfig) -> str:
 def prepare(config) -> dict:
     """Write oracle transcripts and train the SFT warm start unless `init_from` already holds a checkpoint."""
     run = orchestrator.rl_config(config)
-    if Checkpointer(run.init_from, async_save=False).latest_step() is not None:
-        return {"sft": "found", "init_from": run.init_from}
+    try:  # a stage's checkpoints (or its workdir), a converted checkpoint or an HF directory: RL starts from it
+        found = init_from.resolve(run.init_from)
+        return {"sft": "found", "init_from": found.path, "kind": found.kind}
+    except FileNotFoundError:
+        pass
     from composer2_jax.train.loop import train
 
     w = run.sft

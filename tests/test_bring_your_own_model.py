@@ -49,12 +49,12 @@ def test_readme_path_from_an_hf_directory_through_every_stage_and_out(tmp_path):
     bulk = _run(tmp_path, "-m", "experiments.cpt_bulk", f"--config.init_from={base}", f"--config.workdir={root}/bulk",
                 *SHORT)
     assert bulk["final_step"] == 2
-    long = _run(tmp_path, "-m", "experiments.cpt_long", f"--config.init_from={root}/bulk/checkpoints",
+    long = _run(tmp_path, "-m", "experiments.cpt_long", f"--config.init_from={root}/bulk",
                 f"--config.workdir={root}/long", *SHORT)
-    sft = _run(tmp_path, "-m", "experiments.sft", f"--config.init_from={root}/long/checkpoints",
+    sft = _run(tmp_path, "-m", "experiments.sft", f"--config.init_from={root}/long",
                f"--config.workdir={root}/sft", *SHORT)
     assert long["final_step"] == sft["final_step"] == 2
-    rl = _run(tmp_path, "-m", "experiments.rl", f"--config.init_from={root}/sft/checkpoints",
+    rl = _run(tmp_path, "-m", "experiments.rl", f"--config.init_from={root}/sft",
               f"--config.workdir={root}/rl", "--config.rl.steps=2", "--config.rl.groups_per_batch=2",
               "--config.rl.samples=2", "--config.rl.eval_every=0", "--config.trainer.rows=4",
               "--config.log.progress=False", timeout=1500)

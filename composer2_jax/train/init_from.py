@@ -78,6 +78,7 @@ def resolve(path: str) -> InitSource:
     if not path or not os.path.isdir(path):
         raise FileNotFoundError(f"init_from={path!r} holds no committed checkpoint: it is not a directory; expected "
                                 f"a stage's checkpoints, a converted checkpoint or an HF model directory")
+    path = os.path.abspath(path)  # what later stages record (their tokenizer path) must not depend on the cwd
     if os.path.isfile(os.path.join(path, META)):
         return InitSource(path, "converted")
     names = os.listdir(path)
