@@ -7,9 +7,11 @@ Writes a random Kimi-shaped DeepseekV3 with transformers (bf16 safetensors, seve
 time in a fresh process on 8 fake CPU devices (fsdp=8), the target parameters in float32:
   streamed   train/init_from.load_params: each device shard reads its own slice of the memory-mapped tensors
   host_copy  the whole checkpoint read into host memory first (convert.load_hf_checkpoint), then put on the mesh
-and prints one JSON line per mode: seconds, the process's peak resident memory above its baseline, the bytes the
-loaded parameters occupy (on a CPU "device" they live in host memory too), and the overhead beyond them per GB of
-checkpoint on disk. The overhead is what a GPU/TPU host would need on top of nothing: the loading path's own memory.
+and prints one JSON line per mode: seconds, the process's peak resident memory above its baseline (VmHWM: it counts
+the memory-mapped checkpoint pages the load touched, page cache the OS can drop) and its peak resident anonymous
+memory (sampled every 5 ms: what the loading path allocates), the bytes the loaded parameters occupy (on a CPU
+"device" they live in host memory too), and each overhead beyond them per GB of checkpoint on disk. The anonymous
+overhead is what a GPU/TPU host needs on top of its device memory: the loading path's own buffers.
 """
 
 from __future__ import annotations
@@ -29,6 +31,38 @@ from benchmarks.common import emit
 def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _anon_mb() -> float:
+    """Resident anonymous memory (allocations; not the page cache of memory-mapped files, which the OS can drop)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class _AnonPeak:
+    """The peak of `_anon_mb` sampled every 5 ms on a thread while the block runs."""
+
+    def __enter__(self):
+        import threading
+
+        self.peak, self.stop = _anon_mb(), threading.Event()
+
+        def watch():
+            while not self.stop.wait(0.005):
+                self.peak = max(self.peak, _anon_mb())
+
+        self.thread = threading.Thread(target=watch, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        self.peak = max(self.peak, _anon_mb())
+        return False
 
 
 def write_checkpoint(out: str, layers: int, experts: int, width: int) -> float:
@@ -60,24 +94,26 @@ def load(path: str, mode: str) -> dict:
     model = Transformer(cfg, mesh)
     abstract, _, _ = abstract_train_state(model, lambda p, n: optim.make_optimizer(optim.OptimConfig(), p, n),
                                           mesh, (8, 64))
-    base = _rss_mb()
+    base, anon_base = _rss_mb(), _anon_mb()
     t0 = time.time()
-    if mode == "streamed":
-        params, router = init_from.load_params(path, abstract, model)
-    else:
-        from composer2_jax.convert import load_hf_checkpoint
+    with _AnonPeak() as anon:
+        if mode == "streamed":
+            params, router = init_from.load_params(path, abstract, model)
+        else:
+            from composer2_jax.convert import load_hf_checkpoint
 
-        _, host_params, host_router = load_hf_checkpoint(path, dtype="float32")
-        params = jax.tree.map(lambda a, s: jax.device_put(a, s.sharding), host_params, abstract.params)
-        router = jax.tree.map(lambda a, s: jax.device_put(a, s.sharding), host_router, abstract.router_state)
-        del host_params, host_router
-    jax.block_until_ready((params, router))
+            _, host_params, host_router = load_hf_checkpoint(path, dtype="float32")
+            params = jax.tree.map(lambda a, s: jax.device_put(a, s.sharding), host_params, abstract.params)
+            router = jax.tree.map(lambda a, s: jax.device_put(a, s.sharding), host_router, abstract.router_state)
+            del host_params, host_router
+        jax.block_until_ready((params, router))
     seconds = time.time() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB → MB
     loaded = sum(x.nbytes for x in jax.tree.leaves((params, router))) / 2**20
     return dict(seconds=round(seconds, 2), baseline_mb=round(base, 1), peak_mb=round(peak, 1),
                 peak_above_baseline_mb=round(peak - base, 1), params_mb=round(loaded, 1),
-                overhead_mb=round(peak - base - loaded, 1))
+                overhead_mb=round(peak - base - loaded, 1), anon_peak_above_baseline_mb=round(anon.peak - anon_base, 1),
+                anon_overhead_mb=round(anon.peak - anon_base - loaded, 1))
 
 
 def main(argv=None):
@@ -100,7 +136,8 @@ def main(argv=None):
             rec = json.loads(r.stdout.strip().splitlines()[-1])
             emit(bench="init_from_load", mode=mode, checkpoint_gb=round(gb, 3), devices=8, **rec,
                  seconds_per_gb=round(rec["seconds"] / gb, 2),
-                 overhead_mb_per_gb=round(rec["overhead_mb"] / gb, 1))
+                 overhead_mb_per_gb=round(rec["overhead_mb"] / gb, 1),
+                 anon_overhead_mb_per_gb=round(rec["anon_overhead_mb"] / gb, 1))
 
 
 if __name__ == "__main__":

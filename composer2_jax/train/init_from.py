@@ -408,13 +408,16 @@ def _load_hf(path: str, wanted: dict) -> dict:
             raise CheckpointError(f"{'/'.join(key)}: the checkpoint's {found[0][1].hf} gives shape "
                                   f"{list(found[0][1].shape)}; the model expects {list(want)}")
 
-        def value_of(index, found=found, stacked=stacked, dtype=like.dtype):
-            if not stacked:
-                return _read_slice(src, found[0][1], index, dtype)
-            rows = range(len(found))[index[0]]
-            return np.stack([_read_slice(src, found[u][1], index[1:], dtype) for u in rows])
-
-        out[key] = _place(value_of, like)
+        if not stacked:
+            out[key] = _place(lambda index, leaf=found[0][1], dt=like.dtype: _read_slice(src, leaf, index, dt), like)
+            continue
+        # a scanned stack is placed one unit row at a time: host memory holds one row's shards, not the leaf's
+        stack = jax.jit(lambda like=like: jnp.zeros(like.shape, like.dtype), out_shardings=like.sharding)()
+        row_like = _row_like(like)
+        for u, (_, leaf) in enumerate(found):
+            row = _place(lambda index, leaf=leaf, dt=like.dtype: _read_slice(src, leaf, index, dt), row_like)
+            stack = _set_row(stack, jnp.int32(u), row)
+        out[key] = stack
     return out
 
 
@@ -424,14 +427,24 @@ def _read_slice(src, leaf, index: tuple, dtype) -> np.ndarray:
     if leaf.kind in ("vector", "embed"):
         return np.asarray(src.st.get(leaf.hf)[index], dtype=dtype)
     if leaf.kind == "linear":
-        w = src.linear_OI(leaf.hf, leaf.hf_shape, np.float32)
-        return np.ascontiguousarray(w.T).reshape(leaf.shape)[index].astype(dtype)
+        return _linear_ours(src, leaf)[index].astype(dtype)
     experts = range(leaf.shape[0])[index[0]] if index else range(leaf.shape[0])
     rest = index[1:]
     if src.fused.get(leaf.hf, f"{leaf.hf}.gate_up_proj" in src.st):
         return np.stack([_fused_expert(src, leaf, j)[rest] for j in experts]).astype(dtype)
     return np.stack([np.ascontiguousarray(src.linear_OI(leaf.expert_name(j)[: -len(".weight")], leaf.hf_shape,
                                                         np.float32).T)[rest] for j in experts]).astype(dtype)
+
+
+def _linear_ours(src, leaf) -> np.ndarray:
+    """A Linear leaf in our layout (fp32), dequantized once for all the device shards that slice it: the last one
+    read is kept (one source tensor), since make_array_from_callback asks for a leaf's shards one after another."""
+    cache = src.__dict__.setdefault("_last_linear", {})
+    if leaf.hf not in cache:
+        cache.clear()
+        w = src.linear_OI(leaf.hf, leaf.hf_shape, np.float32)
+        cache[leaf.hf] = np.ascontiguousarray(w.T).reshape(leaf.shape)
+    return cache[leaf.hf]
 
 
 def _fused_expert(src, leaf, j: int) -> np.ndarray:
