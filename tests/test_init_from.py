@@ -137,6 +137,14 @@ def test_trunk_logits_are_the_checkpoints_with_fresh_mtp_heads_and_every_source_
     p3, r3 = init_lib.load_params(str(tmp_path / "run"), abstract, model, seed=0, example_shape=(8, 64))
     for other in ((p2, r2), (p3, r3)):
         jax.tree.map(np.testing.assert_array_equal, jax.device_get((params, router)), jax.device_get(other))
+    # HF → stage (lr 0) → export: transformers gives back the checkpoint's logits
+    from transformers import AutoModelForCausalLM
+
+    from composer2_jax.convert import export_hf
+
+    export_hf(str(tmp_path / "run"), str(tmp_path / "exported"))
+    back = AutoModelForCausalLM.from_pretrained(tmp_path / "exported", dtype="float32", attn_implementation="eager")
+    assert np.max(np.abs(hf_logits(back.eval(), tokens) - hf_logits(hf, tokens))) < HF_LOGITS_ATOL
 
 
 def test_shards_are_read_per_device_onto_the_mesh(hf_dir):
