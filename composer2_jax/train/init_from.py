@@ -31,6 +31,7 @@ orbax restore into the target shardings.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -337,17 +338,9 @@ def _init_fresh(model, abstract, fresh: set, seed: int, example_shape: tuple[int
         v = _flat(nn.unbox(model.init(r, tokens)))
         return [v[k].astype(shapes[k].dtype) for k in keys]
 
-    with activate(model.mesh) if getattr(model, "mesh", None) is not None else _null():
+    with activate(model.mesh) if getattr(model, "mesh", None) is not None else contextlib.nullcontext():
         out = jax.jit(init, out_shardings=shardings)(jax.random.key(seed))
     return dict(zip(keys, out))
-
-
-class _null:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *a):
-        return False
 
 
 def _place(value_of: Callable[[tuple], np.ndarray], like) -> jax.Array:
