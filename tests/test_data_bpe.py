@@ -7,7 +7,7 @@ import pytest
 
 from composer2_jax.data import bpe
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.data.chat import render_chat
+from composer2_jax.data.chat import get_chat_format, render_chat
 from composer2_jax.data.pipeline import DataConfig, document_ids
 
 TEXTS = ["def add(a, b):\n    return a + b\n", "import os\nfor name in os.listdir('.'):\n    print(name)\n",
@@ -23,7 +23,7 @@ def test_trained_bpe_loads_through_the_hf_path_with_the_harness_tokens(bpe_dir):
     tok = tk.make_tokenizer("auto", bpe_dir)
     assert isinstance(tok, tk.HFTokenizer) and 267 < tok.vocab_size <= 400  # as many merges as the corpus has
     assert [tok.special_id(t) for t in bpe.RESERVED] == list(range(len(bpe.RESERVED)))
-    assert (tok.bos_id, tok.eos_id, tok.pad_id) == (0, 1, 2) and tok.chat_format.name == "project"
+    assert (tok.bos_id, tok.eos_id, tok.pad_id) == (0, 1, 2) and get_chat_format(tok).name == "project"
     text = TEXTS[1] + "naïve 🐍 <|im_end|>"
     ids = tok.encode(text)
     assert tok.decode(ids) == text and tok.special_id(tk.IM_END) not in ids  # plain text never forges a marker

@@ -227,7 +227,7 @@ def test_auto_and_errors(tmp_path, kimi_dir):
         tk.make_tokenizer("hf", str(tmp_path))
     with pytest.raises(ValueError, match="needs path"):
         tk.TokenizerConfig("auto").build()
-    assert tk.TokenizerConfig("hf", str(kimi_dir)).build().chat_format.name == "kimi_k2"
+    assert C.get_chat_format(tk.TokenizerConfig("hf", str(kimi_dir)).build()).name == "kimi_k2"
     with pytest.raises(ValueError, match="expected one of"):
         tk.TokenizerConfig("sentencepiece")
     (tmp_path / "tokenizer.json").write_text("{not json")
@@ -242,7 +242,7 @@ def test_auto_picks_kimi_tiktoken(tmp_path):
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(
         {"added_tokens_decoder": decoder, "bos_token": "[BOS]", "eos_token": "[EOS]", "pad_token": "[PAD]"}))
     tok = tk.make_tokenizer("auto", str(tmp_path))
-    assert isinstance(tok, tk.TiktokenTokenizer) and tok.chat_format.name == "kimi_k2"
+    assert isinstance(tok, tk.TiktokenTokenizer) and C.get_chat_format(tok).name == "kimi_k2"
 
 
 def test_check_vocab_names_both_sizes(kimi_dir):
@@ -270,14 +270,14 @@ def test_real_presets_default_to_their_tokenizer_family():
 
 
 def test_format_detection(kimi_dir, ds_dir, plain_dir):
-    assert tk.ByteTokenizer().chat_format is C.PROJECT
+    assert C.get_chat_format(tk.ByteTokenizer()) is C.PROJECT
     ds = tk.make_tokenizer("hf", str(ds_dir))
     assert C.end_token_id(ds) == ds.eos_id and C.end_token_id(tk.ByteTokenizer()) == tk.ByteTokenizer().special_id(
         tk.IM_END)
-    assert tk.make_tokenizer("hf", str(kimi_dir)).chat_format is C.KIMI_K2
-    assert tk.make_tokenizer("hf", str(ds_dir)).chat_format is C.DEEPSEEK_V3
+    assert C.get_chat_format(tk.make_tokenizer("hf", str(kimi_dir))) is C.KIMI_K2
+    assert C.get_chat_format(tk.make_tokenizer("hf", str(ds_dir))) is C.DEEPSEEK_V3
     plain = tk.make_tokenizer("hf", str(plain_dir))
-    assert plain.chat_format is C.PROJECT
+    assert C.get_chat_format(plain) is C.PROJECT
     # the project's markers are added after the tokenizer's largest id
     base = plain.special_id("<|endoftext|>") + 1
     assert [plain.special_id(m) for m in tk.CHAT_SPECIAL_TOKENS] == list(range(base, base + 8))
@@ -492,7 +492,7 @@ def test_harness_speaks_the_native_format(which, kimi_dir, ds_dir):
     from composer2_jax.env.harness import HarnessConfig, is_summary_request, run_episode
 
     tok = tk.make_tokenizer("hf", str(kimi_dir if which == "kimi" else ds_dir))
-    fmt = tok.chat_format
+    fmt = C.get_chat_format(tok)
     cut = C.KIMI_CALL_END if which == "kimi" else C.DS_CALL_END
     replies = ["Reading." + fmt.format_calls([("read_file", {"path": "a.py"})]) + fmt.end,
                fmt.format_calls([("read_file", {"path": "b.py"})]).split(cut)[0],  # cut mid-call: malformed
@@ -545,6 +545,6 @@ def test_scripted_agents_write_the_native_format(which, kimi_dir, ds_dir):
     assert r.stop_reason == "submitted" and [c[0] for c in env.calls] == ["read_file", "read_file", "submit"]
     reply = [t for t in r.episode.turns if t.trainable][1]
     text = tok.decode(reply.tokens)
-    assert text.startswith(tok.chat_format.call_begin) and text.count(tok.chat_format.call_begin) == 1
-    assert text.endswith(tok.chat_format.end)
+    assert text.startswith(C.get_chat_format(tok).call_begin) and text.count(C.get_chat_format(tok).call_begin) == 1
+    assert text.endswith(C.get_chat_format(tok).end)
     assert C.rewrite_tool_calls(replies[0], "project") == replies[0]

@@ -23,7 +23,7 @@ from typing import Any
 from composer2_jax.bench.grade import pack_dir, unpack_command, upload_commands
 from composer2_jax.bench.task import Task, resolve_env
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.data.chat import end_token_id, format_tool_call, rewrite_tool_calls
+from composer2_jax.data.chat import end_token_id, format_tool_call, get_chat_format, rewrite_tool_calls
 from composer2_jax.env.harness import (
     Completion,
     HarnessConfig,
@@ -52,7 +52,7 @@ class ScriptedPolicy:
         """The next scripted reply (closed by the chat format's end token, <|im_end|> for the project's markup), or
         the summary if the prompt asks for one. Replies are written in the project's markup; their calls are
         rewritten in the tokenizer's own tool-call tokens where it has them (data/chat.py `rewrite_tool_calls`)."""
-        fmt = self.tok.chat_format
+        fmt = get_chat_format(self.tok)
         native = fmt.name != "project"
         if is_summary_request(self.tok.decode(prompt_ids), self.config, self.tok if native else None):
             text = self.summary

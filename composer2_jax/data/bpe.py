@@ -18,6 +18,7 @@ import os
 from typing import Iterable, Sequence
 
 from composer2_jax.data import tokenizer as tk
+from composer2_jax.data.chat import get_chat_format
 
 RESERVED = (tk.BOS, tk.EOS, tk.PAD) + tk.CHAT_SPECIAL_TOKENS
 
@@ -76,7 +77,7 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     out = train_bpe(corpus_texts(args.corpus, args.field, args.limit), args.vocab, args.out)
     tok = tk.make_tokenizer("hf", out)
-    print(json.dumps({"out": out, "vocab_size": tok.vocab_size, "chat_format": tok.chat_format.name}))
+    print(json.dumps({"out": out, "vocab_size": tok.vocab_size, "chat_format": get_chat_format(tok).name}))
 
 
 if __name__ == "__main__":

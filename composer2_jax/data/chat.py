@@ -1,6 +1,6 @@
 """The chat template for SFT and serving: render conversations to tokens + loss mask; parse tool calls back.
 
-Conversations render in the tokenizer's own chat format (`tokenizer.chat_format`, see "chat formats" below and
+Conversations render in the tokenizer's own chat format (`get_chat_format(tokenizer)`, see "chat formats" below and
 docs/tokenizers.md): Kimi K2's or DeepSeek-V3's tool-call tokens where the tokenizer defines them, and the project's
 markup described here otherwise (the byte tokenizer, and any tokenizer without tool-call tokens of its own).
 
@@ -30,6 +30,28 @@ import json
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from composer2_jax.data import tokenizer as tk
+from composer2_jax.data.tokenizer import (
+    DEEPSEEK_TOOL_TOKENS,
+    DS_ASSISTANT,
+    DS_BOS,
+    DS_CALL_BEGIN,
+    DS_CALL_END,
+    DS_CALLS_BEGIN,
+    DS_CALLS_END,
+    DS_EOS,
+    DS_OUTPUT_BEGIN,
+    DS_OUTPUT_END,
+    DS_OUTPUTS_BEGIN,
+    DS_OUTPUTS_END,
+    DS_SEP,
+    DS_USER,
+    KIMI_ARG_BEGIN,
+    KIMI_CALL_BEGIN,
+    KIMI_CALL_END,
+    KIMI_SECTION_BEGIN,
+    KIMI_SECTION_END,
+    KIMI_TOOL_TOKENS,
+)
 
 ROLES = ("system", "user", "assistant", "tool")
 _HEADER_MARKER = {"system": tk.IM_SYSTEM, "user": tk.IM_USER, "assistant": tk.IM_ASSISTANT, "tool": tk.IM_TOOL}
@@ -73,14 +95,14 @@ def _normalize_call(call: Any, i: int, j: int) -> dict[str, Any]:
 
 def format_tool_call(name: str, arguments: Mapping[str, Any], fmt: FormatLike = None, *, index: int = 0) -> str:
     """The canonical text of one tool call, markers included, in `fmt` (a ChatFormat, its name, or a tokenizer
-    whose `chat_format` to use; default: the project's markup). `index` is the call's number (Kimi's call id)."""
+    whose chat format to use; default: the project's markup). `index` is the call's number (Kimi's call id)."""
     return get_chat_format(fmt).format_calls([(name, arguments)], start_index=index)
 
 
 def render_chat(messages: Sequence[Mapping[str, Any]], tokenizer: tk.Tokenizer, *,
                 tools: Optional[Sequence[Mapping]] = None, add_generation_prompt: bool = False,
                 continuation: bool = False) -> RenderedChat:
-    """Render messages in the tokenizer's chat format (`tokenizer.chat_format`) to ids and a loss mask over the
+    """Render messages in the tokenizer's chat format (`get_chat_format(tokenizer)`) to ids and a loss mask over the
     assistant's content, tool calls and the token that ends its turn.
 
     continuation: the messages continue an already rendered conversation (the harness renders a context piece by
@@ -92,8 +114,8 @@ def render_chat(messages: Sequence[Mapping[str, Any]], tokenizer: tk.Tokenizer, 
             raise ValueError(f"message {i}: role {role!r} is not one of {ROLES}")
         if msg.get("tool_calls") and role != "assistant":
             raise ValueError(f"message {i}: only assistant messages may carry tool_calls, got role {role!r}")
-    return tokenizer.chat_format.render(messages, tokenizer, tools=tools, add_generation_prompt=add_generation_prompt,
-                                        continuation=continuation)
+    return get_chat_format(tokenizer).render(messages, tokenizer, tools=tools,
+                                             add_generation_prompt=add_generation_prompt, continuation=continuation)
 
 
 def _render_project(messages: Sequence[Mapping[str, Any]], tokenizer: tk.Tokenizer, *,
@@ -231,7 +253,7 @@ def _parse_call_body(raw: str, index: int) -> tuple[Optional[ToolCall], Optional
 
 # ---------------------------------------------------------------------------------------------------- chat formats
 #
-# Three markups, chosen from the tokenizer's own special tokens (`detect_chat_format`, `tokenizer.chat_format`):
+# Three markups, chosen from the tokenizer's own special tokens (`detect_chat_format`, `get_chat_format`):
 #
 # - kimi_k2: Kimi K2's template. Turns are `<|im_system|>/<|im_user|>/<|im_assistant|>{name or role}<|im_middle|>
 #   ...<|im_end|>`; tools are declared first in `<|im_system|>tool_declare<|im_middle|>` + KIMI_TOOLS_PREFIX +
@@ -254,21 +276,10 @@ def _parse_call_body(raw: str, index: int) -> tuple[Optional[ToolCall], Optional
 #
 # Every format encodes message text as plain text (special-token strings in content are never parsed).
 
-KIMI_SECTION_BEGIN, KIMI_SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
-KIMI_CALL_BEGIN, KIMI_CALL_END = "<|tool_call_begin|>", "<|tool_call_end|>"
-KIMI_ARG_BEGIN = "<|tool_call_argument_begin|>"
-KIMI_TOOL_TOKENS = (KIMI_SECTION_BEGIN, KIMI_CALL_BEGIN, KIMI_ARG_BEGIN, KIMI_CALL_END, KIMI_SECTION_END)
 # as in Kimi-K2-Instruct-0905's chat_template.jinja (the indentation of the Jinja source is part of the output)
 KIMI_TOOLS_PREFIX = "\n  # Tools\n  "
 KIMI_TOOL_RETURN = "## Return of {id}\n    {content}"
 
-DS_BOS, DS_EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
-DS_USER, DS_ASSISTANT = "<｜User｜>", "<｜Assistant｜>"
-DS_CALLS_BEGIN, DS_CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
-DS_CALL_BEGIN, DS_CALL_END, DS_SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
-DS_OUTPUTS_BEGIN, DS_OUTPUTS_END = "<｜tool▁outputs▁begin｜>", "<｜tool▁outputs▁end｜>"
-DS_OUTPUT_BEGIN, DS_OUTPUT_END = "<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>"
-DEEPSEEK_TOOL_TOKENS = (DS_CALLS_BEGIN, DS_CALL_BEGIN, DS_SEP, DS_CALL_END, DS_CALLS_END)
 DEEPSEEK_TOOLS_PREFIX = "## Tools\n"
 
 
@@ -553,28 +564,27 @@ def rewrite_tool_calls(text: str, fmt: FormatLike, start_index: int = 0) -> str:
 
 def end_token_id(tokenizer: tk.Tokenizer) -> int:
     """Id of the token that ends an assistant turn in the tokenizer's chat format (the rollout stop token)."""
-    return tokenizer.special_id(tokenizer.chat_format.end)
+    return tokenizer.special_id(get_chat_format(tokenizer).end)
 
 
 def detect_chat_format(tokenizer: tk.Tokenizer) -> ChatFormat:
     """kimi_k2 when the tokenizer defines Kimi's tool-call tokens, deepseek_v3 when it defines DeepSeek-V3's,
-    project otherwise."""
-    names = tokenizer.special_tokens
-    if all(t in names for t in KIMI_TOOL_TOKENS):
-        return KIMI_K2
-    if all(t in names for t in DEEPSEEK_TOOL_TOKENS):
-        return DEEPSEEK_V3
-    return PROJECT
+    project otherwise (tokenizer.native_tool_markup)."""
+    return CHAT_FORMATS[tk.native_tool_markup(tokenizer.special_tokens)]
 
 
 def get_chat_format(fmt: FormatLike = None) -> ChatFormat:
-    """A ChatFormat from itself, its name, a tokenizer (its `chat_format`) or None (the project's markup)."""
+    """A ChatFormat from itself, its name, a tokenizer (detected from its special tokens) or None (the project's
+    markup)."""
     if fmt is None:
         return PROJECT
     if isinstance(fmt, ChatFormat):
         return fmt
-    if isinstance(fmt, tk.Tokenizer):
-        return fmt.chat_format
+    if isinstance(fmt, tk.Tokenizer):  # detected once from its special tokens, then kept on the tokenizer
+        found = fmt.__dict__.get("_chat_format")
+        if found is None:
+            found = fmt.__dict__["_chat_format"] = detect_chat_format(fmt)
+        return found
     if isinstance(fmt, str) and fmt in CHAT_FORMATS:
         return CHAT_FORMATS[fmt]
     raise ValueError(f"unknown chat format {fmt!r}; expected one of {sorted(CHAT_FORMATS)}, a ChatFormat or a "

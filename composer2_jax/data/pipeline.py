@@ -225,7 +225,8 @@ def document_ids(doc: dict, tokenizer: Tokenizer, cfg: DataConfig) -> tuple[np.n
         ids, learn = np.concatenate([ids, eos]), np.concatenate([learn, np.ones_like(eos)])
     else:
         raise ValueError(f"document from {doc.get('source', '?')} has neither 'text' nor 'messages': {sorted(doc)}")
-    if cfg.add_bos and not ("messages" in doc and tokenizer.chat_format.opens_with_bos):  # DeepSeek renders its BOS
+    # a format that renders its own BOS (DeepSeek-V3) gets no second one
+    if cfg.add_bos and not ("messages" in doc and chat_lib.get_chat_format(tokenizer).opens_with_bos):
         ids, learn = np.concatenate([[tokenizer.bos_id], ids]), np.concatenate([[0], learn])
     return ids.astype(np.int32), learn.astype(np.int32)
 

@@ -17,7 +17,7 @@ in `CHAT_SPECIAL_TOKENS`, so `data/chat.py` renders conversations for either.
   next to it. Added tokens marked special, and added tokens spelled like markers (`<...>`, e.g. DeepSeek's
   `<｜User｜>`, which is not marked special), are special tokens here; other added tokens are ordinary vocabulary.
 
-`tokenizer.chat_format` is the chat markup the tokenizer's own special tokens call for (see `data/chat.py`):
+`data.chat.get_chat_format(tokenizer)` is the chat markup the tokenizer's own special tokens call for:
 `kimi_k2` when Kimi's tool-call tokens exist, `deepseek_v3` when DeepSeek-V3's do, `project` otherwise.
 `check_vocab(tokenizer, model_vocab_size)` refuses a tokenizer whose ids do not fit the model's embedding.
 
@@ -43,6 +43,29 @@ IM_SYSTEM, IM_USER, IM_ASSISTANT, IM_TOOL = "<|im_system|>", "<|im_user|>", "<|i
 IM_MIDDLE, IM_END = "<|im_middle|>", "<|im_end|>"
 TOOL_CALL_BEGIN, TOOL_CALL_END = "<|tool_call|>", "<|/tool_call|>"
 CHAT_SPECIAL_TOKENS = (IM_SYSTEM, IM_USER, IM_ASSISTANT, IM_TOOL, IM_MIDDLE, IM_END, TOOL_CALL_BEGIN, TOOL_CALL_END)
+
+# The models' own tool-call markup (data/chat.py renders it): Kimi K2's and DeepSeek-V3's special tokens.
+KIMI_SECTION_BEGIN, KIMI_SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
+KIMI_CALL_BEGIN, KIMI_CALL_END = "<|tool_call_begin|>", "<|tool_call_end|>"
+KIMI_ARG_BEGIN = "<|tool_call_argument_begin|>"
+KIMI_TOOL_TOKENS = (KIMI_SECTION_BEGIN, KIMI_CALL_BEGIN, KIMI_ARG_BEGIN, KIMI_CALL_END, KIMI_SECTION_END)
+DS_BOS, DS_EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
+DS_USER, DS_ASSISTANT = "<｜User｜>", "<｜Assistant｜>"
+DS_CALLS_BEGIN, DS_CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
+DS_CALL_BEGIN, DS_CALL_END, DS_SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
+DS_OUTPUTS_BEGIN, DS_OUTPUTS_END = "<｜tool▁outputs▁begin｜>", "<｜tool▁outputs▁end｜>"
+DS_OUTPUT_BEGIN, DS_OUTPUT_END = "<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>"
+DEEPSEEK_TOOL_TOKENS = (DS_CALLS_BEGIN, DS_CALL_BEGIN, DS_SEP, DS_CALL_END, DS_CALLS_END)
+
+
+def native_tool_markup(special_names) -> str:
+    """'kimi_k2' when the special tokens hold all of Kimi's tool-call tokens, 'deepseek_v3' when DeepSeek-V3's,
+    'project' otherwise: the chat format data/chat.py renders for such a tokenizer."""
+    if all(t in special_names for t in KIMI_TOOL_TOKENS):
+        return "kimi_k2"
+    if all(t in special_names for t in DEEPSEEK_TOOL_TOKENS):
+        return "deepseek_v3"
+    return "project"
 
 # Kimi's pre-tokenizer regex, as in `tokenization_kimi.py` (needs tiktoken's fancy-regex: `&&` class intersection).
 KIMI_PAT_STR = "|".join([
@@ -96,16 +119,6 @@ class Tokenizer(abc.ABC):
         if name not in self._special:
             raise ValueError(f"unknown special token {name!r}; this tokenizer has {sorted(self._special)}")
         return self._special[name]
-
-    @property
-    def chat_format(self):
-        """The chat markup this tokenizer's special tokens call for (a `data.chat.ChatFormat`; cached)."""
-        fmt = self.__dict__.get("_chat_format")
-        if fmt is None:
-            from composer2_jax.data.chat import detect_chat_format  # deferred: chat imports this module
-
-            fmt = self.__dict__["_chat_format"] = detect_chat_format(self)
-        return fmt
 
     def is_special(self, token_id: int) -> bool:
         """True for ids of special tokens."""
@@ -297,7 +310,7 @@ class HFTokenizer(Tokenizer):
         plain = {c: i for c, (i, sp) in added.items() if c not in self._special}
         vocab = self._tok.get_vocab(with_added_tokens=False)
         self._n_vocab = max([-1, *vocab.values(), *(i for i, _ in added.values())]) + 1
-        if self.chat_format.name == "project":
+        if native_tool_markup(self._special) == "project":
             for name in CHAT_SPECIAL_TOKENS:
                 if name not in self._special and name not in vocab and name not in plain:
                     self._special[name] = self._n_vocab

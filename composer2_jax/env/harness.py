@@ -5,7 +5,7 @@ One episode on one sandbox:
 1. The context starts as system prompt (with the env's tool schemas) + the task, rendered by `data.chat.render_chat`,
    ending in the assistant header (the generation prompt).
 2. The policy continues the context; its ids are decoded and `parse_assistant` extracts the tool calls. Everything
-   is in the tokenizer's chat format (`tokenizer.chat_format`: Kimi K2's or DeepSeek-V3's own tool-call tokens
+   is in the tokenizer's chat format (`data.chat.get_chat_format`: Kimi K2's or DeepSeek-V3's own tool-call tokens
    where the tokenizer defines them, the project's markup otherwise; see data/chat.py).
 3. Each call runs through `Environment.call`; a malformed block (bad JSON, no name, ...) is answered with the env's
    structured error observation (`Observation.failure`) without reaching the sandbox, and counted. Observations are
@@ -37,7 +37,14 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.data.chat import ParsedAssistant, ToolCall, ToolCallError, parse_assistant, render_chat
+from composer2_jax.data.chat import (
+    ParsedAssistant,
+    ToolCall,
+    ToolCallError,
+    get_chat_format,
+    parse_assistant,
+    render_chat,
+)
 from composer2_jax.env.observation import Observation
 from composer2_jax.episode import Episode, SegmentBuilder
 
@@ -279,7 +286,7 @@ class _Run:
     def __init__(self, env, sid: str, policy: Policy, tokenizer: tk.Tokenizer, config: HarnessConfig,
                  builder: SegmentBuilder, messages: list[dict[str, Any]]):
         self.env, self.sid, self.policy, self.tok, self.cfg = env, sid, policy, tokenizer, config
-        self.fmt = tokenizer.chat_format
+        self.fmt = get_chat_format(tokenizer)
         self.im_end = tokenizer.special_id(self.fmt.end)  # the token that ends a reply (<|im_end|>, DeepSeek's EOS)
         self.call_begin = tokenizer.special_id(self.fmt.call_begin)
         self.builder, self.messages = builder, messages

@@ -8,16 +8,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from composer2_jax.env.runtime import host_problem  # noqa: F401  (tests import it from here)
-
-
-def make_repo(root: str, files: dict[str, str]) -> str:
-    """Write a small repository (relative path -> text) under root; returns root."""
-    for rel, text in files.items():
-        path = os.path.join(root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            f.write(text)
-    return root
+from composer2_jax.env.workspace import make_repo  # noqa: F401  (tests import it from here)
 
 
 def pids_in_pidns(pidns: int) -> list[int]:

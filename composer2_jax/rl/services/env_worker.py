@@ -28,8 +28,8 @@ from composer2_jax.env.harness import (
     resume_episode,
     run_episode,
 )
-from composer2_jax.env.testing import make_repo
 from composer2_jax.env.tool_schemas import TOOL_NAMES
+from composer2_jax.env.workspace import make_repo
 from composer2_jax.rl.config import EnvConfig, RLExperimentConfig
 from composer2_jax.rl.rewards import (
     EpisodeOutcome,
