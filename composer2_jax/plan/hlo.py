@@ -1,4 +1,6 @@
-"""What the compiled (scheduled, post-optimisation) HLO of a step says about MoE overlap (model.moe_overlap_chunks).
+"""Reading a compiled program's HLO text: its collectives with their bytes and replica groups (`collectives`), and
+what the scheduled, post-optimisation HLO of a step says about MoE overlap (`moe_overlap`,
+model.moe_overlap_chunks).
 
 `moe_overlap(hlo_text)` reads `compiled.as_text()`: XLA prints a scheduled module's computations in schedule order,
 every instruction with its operands and the metadata `op_name` (the JAX name stack). The MoE layer runs its
@@ -24,8 +26,11 @@ asynchronous collectives the matmuls between a start and its done are what runs 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Optional
+
+import numpy as np
 
 _A2A_OPS = ("all-to-all", "ragged-all-to-all", "all-to-all-start")
 _DOT_OPS = ("dot", "convolution")
@@ -210,3 +215,84 @@ def schedule_summary(report: dict) -> dict:
         s["with_other_chunk_dots_before_use"] += a["other_chunk_dots_before_use"] > 0
         s["expert_dots_before_use"] += a["expert_dots_before_use"]
     return out
+
+
+# ------------------------------------------------------------------ collectives and their bytes
+
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+               "ragged-all-to-all")
+_DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "s32": 4, "u32": 4, "s8": 1, "u8": 1, "pred": 1, "f64": 8, "s64": 8,
+                "u64": 8, "s16": 2, "u16": 2, "f8e4m3fn": 1, "f8e5m2": 1}
+
+
+@dataclasses.dataclass
+class Collective:
+    """One collective op of the compiled program."""
+
+    kind: str
+    bytes: int  # result bytes per device
+    group: int  # devices per replica group
+    crosses_nodes: bool
+
+    @property
+    def wire_bytes(self) -> float:
+        """Bytes each device sends for this op (ring algorithms)."""
+        n = max(self.group, 1)
+        frac = (n - 1) / n
+        if self.kind == "all-reduce":
+            return 2 * frac * self.bytes
+        if self.kind == "collective-permute":
+            return float(self.bytes)
+        return frac * self.bytes
+
+
+def _shape_bytes(shape_text: str) -> int:
+    """Bytes of an HLO result type such as `bf16[8,128]{1,0}` or a tuple of them."""
+    total = 0
+    for dt, dims in re.findall(r"\b([a-z]+[0-9a-z]*)\[([0-9,]*)\]", shape_text):
+        if dt in _DTYPE_BYTES:
+            total += _DTYPE_BYTES[dt] * math.prod(int(d) for d in dims.split(",") if d)
+    return total
+
+
+def _groups(line: str) -> list[list[int]]:
+    """Replica groups of an HLO collective line (explicit or iota form)."""
+    m = re.search(r"replica_groups=\{(\{[0-9,{} ]*\})\}", line)
+    if m:
+        return [[int(x) for x in g.split(",") if x.strip()] for g in re.findall(r"\{([0-9, ]*)\}", m.group(1))]
+    m = re.search(r"replica_groups=\[([0-9,]+)\]<=\[([0-9,]+)\](T\(([0-9,]+)\))?", line)
+    if m:
+        shape = [int(x) for x in m.group(1).split(",")]
+        dims = [int(x) for x in m.group(2).split(",")]
+        ids = np.arange(math.prod(dims)).reshape(dims)
+        if m.group(4):
+            ids = ids.transpose([int(x) for x in m.group(4).split(",")])
+        return ids.reshape(shape).tolist()
+    m = re.search(r"source_target_pairs=\{([0-9,{} ]*)\}", line)
+    if m:
+        return [[int(a), int(b)] for a, b in re.findall(r"\{(\d+),(\d+)\}", m.group(1))]
+    return []
+
+
+def collectives(hlo_text: str, node_size: int) -> list[Collective]:
+    """Collective ops in compiled HLO text with their result bytes and group sizes."""
+    out = []
+    for line in hlo_text.splitlines():
+        m = re.search(r"=\s*(.+?)\s+(" + "|".join(COLLECTIVES) + r")(-start)?\(", line)
+        if not m or "-done" in line.split("=")[0]:
+            continue
+        groups = _groups(line)
+        size = len(groups[0]) if groups and m.group(2) != "collective-permute" else 2
+        crosses = any(len({d // node_size for d in g}) > 1 for g in groups)
+        out.append(Collective(m.group(2), _shape_bytes(m.group(1)), size, crosses))
+    return out
+
+
+def _by_kind(colls) -> dict:
+    agg: dict[str, dict] = {}
+    for c in colls:
+        a = agg.setdefault(c.kind, {"count": 0, "bytes": 0, "wire_bytes": 0.0})
+        a["count"] += 1
+        a["bytes"] += c.bytes
+        a["wire_bytes"] += c.wire_bytes
+    return agg
