@@ -123,7 +123,38 @@ def moe_overlap(hlo_text: str) -> dict:
     combine, E<chunk> its expert matmuls, repeats collapsed})).
     """
     comps = parse_computations(hlo_text)
-    dot_tags: dict[str, set] = {}  # computation -> {(site, chunk)} of expert dots it holds, nested calls included
+    tags_of = _expert_dot_tags(comps)
+    a2as, dependent, pairs, chunks, order = [], [], 0, set(), {}
+    for comp, instrs in comps.items():
+        a2a_at, dot_at = _chunk_positions(instrs, comps, tags_of)
+        if not a2a_at:
+            continue
+        _add_order(order, comp, a2a_at, dot_at)
+        index = {ins.name: i for i, ins in enumerate(instrs)}
+        anc, users = _ancestors(instrs, index), _users(instrs, index)
+        for pos, (site, chunk, phase) in a2a_at:
+            chunks.add(chunk)
+            use = _first_use(instrs, users, pos)
+            between = [(p, tag) for p, tag in dot_at if use is not None and pos < p < use]
+            a2as.append(A2A(comp, instrs[pos].name, site, chunk, phase, len(between),
+                            sum(1 for _, (s, c) in between if s == site and c != chunk)))
+            for dpos, (dsite, dchunk) in dot_at:
+                if dsite != site or dchunk == chunk:
+                    continue
+                pairs += 1
+                if anc[pos] >> dpos & 1:
+                    dependent.append((instrs[pos].name, instrs[dpos].name, "a2a_needs_dot"))
+                elif anc[dpos] >> pos & 1:
+                    dependent.append((instrs[pos].name, instrs[dpos].name, "dot_needs_a2a"))
+    return dict(chunks=sorted(chunks), a2a=[dataclasses.asdict(a) for a in a2as], pairs_checked=pairs,
+                dependent=dependent, independent=bool(pairs) and not dependent,
+                order={k: " ".join(v) for k, v in order.items()})
+
+
+def _expert_dot_tags(comps):
+    """`tags_of(computation)`: the {(site, chunk)} of the expert matmuls a computation holds, nested calls
+    included (memoised over the module)."""
+    dot_tags: dict[str, set] = {}
 
     def tags_of(comp: str, seen=()) -> set:
         if comp in dot_tags:
@@ -139,69 +170,68 @@ def moe_overlap(hlo_text: str) -> dict:
         dot_tags[comp] = out
         return out
 
-    a2as, dependent, pairs, chunks, order = [], [], 0, set(), {}
-    for comp, instrs in comps.items():
-        index = {ins.name: i for i, ins in enumerate(instrs)}
-        a2a_at, dot_at = [], []  # (position, (site, chunk[, phase]))
-        for i, ins in enumerate(instrs):
-            t = _chunk_tag(ins.op_name)
-            if t and _is_a2a(ins, comps):
-                a2a_at.append((i, t))
-            own = {t[:2]} if (t and _is_dot(ins) and t[2] == "experts") else set()
-            for c in ins.calls:
-                own |= tags_of(c)
-            for tag in own:
-                dot_at.append((i, tag))
-        if not a2a_at:
-            continue
-        events = sorted([(p, t[0], f"A{t[1]}{t[2][0]}") for p, t in a2a_at]
-                        + [(p, t[0], f"E{t[1]}") for p, t in dot_at])
-        for _, site, ev in events:  # per site: all-to-alls (A<chunk><d|c>) and expert matmuls (E<chunk>) in order
-            seq = order.setdefault(f"{comp}:{site}", [])
-            if not seq or seq[-1] != ev:
-                seq.append(ev)
-        anc = [0] * len(instrs)  # bitset of each instruction's transitive operands
-        for i, ins in enumerate(instrs):
-            a = 0
-            for o in ins.operands:
-                j = index.get(o)
-                if j is not None:
-                    a |= (1 << j) | anc[j]
-            anc[i] = a
-        users: dict[int, list] = {}
-        for i, ins in enumerate(instrs):
-            for o in ins.operands:
-                if o in index:
-                    users.setdefault(index[o], []).append(i)
+    return tags_of
 
-        def first_use(i):
-            """Position of the first real consumer of instruction i (through no-op wrappers), or None."""
-            todo, best = list(users.get(i, ())), None
-            while todo:
-                u = todo.pop()
-                if instrs[u].opcode in _NO_USE_OPS:
-                    todo.extend(users.get(u, ()))
-                elif best is None or u < best:
-                    best = u
-            return best
 
-        for pos, (site, chunk, phase) in a2a_at:
-            chunks.add(chunk)
-            use = first_use(pos)
-            between = [(p, tag) for p, tag in dot_at if use is not None and pos < p < use]
-            a2as.append(A2A(comp, instrs[pos].name, site, chunk, phase, len(between),
-                            sum(1 for _, (s, c) in between if s == site and c != chunk)))
-            for dpos, (dsite, dchunk) in dot_at:
-                if dsite != site or dchunk == chunk:
-                    continue
-                pairs += 1
-                if anc[pos] >> dpos & 1:
-                    dependent.append((instrs[pos].name, instrs[dpos].name, "a2a_needs_dot"))
-                elif anc[dpos] >> pos & 1:
-                    dependent.append((instrs[pos].name, instrs[dpos].name, "dot_needs_a2a"))
-    return dict(chunks=sorted(chunks), a2a=[dataclasses.asdict(a) for a in a2as], pairs_checked=pairs,
-                dependent=dependent, independent=bool(pairs) and not dependent,
-                order={k: " ".join(v) for k, v in order.items()})
+def _chunk_positions(instrs, comps, tags_of) -> tuple[list, list]:
+    """(all-to-alls as (position, (site, chunk, phase)), expert matmuls as (position, (site, chunk))) of one
+    computation; an instruction that calls computations holding expert matmuls counts as those matmuls."""
+    a2a_at, dot_at = [], []
+    for i, ins in enumerate(instrs):
+        t = _chunk_tag(ins.op_name)
+        if t and _is_a2a(ins, comps):
+            a2a_at.append((i, t))
+        own = {t[:2]} if (t and _is_dot(ins) and t[2] == "experts") else set()
+        for c in ins.calls:
+            own |= tags_of(c)
+        for tag in own:
+            dot_at.append((i, tag))
+    return a2a_at, dot_at
+
+
+def _add_order(order: dict, comp: str, a2a_at, dot_at):
+    """Per site of `comp`: all-to-alls (A<chunk><d|c>) and expert matmuls (E<chunk>) in order, repeats collapsed."""
+    events = sorted([(p, t[0], f"A{t[1]}{t[2][0]}") for p, t in a2a_at]
+                    + [(p, t[0], f"E{t[1]}") for p, t in dot_at])
+    for _, site, ev in events:
+        seq = order.setdefault(f"{comp}:{site}", [])
+        if not seq or seq[-1] != ev:
+            seq.append(ev)
+
+
+def _ancestors(instrs, index) -> list[int]:
+    """Each instruction's transitive operands in its computation, as a bitset over positions."""
+    anc = [0] * len(instrs)
+    for i, ins in enumerate(instrs):
+        a = 0
+        for o in ins.operands:
+            j = index.get(o)
+            if j is not None:
+                a |= (1 << j) | anc[j]
+        anc[i] = a
+    return anc
+
+
+def _users(instrs, index) -> dict[int, list]:
+    """{position: positions of the instructions that use it as an operand}."""
+    users: dict[int, list] = {}
+    for i, ins in enumerate(instrs):
+        for o in ins.operands:
+            if o in index:
+                users.setdefault(index[o], []).append(i)
+    return users
+
+
+def _first_use(instrs, users, i):
+    """Position of the first real consumer of instruction i (through no-op wrappers), or None."""
+    todo, best = list(users.get(i, ())), None
+    while todo:
+        u = todo.pop()
+        if instrs[u].opcode in _NO_USE_OPS:
+            todo.extend(users.get(u, ()))
+        elif best is None or u < best:
+            best = u
+    return best
 
 
 def schedule_summary(report: dict) -> dict:

@@ -41,11 +41,8 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
     cfg, seq = _stage_config(preset, stage, moe_impl=moe_impl)
     cfg = dataclasses.replace(cfg, pipeline_microbatches=microbatches, pipeline_repeats=repeats,
                               pipeline_gather_params=gather_params, moe_overlap_chunks=moe_overlap_chunks)
+    cfg = _mesh_kernel(cfg, mesh_shape)
     seq = seq_len or seq
-    if mesh_shape.get("context", 1) == 1 and cfg.attention_kernel == "ring":
-        cfg = dataclasses.replace(cfg, attention_kernel="xla_chunked")
-    if mesh_shape.get("context", 1) > 1 and cfg.attention_kernel != "ring":  # a split sequence needs the ring
-        cfg = dataclasses.replace(cfg, attention_kernel="ring")
     if execution is not None:
         cfg = execution.apply(cfg)
     n = math.prod(mesh_shape.values())
@@ -54,26 +51,12 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
                          f"(run through the CLI, which simulates exactly the mesh's device count)")
     mesh = shd.make_mesh(mesh_shape)
     stages = mesh_shape.get("stage", 1)
-    dp = mesh_shape["data"] * mesh_shape["fsdp"] * mesh_shape["expert"]
-    if not batch:  # one sequence per data-parallel shard; pipelined: per shard and microbatch, split over `stage`
-        m = (microbatches or stages) if stages > 1 else 1
-        batch = dp * STAGES[stage][2] * m * stages // math.gcd(m, stages)
+    batch = batch or _default_batch(mesh_shape, stage, microbatches)
     validate_layout(cfg, mesh, batch, seq, 1)
     shd.validate_model_mesh(cfg, mesh, batch, seq)
-    t0 = time.time()
-    compiled, abstract = compile_train_step(cfg, mesh, batch, seq, optimizer)
-    mem = compiled.memory_analysis()
-    params_b, opt_b = _shard_bytes(abstract.params), _shard_bytes(abstract.opt_state)
-    peak = peak_bytes(mem)
+    report, abstract = _memory_report(cfg, mesh, batch, seq, optimizer, chip)
     report = dict(preset=preset, stage=stage, mesh=mesh_shape, chip=chip.name, chips=n, global_batch=batch,
-                  seq_len=seq, tokens_per_step=batch * seq,
-                  per_device=dict(params_bytes=params_b, optimizer_bytes=opt_b,
-                                  argument_bytes=mem.argument_size_in_bytes, output_bytes=mem.output_size_in_bytes,
-                                  alias_bytes=mem.alias_size_in_bytes, temp_bytes=mem.temp_size_in_bytes,
-                                  activation_and_temp_bytes=mem.temp_size_in_bytes, peak_bytes=peak),
-                  hbm_bytes=chip.hbm_bytes, fits=bool(peak <= chip.hbm_bytes),
-                  fits_calibrated=bool(peak / CPU_MEMORY_OVERESTIMATE <= chip.hbm_bytes),
-                  compile_s=round(time.time() - t0, 1))
+                  seq_len=seq, tokens_per_step=batch * seq, **report)
     if stages > 1:
         spec = pipeline_spec(cfg, mesh, layer_plan(cfg)[2])
         report["pipeline"] = dict(stages=spec.stages, microbatches=spec.microbatches, repeats=spec.repeats,
@@ -87,15 +70,57 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
         if overlap is not None:
             _add_overlap(report, overlap)
         return report
+    _add_unpipelined_roofline(report, cfg, mesh, chip, batch, seq, optimizer, abstract)
+    return report
+
+
+def _mesh_kernel(cfg, mesh_shape: dict):
+    """`cfg` with the attention kernel the mesh needs: the ring where `context` splits the sequence, the chunked
+    XLA kernel in its place where it does not."""
+    if mesh_shape.get("context", 1) == 1 and cfg.attention_kernel == "ring":
+        cfg = dataclasses.replace(cfg, attention_kernel="xla_chunked")
+    if mesh_shape.get("context", 1) > 1 and cfg.attention_kernel != "ring":  # a split sequence needs the ring
+        cfg = dataclasses.replace(cfg, attention_kernel="ring")
+    return cfg
+
+
+def _default_batch(mesh_shape: dict, stage: str, microbatches: int) -> int:
+    """The global batch when none is given: one sequence per data-parallel shard; pipelined, per shard and
+    microbatch, split over `stage`."""
+    stages = mesh_shape.get("stage", 1)
+    dp = mesh_shape["data"] * mesh_shape["fsdp"] * mesh_shape["expert"]
+    m = (microbatches or stages) if stages > 1 else 1
+    return dp * STAGES[stage][2] * m * stages // math.gcd(m, stages)
+
+
+def _memory_report(cfg, mesh, batch: int, seq: int, optimizer: str, chip) -> tuple[dict, object]:
+    """(the report's memory fields, the abstract train state) from one full-model compile of the step."""
+    t0 = time.time()
+    compiled, abstract = compile_train_step(cfg, mesh, batch, seq, optimizer)
+    mem = compiled.memory_analysis()
+    params_b, opt_b = _shard_bytes(abstract.params), _shard_bytes(abstract.opt_state)
+    peak = peak_bytes(mem)
+    return dict(per_device=dict(params_bytes=params_b, optimizer_bytes=opt_b,
+                                argument_bytes=mem.argument_size_in_bytes, output_bytes=mem.output_size_in_bytes,
+                                alias_bytes=mem.alias_size_in_bytes, temp_bytes=mem.temp_size_in_bytes,
+                                activation_and_temp_bytes=mem.temp_size_in_bytes, peak_bytes=peak),
+                hbm_bytes=chip.hbm_bytes, fits=bool(peak <= chip.hbm_bytes),
+                fits_calibrated=bool(peak / CPU_MEMORY_OVERESTIMATE <= chip.hbm_bytes),
+                compile_s=round(time.time() - t0, 1)), abstract
+
+
+def _add_unpipelined_roofline(report: dict, cfg, mesh, chip, batch: int, seq: int, optimizer: str, abstract):
+    """The roofline of an unpipelined mesh in `report`: the 1- and 2-unit compiles extrapolated to all units, and
+    the MoE overlap for a model with routed experts."""
     base, delta, n_units, raw = _unit_costs(cfg, mesh, batch, seq, optimizer, chip.node_size)
     tot = {k: base[k] + (n_units - 1) * delta[k] for k in delta}
     report.update(collectives_per_unit=raw[1]["kinds"],
-                  **_roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip, n, batch, seq))
+                  **_roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip,
+                              report["chips"], batch, seq))
     if cfg.n_routed_experts:
         token_split = shd.axis_size(mesh, shd.mesh_axes_of("activation_batch") + shd.mesh_axes_of("activation_length"))
         _add_overlap(report, _moe_overlap_report(cfg, raw[0]["colls"], raw[1]["colls"], n_units,
                                                  batch * seq / token_split, mesh, chip))
-    return report
 
 
 def _add_overlap(report: dict, overlap: dict):

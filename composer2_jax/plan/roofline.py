@@ -154,7 +154,7 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     Then, as for unpipelined meshes: t = max(compute, HBM) + comm, the optimistic bound max(compute, comm), and
     the calibrated estimate = bound / REFERENCE_EFFICIENCY.
     """
-    s_, m_, r_, l_ = spec.stages, spec.microbatches, spec.repeats, spec.units_per_stage
+    s_ = spec.stages
     n = math.prod(mesh_shape.values())
     inner_shape = dict(mesh_shape, stage=1)
     inner = shd.make_mesh(inner_shape, devices=jax.devices()[: n // s_])
@@ -163,57 +163,87 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     # Newton–Schulz and its gathers) runs once per step on a stage's U/S units, not once per microbatch pass: it is
     # the difference of the optimizer update alone, Muon − AdamW, compiled for the real state on the whole mesh.
     base, delta, n_units, raw = _unit_costs(flat, inner, batch // s_, seq, "adamw", chip.node_size)
+    opt_once = _optimizer_once(cfg, mesh_shape, batch, seq, optimizer, chip)
+    stack = _stack_costs(cfg, mesh_shape, spec, delta, raw)
+    outer = {k: base[k] - delta[k] for k in ("flops", "bytes", "ici", "dcn")}
+    # a stage's devices split the activations' batch over data × fsdp × expert and their length over `context`
+    inner_split = (shd.axis_size(inner, shd.mesh_axes_of("activation_batch", shd.within_stage()))
+                   * shd.axis_size(inner, shd.mesh_axes_of("activation_length", shd.within_stage())))
+    pipe_bytes = _stage_send_bytes(cfg, spec, batch, seq, inner_split)
+    pipe_crosses = n > chip.node_size  # `stage` is outermost: its neighbours sit n/S devices apart
+    pipe_dcn, pipe_ici = (pipe_bytes, 0.0) if pipe_crosses else (0.0, pipe_bytes)
+    flops = outer["flops"] + stack["flops"] + opt_once["flops"]
+    hbm = outer["bytes"] + stack["bytes"] + opt_once["bytes"]
+    ici = outer["ici"] + stack["ici"] + pipe_ici + opt_once["ici"]
+    dcn = outer["dcn"] + stack["dcn"] + pipe_dcn + opt_once["dcn"]
+    overlap = _moe_overlap_report(cfg, raw[0]["colls"], raw[1]["colls"], stack["passes"] * stack["per_mb"],
+                                  (batch // s_) * seq / inner_split, inner, chip) if cfg.n_routed_experts else None
+    return dict(
+        _roofline(flops, hbm, ici, dcn, cfg, abstract, chip, n, batch, seq), collectives_per_unit=raw[1]["kinds"],
+        _moe_overlap=overlap,
+        pipeline_costs=_pipeline_costs(outer, stack, opt_once, pipe_bytes, pipe_crosses, ici, dcn, chip))
+
+
+def _optimizer_once(cfg, mesh_shape: dict, batch: int, seq: int, optimizer: str, chip) -> dict:
+    """Per-device cost a matrix optimizer adds once per step over AdamW (`_pipelined_roofline`): the optimizer
+    update alone, `optimizer` − AdamW, compiled for the real state on the whole mesh; zero for AdamW."""
     opt_once = dict(flops=0.0, bytes=0.0, ici=0.0, dcn=0.0)
     if optimizer != "adamw":
         mesh = shd.make_mesh(mesh_shape)
         c_opt = _optimizer_cost(cfg, mesh, batch, seq, optimizer, chip.node_size)
         c_adamw = _optimizer_cost(cfg, mesh, batch, seq, "adamw", chip.node_size)
         opt_once = {k: c_opt[k] - c_adamw[k] for k in opt_once}
-    per_mb = s_ / m_  # one microbatch's share of Δ (Δ was compiled at M/S microbatches)
+    return opt_once
+
+
+def _stack_costs(cfg, mesh_shape: dict, spec, delta: dict, raw) -> dict:
+    """A step's cost of the pipelined stack per device (`_pipelined_roofline`'s docstring): the unit passes, one
+    unit's collectives split into parameter and token ones, and the stack's FLOPs, HBM bytes and wire bytes."""
+    m_, r_, l_ = spec.microbatches, spec.repeats, spec.units_per_stage
+    per_mb = spec.stages / m_  # one microbatch's share of Δ (Δ was compiled at M/S microbatches)
     passes = spec.iterations * l_  # unit-on-a-microbatch passes a stage executes
     useful_passes = m_ * r_ * l_
     gather_passes, grad_passes = param_collective_passes(cfg, mesh_shape, spec)
-    remat_extra = 1 / 4 if cfg.remat_policy != "none" else 0.0  # the stage step's own recompute (see above)
+    remat_extra = 1 / 4 if cfg.remat_policy != "none" else 0.0  # the stage step's own recompute
     split = {k: _split_collectives(raw[1]["colls"])[k] - _split_collectives(raw[0]["colls"])[k]
              for k in ("param_ici", "param_dcn", "token_ici", "token_dcn", "gather_ici", "gather_dcn")}  # one unit's
     param_ici, param_dcn, tok_ici, tok_dcn = (split[k] for k in ("param_ici", "param_dcn", "token_ici", "token_dcn"))
     # a step's parameter collectives: the weight gathers gather_passes times, the gradient reductions grad_passes
     param_ici_step = gather_passes * split["gather_ici"] + grad_passes * (param_ici - split["gather_ici"])
     param_dcn_step = gather_passes * split["gather_dcn"] + grad_passes * (param_dcn - split["gather_dcn"])
-    outer = {k: base[k] - delta[k] for k in ("flops", "bytes", "ici", "dcn")}
     unit_flops = delta["flops"] * per_mb
-    stack_flops = passes * unit_flops * (1 + remat_extra)
-    useful_stack_flops = useful_passes * unit_flops
-    stack_bytes = passes * delta["bytes"] * per_mb * (1 + remat_extra)
-    stack_ici = param_ici_step + passes * tok_ici * per_mb
-    stack_dcn = param_dcn_step + passes * tok_dcn * per_mb
-    mb = batch // m_
-    # a stage's devices split the activations' batch over data × fsdp × expert and their length over `context`
-    inner_split = (shd.axis_size(inner, shd.mesh_axes_of("activation_batch", shd.within_stage()))
-                   * shd.axis_size(inner, shd.mesh_axes_of("activation_length", shd.within_stage())))
+    return dict(per_mb=per_mb, passes=passes, useful_passes=useful_passes, gather_passes=gather_passes,
+                grad_passes=grad_passes, remat_extra=remat_extra, split=split, tok_ici=tok_ici, tok_dcn=tok_dcn,
+                param_ici_step=param_ici_step, param_dcn_step=param_dcn_step, unit_flops=unit_flops,
+                flops=passes * unit_flops * (1 + remat_extra), useful_flops=useful_passes * unit_flops,
+                bytes=passes * delta["bytes"] * per_mb * (1 + remat_extra),
+                ici=param_ici_step + passes * tok_ici * per_mb, dcn=param_dcn_step + passes * tok_dcn * per_mb)
+
+
+def _stage_send_bytes(cfg, spec, batch: int, seq: int, inner_split: int) -> float:
+    """Bytes a device sends over `stage` per step: one bf16 [mb, T, D] activation forward and one gradient
+    backward per iteration, plus the batch's move into and out of the schedule's buffer."""
+    mb = batch // spec.microbatches
     send = mb * seq * cfg.hidden_size * 2 / inner_split  # bf16 [mb, T, D] per device
-    pipe_bytes = 2 * spec.iterations * send + 2 * 2 * (batch // s_) * seq * cfg.hidden_size * 2 / inner_split
-    pipe_crosses = n > chip.node_size  # `stage` is outermost: its neighbours sit n/S devices apart
-    pipe_dcn, pipe_ici = (pipe_bytes, 0.0) if pipe_crosses else (0.0, pipe_bytes)
-    flops = outer["flops"] + stack_flops + opt_once["flops"]
-    hbm = outer["bytes"] + stack_bytes + opt_once["bytes"]
-    ici = outer["ici"] + stack_ici + pipe_ici + opt_once["ici"]
-    dcn = outer["dcn"] + stack_dcn + pipe_dcn + opt_once["dcn"]
-    overlap = _moe_overlap_report(cfg, raw[0]["colls"], raw[1]["colls"], passes * per_mb,
-                                  (batch // s_) * seq / inner_split, inner, chip) if cfg.n_routed_experts else None
+    return 2 * spec.iterations * send + 2 * 2 * (batch // spec.stages) * seq * cfg.hidden_size * 2 / inner_split
+
+
+def _pipeline_costs(outer: dict, stack: dict, opt_once: dict, pipe_bytes: float, pipe_crosses: bool, ici: float,
+                    dcn: float, chip) -> dict:
+    """The report's `pipeline_costs`: where a pipelined step's FLOPs and wire bytes go."""
+    passes, per_mb, unit_flops, split = stack["passes"], stack["per_mb"], stack["unit_flops"], stack["split"]
+    gather_passes = stack["gather_passes"]
     return dict(
-        _roofline(flops, hbm, ici, dcn, cfg, abstract, chip, n, batch, seq), collectives_per_unit=raw[1]["kinds"],
-        _moe_overlap=overlap,
-        pipeline_costs=dict(
-            outer_flops=outer["flops"], stack_flops_executed=stack_flops, stack_flops_useful=useful_stack_flops,
-            bubble_flops=(passes - useful_passes) * unit_flops, stage_remat_flops=passes * unit_flops * remat_extra,
-            stage_send_bytes=pipe_bytes, stage_sends_cross_nodes=pipe_crosses,
-            fsdp_and_grad_ici_bytes=param_ici_step, fsdp_and_grad_dcn_bytes=param_dcn_step,
-            fsdp_gather_ici_bytes=gather_passes * split["gather_ici"],
-            fsdp_gather_dcn_bytes=gather_passes * split["gather_dcn"], gather_passes=gather_passes,
-            grad_reduction_passes=grad_passes, token_ici_bytes=passes * tok_ici * per_mb,
-            token_dcn_bytes=passes * tok_dcn * per_mb, outer_ici_bytes=outer["ici"], outer_dcn_bytes=outer["dcn"],
-            optimizer_extra_flops=opt_once["flops"], optimizer_extra_ici_bytes=opt_once["ici"],
-            optimizer_extra_dcn_bytes=opt_once["dcn"],
-            comm_ici_s=ici / chip.ici_bw, comm_dcn_s=dcn / chip.dcn_bw))
+        outer_flops=outer["flops"], stack_flops_executed=stack["flops"], stack_flops_useful=stack["useful_flops"],
+        bubble_flops=(passes - stack["useful_passes"]) * unit_flops,
+        stage_remat_flops=passes * unit_flops * stack["remat_extra"],
+        stage_send_bytes=pipe_bytes, stage_sends_cross_nodes=pipe_crosses,
+        fsdp_and_grad_ici_bytes=stack["param_ici_step"], fsdp_and_grad_dcn_bytes=stack["param_dcn_step"],
+        fsdp_gather_ici_bytes=gather_passes * split["gather_ici"],
+        fsdp_gather_dcn_bytes=gather_passes * split["gather_dcn"], gather_passes=gather_passes,
+        grad_reduction_passes=stack["grad_passes"], token_ici_bytes=passes * stack["tok_ici"] * per_mb,
+        token_dcn_bytes=passes * stack["tok_dcn"] * per_mb, outer_ici_bytes=outer["ici"], outer_dcn_bytes=outer["dcn"],
+        optimizer_extra_flops=opt_once["flops"], optimizer_extra_ici_bytes=opt_once["ici"],
+        optimizer_extra_dcn_bytes=opt_once["dcn"],
+        comm_ici_s=ici / chip.ici_bw, comm_dcn_s=dcn / chip.dcn_bw)
 

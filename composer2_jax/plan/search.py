@@ -115,67 +115,103 @@ def search_execution(preset: str, stage: str, mesh_shape: dict, chip_name: str, 
     validate_layout(base_cfg, mesh, batch, seq, 1)
     shd.validate_model_mesh(base_cfg, mesh, batch, seq)
     remats, capacities, skips = tuple(remats), tuple(capacities), tuple(skips)
-    timings = dict(memory_compiles=0, cost_compiles=0)
-
-    def peak_of(ex):
-        compiled, abstract = compile_train_step(ex.apply(base_cfg), mesh, batch, seq, optimizer)
-        timings["memory_compiles"] += 1
-        return peak_bytes(compiled.memory_analysis()), abstract
-
-    cap_max = max(capacities)
-    peak, abstract = {}, None
-    for r in remats:
-        peak[(r, skips[0])], abstract = peak_of(Execution(r, cap_max, skips[0]))
-    if len(set(skips)) > 1:
-        other = skips[1]
-        peak[(remats[0], other)], _ = peak_of(Execution(remats[0], cap_max, other))
-        for r in remats[1:]:
-            peak[(r, other)] = peak[(r, skips[0])] + peak[(remats[0], other)] - peak[(remats[0], skips[0])]
+    compiles = _Compiles(base_cfg, mesh, batch, seq, optimizer, chip.node_size)
+    peak, abstract = _search_peaks(compiles, remats, max(capacities), skips)
     t_memory = time.time() - t_start
-
-    units, kinds, skip_delta = {}, {}, {}
-    keys = ("flops", "bytes", "ici", "dcn")
-
-    def unit_totals(ex):
-        base, delta, n_units, raw = _unit_costs(ex.apply(base_cfg), mesh, batch, seq, optimizer, chip.node_size)
-        timings["cost_compiles"] += 2
-        return {k: base[k] + (n_units - 1) * delta[k] for k in keys}, raw[1]["kinds"]
-
-    for r in remats:
-        for cap in capacities:
-            units[(r, cap)], kinds[(r, cap)] = unit_totals(Execution(r, cap, skips[0]))
-        skip_delta[(r, skips[0])] = dict.fromkeys(keys, 0.0)
-        for other in set(skips) - {skips[0]}:
-            flipped, _ = unit_totals(Execution(r, cap_max, other))
-            skip_delta[(r, other)] = {k: flipped[k] - units[(r, cap_max)][k] for k in keys}
+    units, skip_delta = _search_unit_costs(compiles, remats, capacities, skips)
     _, active = count_params(abstract.params, base_cfg)
-
     rows = []
     for r in remats:
         for cap in capacities:
             for skip in skips:
-                ex = Execution(r, cap, skip)
-                tot = {k: units[(r, cap)][k] + skip_delta[(r, skip)][k] for k in keys}
-                cfg = ex.apply(base_cfg)
-                rep = _roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip, n, batch,
-                                seq)
-                rf, pk = rep["roofline"], peak[(r, skip)]
-                rows.append(dict(
-                    execution=dataclasses.asdict(ex), executed_over_useful_flops=rep["executed_over_useful_flops"],
-                    step_calibrated_s=rf["step_calibrated_s"], est_mfu_calibrated=rep["est_mfu_calibrated"],
-                    tokens_per_s_calibrated=rep["tokens_per_s_calibrated"], peak_bytes=pk,
-                    fits=bool(pk <= chip.hbm_bytes),
-                    fits_calibrated=bool(pk / CPU_MEMORY_OVERESTIMATE <= chip.hbm_bytes),
-                    compute_s=rf["compute_s"], memory_s=rf["memory_s"], comm_s=rf["comm_s"],
-                    comm_ici_s=tot["ici"] / chip.ici_bw, comm_dcn_s=tot["dcn"] / chip.dcn_bw,
-                    useful_compute_s=rep["model_flops"] / n / chip.peak_bf16_flops,
-                    compiled_flops_per_device=tot["flops"]))
+                tot = {k: units[(r, cap)][k] + skip_delta[(r, skip)][k] for k in _COST_KEYS}
+                rows.append(_candidate_row(Execution(r, cap, skip), base_cfg, tot, peak[(r, skip)], abstract, chip,
+                                           n, batch, seq))
     # fastest first; among equally fast ones (a communication-bound step) the one executing fewer FLOPs
     rows.sort(key=lambda row: (-row["tokens_per_s_calibrated"], row["executed_over_useful_flops"]))
     fit_key = "fits_calibrated" if calibrated_fit else "fits"
     fitting = [row for row in rows if row[fit_key]]
-    timings.update(memory_s=round(t_memory, 1), total_s=round(time.time() - t_start, 1))
+    timings = dict(memory_compiles=compiles.memory_compiles, cost_compiles=compiles.cost_compiles,
+                   memory_s=round(t_memory, 1), total_s=round(time.time() - t_start, 1))
     return dict(preset=preset, stage=stage, mesh=mesh_shape, chip=chip.name, chips=n, global_batch=batch,
                 seq_len=seq, optimizer=optimizer, fit=fit_key,
                 best=fitting[0] if fitting else None, candidates=rows, search=timings,
                 reason=None if fitting else f"no candidate fits {chip.name} HBM ({fit_key})")
+
+
+_COST_KEYS = ("flops", "bytes", "ici", "dcn")
+
+
+@dataclasses.dataclass
+class _Compiles:
+    """The compiles `search_execution` runs for its candidates (one stage config on one mesh), counted."""
+
+    base_cfg: object
+    mesh: object
+    batch: int
+    seq: int
+    optimizer: str
+    node_size: int
+    memory_compiles: int = 0
+    cost_compiles: int = 0
+
+    def peak_of(self, ex: Execution):
+        """(peak bytes, abstract train state) of the full model executing as `ex`."""
+        compiled, abstract = compile_train_step(ex.apply(self.base_cfg), self.mesh, self.batch, self.seq,
+                                                self.optimizer)
+        self.memory_compiles += 1
+        return peak_bytes(compiled.memory_analysis()), abstract
+
+    def unit_totals(self, ex: Execution):
+        """(a step's per-device cost totals, one unit's collectives by kind) from the 1- and 2-unit compiles."""
+        base, delta, n_units, raw = _unit_costs(ex.apply(self.base_cfg), self.mesh, self.batch, self.seq,
+                                                self.optimizer, self.node_size)
+        self.cost_compiles += 2
+        return {k: base[k] + (n_units - 1) * delta[k] for k in _COST_KEYS}, raw[1]["kinds"]
+
+
+def _search_peaks(compiles: _Compiles, remats, cap_max: float, skips) -> tuple[dict, object]:
+    """Peak bytes per (remat policy, skip) at the largest capacity factor (`search_execution`'s docstring), and
+    the abstract train state."""
+    peak, abstract = {}, None
+    for r in remats:
+        peak[(r, skips[0])], abstract = compiles.peak_of(Execution(r, cap_max, skips[0]))
+    if len(set(skips)) > 1:
+        other = skips[1]
+        peak[(remats[0], other)], _ = compiles.peak_of(Execution(remats[0], cap_max, other))
+        for r in remats[1:]:
+            peak[(r, other)] = peak[(r, skips[0])] + peak[(remats[0], other)] - peak[(remats[0], skips[0])]
+    return peak, abstract
+
+
+def _search_unit_costs(compiles: _Compiles, remats, capacities, skips) -> tuple[dict, dict]:
+    """(cost totals per (remat policy, capacity factor) with the first skip value, the skipping's difference per
+    (remat policy, skip value) measured at the largest factor): `search_execution`'s docstring."""
+    cap_max = max(capacities)
+    units, skip_delta = {}, {}
+    for r in remats:
+        for cap in capacities:
+            units[(r, cap)], _ = compiles.unit_totals(Execution(r, cap, skips[0]))
+        skip_delta[(r, skips[0])] = dict.fromkeys(_COST_KEYS, 0.0)
+        for other in set(skips) - {skips[0]}:
+            flipped, _ = compiles.unit_totals(Execution(r, cap_max, other))
+            skip_delta[(r, other)] = {k: flipped[k] - units[(r, cap_max)][k] for k in _COST_KEYS}
+    return units, skip_delta
+
+
+def _candidate_row(ex: Execution, base_cfg, tot: dict, pk: int, abstract, chip, n: int, batch: int,
+                   seq: int) -> dict:
+    """One candidate of the execution search: its roofline from the cost totals `tot` and its peak bytes `pk`."""
+    cfg = ex.apply(base_cfg)
+    rep = _roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip, n, batch, seq)
+    rf = rep["roofline"]
+    return dict(
+        execution=dataclasses.asdict(ex), executed_over_useful_flops=rep["executed_over_useful_flops"],
+        step_calibrated_s=rf["step_calibrated_s"], est_mfu_calibrated=rep["est_mfu_calibrated"],
+        tokens_per_s_calibrated=rep["tokens_per_s_calibrated"], peak_bytes=pk,
+        fits=bool(pk <= chip.hbm_bytes),
+        fits_calibrated=bool(pk / CPU_MEMORY_OVERESTIMATE <= chip.hbm_bytes),
+        compute_s=rf["compute_s"], memory_s=rf["memory_s"], comm_s=rf["comm_s"],
+        comm_ici_s=tot["ici"] / chip.ici_bw, comm_dcn_s=tot["dcn"] / chip.dcn_bw,
+        useful_compute_s=rep["model_flops"] / n / chip.peak_bf16_flops,
+        compiled_flops_per_device=tot["flops"])
