@@ -91,6 +91,7 @@ def _execution_human(out: dict) -> str:
 
 
 def _human(report: dict) -> str:
+    """A plan report as text: memory, pipeline, roofline, MoE overlap, collectives, rollout side."""
     pd = report["per_device"]
     g = lambda b: f"{b / 1e9:8.2f} GB"  # noqa: E731
     lines = [f"{report['preset']} / {report['stage']} on {report['chips']}×{report['chip']} mesh {report['mesh']}",

@@ -44,6 +44,8 @@ _CALLS = re.compile(r"(?:calls|to_apply|body|condition|called_computations|branc
 
 @dataclasses.dataclass
 class Instr:
+    """One HLO instruction: its operands, the computations it calls, its op_name and custom-call target."""
+
     name: str
     opcode: str
     operands: list
@@ -90,11 +92,13 @@ def _chunk_tag(op_name: str):
 
 
 def _is_dot(ins: Instr) -> bool:
+    """A matmul: dot, convolution or a matmul custom-call."""
     return ins.opcode in _DOT_OPS or (ins.opcode == "custom-call" and any(t in ins.target.lower()
                                                                            for t in _GEMM_TARGETS))
 
 
 def _is_a2a(ins: Instr, comps) -> bool:
+    """An all-to-all, or an async-start wrapping one."""
     if ins.opcode in _A2A_OPS:
         return True
     return ins.opcode == "async-start" and any(i.opcode in _A2A_OPS for c in ins.calls for i in comps.get(c, ()))
@@ -319,6 +323,7 @@ def collectives(hlo_text: str, node_size: int) -> list[Collective]:
 
 
 def _by_kind(colls) -> dict:
+    """{collective kind: count, result bytes and wire bytes} of `colls`."""
     agg: dict[str, dict] = {}
     for c in colls:
         a = agg.setdefault(c.kind, {"count": 0, "bytes": 0, "wire_bytes": 0.0})

@@ -47,6 +47,7 @@ def factorizations(n: int, cfg, seq: int, context_options=(1,), stage_options=(1
 
 
 def _divisors(n: int) -> list[int]:
+    """The divisors of n, ascending."""
     return [d for d in range(1, n + 1) if n % d == 0]
 
 

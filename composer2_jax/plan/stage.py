@@ -19,6 +19,7 @@ STAGES = {  # stage -> (sequence length, attention kernel, global batch in seque
 
 
 def _stage_config(preset: str, stage: str, attention_kernel: Optional[str] = None, moe_impl: str = "capacity"):
+    """(the preset's config with the stage's accelerator-like kernels and `moe_impl`, the stage's length)."""
     seq, kernel, _ = STAGES[stage]
     kernel = attention_kernel or kernel
     over = {"attention_kernel": "xla_chunked" if kernel == "xla" else kernel, "moe_gmm_impl": "padded",

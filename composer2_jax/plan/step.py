@@ -85,6 +85,7 @@ def _shard_bytes(tree) -> int:
 
 
 def _cost(compiled) -> dict:
+    """FLOPs and HBM bytes per device from a compiled program's cost analysis."""
     ca = compiled.cost_analysis()
     ca = ca[0] if isinstance(ca, (list, tuple)) else ca
     return {"flops": float(ca.get("flops", 0.0)), "bytes": float(ca.get("bytes accessed", 0.0))}
