@@ -3,12 +3,12 @@
     python -m benchmarks.gpu_fit                  # all programs, one JSON line each (minutes on 2 CPU cores)
     python -m benchmarks.gpu_fit model_step train # some of them
 
-Method (as composer2_jax/plan.py): `jax.jit(f).lower(abstract inputs).compile().memory_analysis()` on the CPU
+Method (as composer2_jax/plan/step.py): `jax.jit(f).lower(abstract inputs).compile().memory_analysis()` on the CPU
 backend; peak = arguments + outputs − aliased + temporaries. Where the GPU runs a fused kernel that the CPU lacks,
 the compile uses the planner's stand-in (`planning.accelerator_kernels()`: the query-chunked XLA block for cuDNN's
 flash attention — O(512·S) logits where cuDNN keeps O(tile) — and the padded grouped matmul that 'auto' picks on
 GPU), with strict kernels on as in the benchmarks (no ragged branch compiled). XLA:CPU keeps some bf16 work in
-fp32 (plan.py: CPU_MEMORY_OVERESTIMATE), so the figure is an upper bound of the device's need.
+fp32 (plan/calibration.py: CPU_MEMORY_OVERESTIMATE), so the figure is an upper bound of the device's need.
 
 Budget = the H200's 141 GB × MEM_FRACTION, the preallocation fraction the GPU suite sets
 (XLA_PYTHON_CLIENT_MEM_FRACTION). tests/test_gpu_fit.py asserts peak ≤ budget for every default.
@@ -118,7 +118,7 @@ def train(preset=TRAIN_GPU["preset"], seq_len=TRAIN_GPU["seq_len"], batch=TRAIN_
 
     from benchmarks.train import train_config
     from composer2_jax import sharding as shd
-    from composer2_jax.plan import compile_train_step
+    from composer2_jax.plan.step import compile_train_step
 
     cfg = dataclasses.replace(train_config(preset, "", "ring"), moe_gmm_impl="padded")
     mesh = shd.make_mesh({"fsdp": 1}, devices=jax.devices()[:1])

@@ -14,8 +14,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ABSENT_ON_DEVICE = ("grain", "seqio", "tensorboardX", "tiktoken", "ml_collections")
 GPU_MODULES = ("composer2_jax.model", "composer2_jax.model.kernels", "composer2_jax.model.kernel_paths",
                "composer2_jax.model.ring_attention", "composer2_jax.model.moe", "composer2_jax.model.grouped_matmul",
-               "composer2_jax.sharding", "composer2_jax.plan", "composer2_jax.train.step",
-               "composer2_jax.train.checkpoint", "composer2_jax.infer", "benchmarks.ring_attention",
+               "composer2_jax.sharding", "composer2_jax.plan.cli", "composer2_jax.plan.step",
+               "composer2_jax.plan.rollout", "composer2_jax.train.step", "composer2_jax.train.checkpoint",
+               "composer2_jax.infer", "benchmarks.ring_attention",
                "benchmarks.moe", "benchmarks.decode", "benchmarks.train", "benchmarks.gpu_probe",
                "benchmarks.gpu_fit", "benchmarks.gpu_suite")
 

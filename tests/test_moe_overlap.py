@@ -6,7 +6,7 @@ all-to-all can overlap another chunk's expert FFN.
     (stage=2 with fsdp and expert inside) with C = 2 equals C = 1;
   * capacity mode: each chunk is its own GShard dispatch group (per-chunk slots), C = 1 unchanged; with C > 1 the
     dropped assignments are the overflow of each chunk, checked token by token;
-  * the compiled program (composer2_jax/hlo_schedule.py): with C >= 2 no chunk's all-to-all depends on another
+  * the compiled program (composer2_jax/plan/hlo.py): with C >= 2 no chunk's all-to-all depends on another
     chunk's expert matmul or the other way round, in the forward and the backward; the checker does flag a
     program where one does;
   * the option's validation names the bad value and what is expected.
@@ -22,9 +22,9 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 from composer2_jax.config import get_model_config
-from composer2_jax.hlo_schedule import moe_overlap, schedule_summary
 from composer2_jax.model.expert_parallel import capacity
 from composer2_jax.model.moe import MoE
+from composer2_jax.plan.hlo import moe_overlap, schedule_summary
 from tests.test_moe_expert_parallel import _assert_tree_close, _on_mesh
 from tests.test_moe_layer import init_moe, naive_moe
 from tests.tolerances import FP32_BLOCK, SHARDED_FP32

@@ -11,10 +11,11 @@ import sys
 import jax
 import pytest
 
-from composer2_jax import plan as plan_lib
 from composer2_jax import sharding as shd
 from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
+from composer2_jax.plan import calibration, hlo, report, roofline, stage, step
+from composer2_jax.plan import search as plan_search
 from composer2_jax.train import optim
 from composer2_jax.train.state import init_train_state
 from tests.tolerances import PLANNER_FLOP_COUNT_RTOL
@@ -28,7 +29,7 @@ def _device0_bytes(tree) -> int:
 
 
 def test_reported_bytes_equal_a_real_run_on_the_cpu_mesh():
-    rep = plan_lib.plan("toy", "cpt_bulk", MESH, "h200", seq_len=64, optimizer="adamw", estimate=False)
+    rep = report.plan("toy", "cpt_bulk", MESH, "h200", seq_len=64, optimizer="adamw", estimate=False)
     cfg = get_model_config("toy")
     oc = optim.OptimConfig(name="adamw")
     state, _, _ = init_train_state(Transformer(cfg), lambda p, n: optim.make_optimizer(oc, p, n),
@@ -39,7 +40,7 @@ def test_reported_bytes_equal_a_real_run_on_the_cpu_mesh():
 
 
 def test_roofline_report_has_positive_terms_and_collectives():
-    rep = plan_lib.plan("toy", "cpt_bulk", dict(MESH, fsdp=8, expert=1), "v5p", seq_len=64, optimizer="adamw")
+    rep = report.plan("toy", "cpt_bulk", dict(MESH, fsdp=8, expert=1), "v5p", seq_len=64, optimizer="adamw")
     r = rep["roofline"]
     assert r["compute_s"] > 0 and r["memory_s"] > 0 and r["step_s"] >= max(r["compute_s"], r["memory_s"])
     assert rep["compiled_flops_per_device"] > 0 and 0 < rep["est_mfu"] < 1
@@ -50,7 +51,7 @@ def test_pipelined_mesh_plans_memory_the_bubble_and_the_roofline():
     """stage=2 over the toy's 2 scanned units: the schedule and its bubble, memory, and a roofline whose stack
     work is (M·R + S − 1)/(M·R) of the useful work."""
     mesh = dict(MESH, stage=2, fsdp=2, expert=2)
-    rep = plan_lib.plan("toy", "cpt_bulk", mesh, "h200", seq_len=64, optimizer="adamw", microbatches=4)
+    rep = report.plan("toy", "cpt_bulk", mesh, "h200", seq_len=64, optimizer="adamw", microbatches=4)
     assert rep["pipeline"] == dict(stages=2, microbatches=4, repeats=1, units_per_stage=1, bubble=1 / 5,
                                    gather_params=False)
     assert rep["global_batch"] == 4 * 4 and rep["per_device"]["peak_bytes"] > 0  # 4 data-parallel shards × M
@@ -72,7 +73,7 @@ def test_pipelined_mesh_with_ring_attention_inside_a_stage():
     [mb, T, D] bf16 split over the stage's data × fsdp × expert AND its `context` devices."""
     mesh = dict(MESH, stage=2, fsdp=1, expert=2, context=2)
     seq = 64
-    rep = plan_lib.plan("toy", "cpt_long", mesh, "h200", seq_len=seq, optimizer="adamw")
+    rep = report.plan("toy", "cpt_long", mesh, "h200", seq_len=seq, optimizer="adamw")
     assert rep["pipeline"]["stages"] == 2 and rep["pipeline"]["microbatches"] == 2
     assert rep["global_batch"] == 4 and rep["per_device"]["peak_bytes"] > 0  # 2 batch shards in a stage × M
     c, d = rep["pipeline_costs"], get_model_config("toy").hidden_size
@@ -93,8 +94,8 @@ def test_gathered_stage_parameters_are_counted_once_per_step():
     memory."""
     mesh = dict(MESH, stage=2, fsdp=2, expert=2)
     kw = dict(seq_len=64, optimizer="adamw", microbatches=4)
-    off = plan_lib.plan("toy", "cpt_bulk", mesh, "h200", **kw)
-    on = plan_lib.plan("toy", "cpt_bulk", mesh, "h200", gather_params=True, **kw)
+    off = report.plan("toy", "cpt_bulk", mesh, "h200", **kw)
+    on = report.plan("toy", "cpt_bulk", mesh, "h200", gather_params=True, **kw)
     assert on["pipeline"]["gather_params"] and not off["pipeline"]["gather_params"]
     c_on, c_off = on["pipeline_costs"], off["pipeline_costs"]
     s_, m_, r_ = 2, 4, 1
@@ -132,35 +133,35 @@ def test_parameter_collective_passes_follow_the_compiled_schedule(gather, mesh, 
     cfg = get_model_config("toy", pipeline_gather_params=gather)
     spec = PipelineSpec(stages=4, repeats=1, microbatches=4, units_per_stage=2)
     expected = expected if isinstance(expected, tuple) else (expected, expected)
-    assert plan_lib.param_collective_passes(cfg, mesh, spec) == expected
+    assert roofline.param_collective_passes(cfg, mesh, spec) == expected
     assert runs_per_shard(cfg, mesh) == (gather and expected[1] == 2)
 
 
 def test_bad_meshes_are_clear_errors():
     with pytest.raises(ValueError, match=r"needs 16 devices; this process has 8"):
-        plan_lib.plan("toy", "cpt_bulk", dict(MESH, fsdp=8), "h200", seq_len=64, estimate=False)
+        report.plan("toy", "cpt_bulk", dict(MESH, fsdp=8), "h200", seq_len=64, estimate=False)
     with pytest.raises(ValueError, match=r"num_heads=4 is not divisible by mesh axes tensor=8"):
-        plan_lib.plan("toy", "cpt_bulk", dict(MESH, fsdp=1, expert=1, tensor=8), "h200", seq_len=64, estimate=False)
+        report.plan("toy", "cpt_bulk", dict(MESH, fsdp=1, expert=1, tensor=8), "h200", seq_len=64, estimate=False)
     with pytest.raises(ValueError, match=r"unknown mesh axis 'pipeline'"):
-        plan_lib.parse_mesh("data=2,pipeline=4")
+        step.parse_mesh("data=2,pipeline=4")
     with pytest.raises(ValueError, match=r"unknown chip 'tpu9'"):
-        plan_lib.plan("toy", "cpt_bulk", MESH, "tpu9", estimate=False)
+        report.plan("toy", "cpt_bulk", MESH, "tpu9", estimate=False)
 
 
 def test_collective_parser_reads_groups_and_bytes():
     line = ("%all-gather.3 = bf16[8,1024]{1,0} all-gather(bf16[1,1024]{1,0} %p), channel_id=1, "
             "replica_groups=[2,8]<=[16], dimensions={0}")
-    (c,) = plan_lib.collectives(line, node_size=8)
+    (c,) = hlo.collectives(line, node_size=8)
     assert c.kind == "all-gather" and c.bytes == 8 * 1024 * 2 and c.group == 8 and not c.crosses_nodes
     line2 = "%ar = f32[4]{0} all-reduce(f32[4]{0} %x), replica_groups={{0,8},{1,9}}, to_apply=%add"
-    (c2,) = plan_lib.collectives(line2, node_size=8)
+    (c2,) = hlo.collectives(line2, node_size=8)
     assert c2.crosses_nodes and c2.wire_bytes == pytest.approx(2 * 0.5 * 16)
 
 
 def test_validate_compares_the_roofline_with_a_reference_step_time():
-    ref = plan_lib.Reference("toy on 8 CPU devices", "toy", "h200", "data=1,fsdp=8", 8, 64, step_s=0.5, mfu=0.4,
-                             source="made up for the test")
-    (row,) = plan_lib.validate((ref,))
+    ref = calibration.Reference("toy on 8 CPU devices", "toy", "h200", "data=1,fsdp=8", 8, 64, step_s=0.5, mfu=0.4,
+                                source="made up for the test")
+    (row,) = report.validate((ref,))
     assert row["measured_step_s"] == 0.5 and row["est_step_s"] > 0
     assert row["ratio_est_over_measured"] == pytest.approx(row["est_step_s"] / 0.5, rel=1e-2)
     assert row["est_step_s"] >= max(row["est_compute_s"], row["est_memory_s"])
@@ -172,17 +173,17 @@ def test_published_references_are_buildable_stand_ins():
     from composer2_jax.params import count_params
 
     published = {"llama2_70b_mla": (68.98e9, 68.98e9), "mixtral_8x7b_mla": (46.70e9, 12.88e9)}  # total, active
-    for ref in plan_lib.REFERENCES:
+    for ref in calibration.REFERENCES:
         cfg = get_model_config(ref.preset)
         boxed = jax.eval_shape(lambda c=cfg: Transformer(c).init(jax.random.key(0), jax.numpy.zeros((1, 8), "int32")))
         total, active = count_params(nn.unbox(boxed)["params"], cfg)
         want_total, want_active = published[ref.preset]
         assert abs(total / want_total - 1) < 0.03 and abs(active / want_active - 1) < 0.03, (ref.preset, total, active)
-        assert ref.global_batch % math.prod(plan_lib.parse_mesh(ref.mesh).values()) == 0
+        assert ref.global_batch % math.prod(step.parse_mesh(ref.mesh).values()) == 0
 
 
 def test_search_ranks_fitting_meshes_by_tokens_per_second(monkeypatch):
-    out = plan_lib.search("toy", "cpt_bulk", 8, "h200", optimizer="adamw", limit=2, seq_len=64)
+    out = plan_search.search("toy", "cpt_bulk", 8, "h200", optimizer="adamw", limit=2, seq_len=64)
     assert out["best"] is not None and out["best"]["fits"] and len(out["ranked"]) == 2
     assert out["ranked"][0]["tokens_per_s"] >= out["ranked"][1]["tokens_per_s"]
     assert out["best"]["mesh"] == out["ranked"][0]["mesh"] and math.prod(out["best"]["mesh"].values()) == 8
@@ -190,7 +191,7 @@ def test_search_ranks_fitting_meshes_by_tokens_per_second(monkeypatch):
 
     tiny = dataclasses.replace(chips.CHIPS["h200"], name="tiny", hbm_bytes=1e3)
     monkeypatch.setitem(chips.CHIPS, "tiny", tiny)
-    none = plan_lib.search("toy", "cpt_bulk", 8, "tiny", optimizer="adamw", limit=1, seq_len=64)
+    none = plan_search.search("toy", "cpt_bulk", 8, "tiny", optimizer="adamw", limit=1, seq_len=64)
     assert none["best"] is None and "fits tiny HBM" in none["reason"] and not any(t["fits"] for t in none["tried"])
 
 
@@ -208,19 +209,19 @@ def test_pipelined_kimi_k2_5_cpt_bulk_fits_an_h200():
     assert rep["pipeline"]["stages"] == 4 and rep["global_batch"] == 256
     peak = rep["per_device"]["peak_bytes"]
     # the planner's fit criterion for every kimi plan in docs/scaling.md: the CPU peak over CPU_MEMORY_OVERESTIMATE
-    assert rep["fits_calibrated"], f"peak {peak / 1e9:.1f} GB / {plan_lib.CPU_MEMORY_OVERESTIMATE} > HBM"
+    assert rep["fits_calibrated"], f"peak {peak / 1e9:.1f} GB / {calibration.CPU_MEMORY_OVERESTIMATE} > HBM"
     assert peak < 250e9, f"peak {peak / 1e9:.1f} GB: 228 GB on 2026-12-02"
 
 
 def test_execution_applies_remat_capacity_and_causal_skip_and_refuses_pipelined_meshes():
-    cfg = plan_lib._stage_config("toy", "cpt_bulk")[0]
-    ex = plan_lib.Execution("dots_no_batch", 1.0, True).apply(cfg)
+    cfg = stage._stage_config("toy", "cpt_bulk")[0]
+    ex = stage.Execution("dots_no_batch", 1.0, True).apply(cfg)
     assert (ex.remat_policy, ex.moe_capacity_factor, ex.attention_kernel) == ("dots_no_batch", 1.0, "xla_causal_skip")
-    assert plan_lib.Execution("full", 1.25, False).apply(ex).attention_kernel == "xla_chunked"
+    assert stage.Execution("full", 1.25, False).apply(ex).attention_kernel == "xla_chunked"
     ring = dataclasses.replace(cfg, attention_kernel="ring")
-    assert plan_lib.Execution("full", 1.25, True).apply(ring).attention_kernel == "ring"  # never replaces the ring
+    assert stage.Execution("full", 1.25, True).apply(ring).attention_kernel == "ring"  # never replaces the ring
     with pytest.raises(ValueError, match="unpipelined meshes"):
-        plan_lib.search_execution("toy", "cpt_bulk", dict(MESH, stage=2, fsdp=2), "h200", seq_len=64)
+        plan_search.search_execution("toy", "cpt_bulk", dict(MESH, stage=2, fsdp=2), "h200", seq_len=64)
 
 
 @pytest.mark.slow  # 10 toy compiles: ~15 min on the loaded shared 2 cores
@@ -230,12 +231,12 @@ def test_execution_search_adds_causal_skip_as_a_direct_compile_would():
     (the FLOP-count tolerance of the counting mode), and skipping lowers executed / useful FLOPs when T spans
     several chunks (T = 1024: 3 of 4 blocks)."""
     seq = 1024
-    out = plan_lib.search_execution("toy", "cpt_bulk", MESH, "h200", seq_len=seq, optimizer="adamw",
+    out = plan_search.search_execution("toy", "cpt_bulk", MESH, "h200", seq_len=seq, optimizer="adamw",
                                     remats=("full",), capacities=(1.0, 1.25), skips=(False, True))
     assert out["search"]["memory_compiles"] == 2 and out["search"]["cost_compiles"] == 6
     rows = {(row["execution"]["capacity_factor"], row["execution"]["causal_skip"]): row for row in out["candidates"]}
-    cfg = plan_lib.Execution("full", 1.0, True).apply(plan_lib._stage_config("toy", "cpt_bulk")[0])
-    base, delta, n_units, _ = plan_lib._unit_costs(cfg, shd.make_mesh(MESH), out["global_batch"], seq, "adamw", 8)
+    cfg = stage.Execution("full", 1.0, True).apply(stage._stage_config("toy", "cpt_bulk")[0])
+    base, delta, n_units, _ = step._unit_costs(cfg, shd.make_mesh(MESH), out["global_batch"], seq, "adamw", 8)
     direct = base["flops"] + (n_units - 1) * delta["flops"]
     assert rows[(1.0, True)]["compiled_flops_per_device"] == pytest.approx(direct, rel=PLANNER_FLOP_COUNT_RTOL)
     for cap in (1.0, 1.25):
@@ -248,19 +249,19 @@ def test_moe_overlap_rule_on_hand_computed_numbers():
     """model.moe_overlap_chunks = C: per chunk a = a2a/C, f = expert/C; chunk i's FFN overlaps chunk i+1's dispatch
     and chunk i−1's combine (a/2 each), the first dispatch and the last combine stay exposed:
     hidden = Σ_i min(f, comm_i), comm = a/2·[i > 0] + a/2·[i < C − 1]."""
-    o = plan_lib.moe_overlap_hidden(4.0, 6.0, 2)  # a = 2, f = 3, comm = [1, 1]: hidden 2 = half of the a2a
+    o = roofline.moe_overlap_hidden(4.0, 6.0, 2)  # a = 2, f = 3, comm = [1, 1]: hidden 2 = half of the a2a
     assert o["a2a_hidden_s"] == pytest.approx(2.0) and o["a2a_exposed_s"] == pytest.approx(2.0)
     assert o["moe_serial_s"] == pytest.approx(10.0) and o["moe_overlapped_s"] == pytest.approx(8.0)
-    o = plan_lib.moe_overlap_hidden(8.0, 40.0, 4)  # a = 2, f = 10, comm = [1, 2, 2, 1]: all but 1/C hidden
+    o = roofline.moe_overlap_hidden(8.0, 40.0, 4)  # a = 2, f = 10, comm = [1, 2, 2, 1]: all but 1/C hidden
     assert o["a2a_hidden_s"] == pytest.approx(6.0)
-    o = plan_lib.moe_overlap_hidden(8.0, 2.0, 4)  # f = 0.5 < every comm_i: the compute available bounds it
+    o = roofline.moe_overlap_hidden(8.0, 2.0, 4)  # f = 0.5 < every comm_i: the compute available bounds it
     assert o["a2a_hidden_s"] == pytest.approx(2.0) and o["moe_overlapped_s"] == pytest.approx(8.0)
-    assert plan_lib.moe_overlap_hidden(3.0, 5.0, 1)["a2a_hidden_s"] == 0.0  # one chunk: nothing to overlap
+    assert roofline.moe_overlap_hidden(3.0, 5.0, 1)["a2a_hidden_s"] == 0.0  # one chunk: nothing to overlap
     with pytest.raises(ValueError, match=r"moe_overlap_chunks must be an int >= 1, got 0"):
-        plan_lib.moe_overlap_hidden(1.0, 1.0, 0)
+        roofline.moe_overlap_hidden(1.0, 1.0, 0)
     # the toy's executed expert FLOPs per token and layer: k=2 × capacity 1.25 × 3 matmuls × 2·D·F × 3 passes
     toy = get_model_config("toy", moe_impl="capacity")
-    assert plan_lib.expert_flops_per_token(toy) == 2 * 1.25 * 3 * 2 * 64 * 32 * 3
+    assert roofline.expert_flops_per_token(toy) == 2 * 1.25 * 3 * 2 * 64 * 32 * 3
 
 
 def test_overlap_report_reads_the_unit_all_to_all_and_the_expert_compute():
@@ -270,14 +271,14 @@ def test_overlap_report_reads_the_unit_all_to_all_and_the_expert_compute():
     from composer2_jax import chips
 
     chip = chips.get_chip("h200")
-    a2a = lambda b, cross=False: plan_lib.Collective("all-to-all", b, 2, cross)  # noqa: E731  wire = b/2
-    other = plan_lib.Collective("all-gather", 10**9, 8, False)  # not an all-to-all: ignored
+    a2a = lambda b, cross=False: hlo.Collective("all-to-all", b, 2, cross)  # noqa: E731  wire = b/2
+    other = hlo.Collective("all-gather", 10**9, 8, False)  # not an all-to-all: ignored
     one = [a2a(900e6), other]
     two = [a2a(900e6), a2a(900e6), a2a(100e6, cross=True), other]  # one unit: 450 MB inside, 50 MB across nodes
     cfg = get_model_config("toy", moe_impl="capacity", moe_overlap_chunks=2)
     mesh = shd.make_mesh(dict(MESH, tensor=2, fsdp=2))
-    o = plan_lib._moe_overlap_report(cfg, one, two, 3, 4096, mesh, chip)
+    o = roofline._moe_overlap_report(cfg, one, two, 3, 4096, mesh, chip)
     a2a_s = 3 * (450e6 / chip.ici_bw + 50e6 / chip.dcn_bw)
-    expert_s = 3 * 4096 * plan_lib.expert_flops_per_token(cfg) / 2 / chip.peak_bf16_flops
+    expert_s = 3 * 4096 * roofline.expert_flops_per_token(cfg) / 2 / chip.peak_bf16_flops
     assert o["a2a_s"] == pytest.approx(a2a_s) and o["expert_compute_s"] == pytest.approx(expert_s)
-    assert o["a2a_hidden_s"] == pytest.approx(plan_lib.moe_overlap_hidden(a2a_s, expert_s, 2)["a2a_hidden_s"])
+    assert o["a2a_hidden_s"] == pytest.approx(roofline.moe_overlap_hidden(a2a_s, expert_s, 2)["a2a_hidden_s"])

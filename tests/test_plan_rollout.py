@@ -12,11 +12,11 @@ import pytest
 from flax import linen as nn
 
 from composer2_jax import chips
-from composer2_jax import plan as plan_lib
-from composer2_jax import plan_rollout as pr
 from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
 from composer2_jax.params import count_params
+from composer2_jax.plan import cli
+from composer2_jax.plan import rollout as pr
 
 H200 = chips.get_chip("h200")
 
@@ -100,10 +100,10 @@ def test_split_is_the_best_of_every_split_and_staleness_zero_serialises(toy):
 
 
 def test_cli_plans_the_rollout_side_from_a_given_trainer_step(capsys):
-    out = plan_lib.main(["--preset", "toy", "--stage", "rl", "--train_step_s", "3.0", "--train_chips", "16",
-                         "--batch", "32", "--pod", "32", "--engine_chips", "8", "--seq_len", "2048"])
+    out = cli.main(["--preset", "toy", "--stage", "rl", "--train_step_s", "3.0", "--train_chips", "16",
+                    "--batch", "32", "--pod", "32", "--engine_chips", "8", "--seq_len", "2048"])
     assert out["best"]["train_chips"] + out["best"]["rollout_chips"] == 32
     assert out["setup"]["context"] == 2048
     assert "best split of 32 chips" in capsys.readouterr().out
     with pytest.raises(SystemExit):
-        plan_lib.main(["--preset", "toy", "--stage", "rl", "--train_step_s", "3.0"])
+        cli.main(["--preset", "toy", "--stage", "rl", "--train_step_s", "3.0"])

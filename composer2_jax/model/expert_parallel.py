@@ -284,7 +284,7 @@ def overlap_chunks(n_chunks: int, dispatch, compute, combine, scope: str = "moe_
     chunk i+1's compute. `dispatch(i)`, `compute(i, sent)`, `combine(i, sent, computed)` act on chunk i alone, so
     no chunk's collective depends on another chunk's compute and XLA's scheduler may run them concurrently (one
     unrolled program, static chunks). Each phase runs under the name scope `{scope}{i}/{phase}` (the compiled
-    program's op metadata, which `composer2_jax.hlo_schedule` reads). Returns [combine(i, ...) for i in chunks].
+    program's op metadata, which `composer2_jax.plan.hlo` reads). Returns [combine(i, ...) for i in chunks].
     """
     def phase(i, name, fn, *args):
         with jax.named_scope(f"{scope}{i}"), jax.named_scope(name):

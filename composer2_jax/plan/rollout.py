@@ -1,8 +1,8 @@
 """The rollout side of an RL plan, from the model config and the chip's ceilings (no compile needed).
 
-`python -m composer2_jax.plan --stage rl` plans the trainer by compiling its step (composer2_jax/plan.py) and then
-this: what one rollout engine holds and how fast it can decode, what a weight sync costs, and how to split a pod
-between trainer and rollout engines for a target staleness. All figures are bounds from bytes and FLOPs:
+`python -m composer2_jax.plan --stage rl` plans the trainer by compiling its step (composer2_jax/plan/report.py) and
+then this: what one rollout engine holds and how fast it can decode, what a weight sync costs, and how to split a
+pod between trainer and rollout engines for a target staleness. All figures are bounds from bytes and FLOPs:
 
   * Latent cache: MLA caches one compressed latent (kv_lora_rank) and one shared rotary key (qk_rope_head_dim) per
     token per layer, MTP layers included — `latent_bytes_per_token`.
@@ -29,8 +29,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
+import jax
+import jax.numpy as jnp
+from flax import linen as nn
+
 from composer2_jax.chips import Chip
 from composer2_jax.config import ModelConfig
+from composer2_jax.model import Transformer
+from composer2_jax.params import count_params
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,13 +53,6 @@ class ModelBytes:
 
 def model_bytes(cfg: ModelConfig) -> ModelBytes:
     """Exact parameter counts of `cfg`, from the abstract parameter tree (nothing is allocated)."""
-    import jax
-    import jax.numpy as jnp
-    from flax import linen as nn
-
-    from composer2_jax.model import Transformer
-    from composer2_jax.params import count_params
-
     abstract = nn.unbox(jax.eval_shape(lambda k: Transformer(cfg).init(k, jnp.zeros((1, 4), jnp.int32)),
                                        jax.random.key(0)))["params"]
     total, active = count_params(abstract, cfg)

@@ -1,4 +1,6 @@
-"""What the compiled (scheduled, post-optimisation) HLO of a step says about MoE overlap (model.moe_overlap_chunks).
+"""Reading a compiled program's HLO text: its collectives with their bytes and replica groups (`collectives`), and
+what the scheduled, post-optimisation HLO of a step says about MoE overlap (`moe_overlap`,
+model.moe_overlap_chunks).
 
 `moe_overlap(hlo_text)` reads `compiled.as_text()`: XLA prints a scheduled module's computations in schedule order,
 every instruction with its operands and the metadata `op_name` (the JAX name stack). The MoE layer runs its
@@ -24,8 +26,11 @@ asynchronous collectives the matmuls between a start and its done are what runs 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Optional
+
+import numpy as np
 
 _A2A_OPS = ("all-to-all", "ragged-all-to-all", "all-to-all-start")
 _DOT_OPS = ("dot", "convolution")
@@ -39,6 +44,8 @@ _CALLS = re.compile(r"(?:calls|to_apply|body|condition|called_computations|branc
 
 @dataclasses.dataclass
 class Instr:
+    """One HLO instruction: its operands, the computations it calls, its op_name and custom-call target."""
+
     name: str
     opcode: str
     operands: list
@@ -85,11 +92,13 @@ def _chunk_tag(op_name: str):
 
 
 def _is_dot(ins: Instr) -> bool:
+    """A matmul: dot, convolution or a matmul custom-call."""
     return ins.opcode in _DOT_OPS or (ins.opcode == "custom-call" and any(t in ins.target.lower()
                                                                            for t in _GEMM_TARGETS))
 
 
 def _is_a2a(ins: Instr, comps) -> bool:
+    """An all-to-all, or an async-start wrapping one."""
     if ins.opcode in _A2A_OPS:
         return True
     return ins.opcode == "async-start" and any(i.opcode in _A2A_OPS for c in ins.calls for i in comps.get(c, ()))
@@ -118,71 +127,18 @@ def moe_overlap(hlo_text: str) -> dict:
     combine, E<chunk> its expert matmuls, repeats collapsed})).
     """
     comps = parse_computations(hlo_text)
-    dot_tags: dict[str, set] = {}  # computation -> {(site, chunk)} of expert dots it holds, nested calls included
-
-    def tags_of(comp: str, seen=()) -> set:
-        if comp in dot_tags:
-            return dot_tags[comp]
-        out = set()
-        for ins in comps.get(comp, ()):
-            t = _chunk_tag(ins.op_name)
-            if _is_dot(ins) and t and t[2] == "experts":
-                out.add(t[:2])
-            for c in ins.calls:
-                if c not in seen and c != comp:
-                    out |= tags_of(c, seen + (comp,))
-        dot_tags[comp] = out
-        return out
-
+    tags_of = _expert_dot_tags(comps)
     a2as, dependent, pairs, chunks, order = [], [], 0, set(), {}
     for comp, instrs in comps.items():
-        index = {ins.name: i for i, ins in enumerate(instrs)}
-        a2a_at, dot_at = [], []  # (position, (site, chunk[, phase]))
-        for i, ins in enumerate(instrs):
-            t = _chunk_tag(ins.op_name)
-            if t and _is_a2a(ins, comps):
-                a2a_at.append((i, t))
-            own = {t[:2]} if (t and _is_dot(ins) and t[2] == "experts") else set()
-            for c in ins.calls:
-                own |= tags_of(c)
-            for tag in own:
-                dot_at.append((i, tag))
+        a2a_at, dot_at = _chunk_positions(instrs, comps, tags_of)
         if not a2a_at:
             continue
-        events = sorted([(p, t[0], f"A{t[1]}{t[2][0]}") for p, t in a2a_at]
-                        + [(p, t[0], f"E{t[1]}") for p, t in dot_at])
-        for _, site, ev in events:  # per site: all-to-alls (A<chunk><d|c>) and expert matmuls (E<chunk>) in order
-            seq = order.setdefault(f"{comp}:{site}", [])
-            if not seq or seq[-1] != ev:
-                seq.append(ev)
-        anc = [0] * len(instrs)  # bitset of each instruction's transitive operands
-        for i, ins in enumerate(instrs):
-            a = 0
-            for o in ins.operands:
-                j = index.get(o)
-                if j is not None:
-                    a |= (1 << j) | anc[j]
-            anc[i] = a
-        users: dict[int, list] = {}
-        for i, ins in enumerate(instrs):
-            for o in ins.operands:
-                if o in index:
-                    users.setdefault(index[o], []).append(i)
-
-        def first_use(i):
-            """Position of the first real consumer of instruction i (through no-op wrappers), or None."""
-            todo, best = list(users.get(i, ())), None
-            while todo:
-                u = todo.pop()
-                if instrs[u].opcode in _NO_USE_OPS:
-                    todo.extend(users.get(u, ()))
-                elif best is None or u < best:
-                    best = u
-            return best
-
+        _add_order(order, comp, a2a_at, dot_at)
+        index = {ins.name: i for i, ins in enumerate(instrs)}
+        anc, users = _ancestors(instrs, index), _users(instrs, index)
         for pos, (site, chunk, phase) in a2a_at:
             chunks.add(chunk)
-            use = first_use(pos)
+            use = _first_use(instrs, users, pos)
             between = [(p, tag) for p, tag in dot_at if use is not None and pos < p < use]
             a2as.append(A2A(comp, instrs[pos].name, site, chunk, phase, len(between),
                             sum(1 for _, (s, c) in between if s == site and c != chunk)))
@@ -199,6 +155,89 @@ def moe_overlap(hlo_text: str) -> dict:
                 order={k: " ".join(v) for k, v in order.items()})
 
 
+def _expert_dot_tags(comps):
+    """`tags_of(computation)`: the {(site, chunk)} of the expert matmuls a computation holds, nested calls
+    included (memoised over the module)."""
+    dot_tags: dict[str, set] = {}
+
+    def tags_of(comp: str, seen=()) -> set:
+        if comp in dot_tags:
+            return dot_tags[comp]
+        out = set()
+        for ins in comps.get(comp, ()):
+            t = _chunk_tag(ins.op_name)
+            if _is_dot(ins) and t and t[2] == "experts":
+                out.add(t[:2])
+            for c in ins.calls:
+                if c not in seen and c != comp:
+                    out |= tags_of(c, seen + (comp,))
+        dot_tags[comp] = out
+        return out
+
+    return tags_of
+
+
+def _chunk_positions(instrs, comps, tags_of) -> tuple[list, list]:
+    """(all-to-alls as (position, (site, chunk, phase)), expert matmuls as (position, (site, chunk))) of one
+    computation; an instruction that calls computations holding expert matmuls counts as those matmuls."""
+    a2a_at, dot_at = [], []
+    for i, ins in enumerate(instrs):
+        t = _chunk_tag(ins.op_name)
+        if t and _is_a2a(ins, comps):
+            a2a_at.append((i, t))
+        own = {t[:2]} if (t and _is_dot(ins) and t[2] == "experts") else set()
+        for c in ins.calls:
+            own |= tags_of(c)
+        for tag in own:
+            dot_at.append((i, tag))
+    return a2a_at, dot_at
+
+
+def _add_order(order: dict, comp: str, a2a_at, dot_at):
+    """Per site of `comp`: all-to-alls (A<chunk><d|c>) and expert matmuls (E<chunk>) in order, repeats collapsed."""
+    events = sorted([(p, t[0], f"A{t[1]}{t[2][0]}") for p, t in a2a_at]
+                    + [(p, t[0], f"E{t[1]}") for p, t in dot_at])
+    for _, site, ev in events:
+        seq = order.setdefault(f"{comp}:{site}", [])
+        if not seq or seq[-1] != ev:
+            seq.append(ev)
+
+
+def _ancestors(instrs, index) -> list[int]:
+    """Each instruction's transitive operands in its computation, as a bitset over positions."""
+    anc = [0] * len(instrs)
+    for i, ins in enumerate(instrs):
+        a = 0
+        for o in ins.operands:
+            j = index.get(o)
+            if j is not None:
+                a |= (1 << j) | anc[j]
+        anc[i] = a
+    return anc
+
+
+def _users(instrs, index) -> dict[int, list]:
+    """{position: positions of the instructions that use it as an operand}."""
+    users: dict[int, list] = {}
+    for i, ins in enumerate(instrs):
+        for o in ins.operands:
+            if o in index:
+                users.setdefault(index[o], []).append(i)
+    return users
+
+
+def _first_use(instrs, users, i):
+    """Position of the first real consumer of instruction i (through no-op wrappers), or None."""
+    todo, best = list(users.get(i, ())), None
+    while todo:
+        u = todo.pop()
+        if instrs[u].opcode in _NO_USE_OPS:
+            todo.extend(users.get(u, ()))
+        elif best is None or u < best:
+            best = u
+    return best
+
+
 def schedule_summary(report: dict) -> dict:
     """Per (site kind, phase): all-to-alls, and how many have an expert matmul of another chunk scheduled before
     their first use (the order an asynchronous collective needs to overlap)."""
@@ -210,3 +249,85 @@ def schedule_summary(report: dict) -> dict:
         s["with_other_chunk_dots_before_use"] += a["other_chunk_dots_before_use"] > 0
         s["expert_dots_before_use"] += a["expert_dots_before_use"]
     return out
+
+
+# ------------------------------------------------------------------ collectives and their bytes
+
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+               "ragged-all-to-all")
+_DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "s32": 4, "u32": 4, "s8": 1, "u8": 1, "pred": 1, "f64": 8, "s64": 8,
+                "u64": 8, "s16": 2, "u16": 2, "f8e4m3fn": 1, "f8e5m2": 1}
+
+
+@dataclasses.dataclass
+class Collective:
+    """One collective op of the compiled program."""
+
+    kind: str
+    bytes: int  # result bytes per device
+    group: int  # devices per replica group
+    crosses_nodes: bool
+
+    @property
+    def wire_bytes(self) -> float:
+        """Bytes each device sends for this op (ring algorithms)."""
+        n = max(self.group, 1)
+        frac = (n - 1) / n
+        if self.kind == "all-reduce":
+            return 2 * frac * self.bytes
+        if self.kind == "collective-permute":
+            return float(self.bytes)
+        return frac * self.bytes
+
+
+def _shape_bytes(shape_text: str) -> int:
+    """Bytes of an HLO result type such as `bf16[8,128]{1,0}` or a tuple of them."""
+    total = 0
+    for dt, dims in re.findall(r"\b([a-z]+[0-9a-z]*)\[([0-9,]*)\]", shape_text):
+        if dt in _DTYPE_BYTES:
+            total += _DTYPE_BYTES[dt] * math.prod(int(d) for d in dims.split(",") if d)
+    return total
+
+
+def _groups(line: str) -> list[list[int]]:
+    """Replica groups of an HLO collective line (explicit or iota form)."""
+    m = re.search(r"replica_groups=\{(\{[0-9,{} ]*\})\}", line)
+    if m:
+        return [[int(x) for x in g.split(",") if x.strip()] for g in re.findall(r"\{([0-9, ]*)\}", m.group(1))]
+    m = re.search(r"replica_groups=\[([0-9,]+)\]<=\[([0-9,]+)\](T\(([0-9,]+)\))?", line)
+    if m:
+        shape = [int(x) for x in m.group(1).split(",")]
+        dims = [int(x) for x in m.group(2).split(",")]
+        ids = np.arange(math.prod(dims)).reshape(dims)
+        if m.group(4):
+            ids = ids.transpose([int(x) for x in m.group(4).split(",")])
+        return ids.reshape(shape).tolist()
+    m = re.search(r"source_target_pairs=\{([0-9,{} ]*)\}", line)
+    if m:
+        return [[int(a), int(b)] for a, b in re.findall(r"\{(\d+),(\d+)\}", m.group(1))]
+    return []
+
+
+def collectives(hlo_text: str, node_size: int) -> list[Collective]:
+    """Collective ops in compiled HLO text with their result bytes and group sizes."""
+    out = []
+    for line in hlo_text.splitlines():
+        m = re.search(r"=\s*(.+?)\s+(" + "|".join(COLLECTIVES) + r")(-start)?\(", line)
+        if not m or "-done" in line.split("=")[0]:
+            continue
+        groups = _groups(line)
+        size = len(groups[0]) if groups and m.group(2) != "collective-permute" else 2
+        crosses = any(len({d // node_size for d in g}) > 1 for g in groups)
+        out.append(Collective(m.group(2), _shape_bytes(m.group(1)), size, crosses))
+    return out
+
+
+def _by_kind(colls) -> dict:
+    """{collective kind: count, result bytes and wire bytes} of `colls`."""
+    agg: dict[str, dict] = {}
+    for c in colls:
+        a = agg.setdefault(c.kind, {"count": 0, "bytes": 0, "wire_bytes": 0.0})
+        a["count"] += 1
+        a["bytes"] += c.bytes
+        a["wire_bytes"] += c.wire_bytes
+    return agg

@@ -1,0 +1,151 @@
+"""One mesh's plan: compile the stage, report per-device memory and the roofline (`plan`); the roofline against
+published step times (`validate`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Optional
+
+import jax
+
+from composer2_jax import chips
+from composer2_jax import sharding as shd
+from composer2_jax.model.layer_plan import layer_plan
+from composer2_jax.model.pipeline import pipeline_spec
+from composer2_jax.plan.calibration import CPU_MEMORY_OVERESTIMATE, REFERENCES
+from composer2_jax.plan.roofline import _moe_overlap_report, _pipelined_roofline, _roofline
+from composer2_jax.plan.stage import STAGES, Execution, _stage_config
+from composer2_jax.plan.step import _shard_bytes, _unit_costs, compile_train_step, parse_mesh, peak_bytes
+from composer2_jax.train.loop import validate_layout
+
+
+def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optional[int] = None,
+         seq_len: Optional[int] = None, optimizer: str = "muon", estimate: bool = True,
+         moe_impl: str = "capacity", microbatches: int = 0, repeats: int = 1,
+         execution: Optional["Execution"] = None, gather_params: bool = False, moe_overlap_chunks: int = 1) -> dict:
+    """Compile the stage on the mesh (devices must exist) and return the memory/cost/roofline report.
+
+    `execution` (remat policy, expert capacity factor, causal block skipping) overrides the stage's defaults (full
+    remat, factor 1.25, the masked chunked kernel); `search_execution` searches them on an unpipelined mesh.
+
+    With a `stage` axis > 1 the scanned stack is pipelined (model/pipeline.py) with `microbatches` (0: one per
+    stage) and `repeats` virtual stages per stage; the report gains the schedule and its bubble. `gather_params`
+    sets model.pipeline_gather_params (a stage's parameters gathered once per step, not once per iteration).
+    `moe_overlap_chunks` sets model.moe_overlap_chunks: the report gains `moe_overlap` (`moe_overlap_hidden`) and
+    the roofline `a2a_hidden_s` and `step_overlap_s` = step_s − a2a_hidden_s (the other bounds are unchanged)."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; expected one of {sorted(STAGES)}")
+    chip = chips.get_chip(chip_name)
+    cfg, seq = _stage_config(preset, stage, moe_impl=moe_impl)
+    cfg = dataclasses.replace(cfg, pipeline_microbatches=microbatches, pipeline_repeats=repeats,
+                              pipeline_gather_params=gather_params, moe_overlap_chunks=moe_overlap_chunks)
+    cfg = _mesh_kernel(cfg, mesh_shape)
+    seq = seq_len or seq
+    if execution is not None:
+        cfg = execution.apply(cfg)
+    n = math.prod(mesh_shape.values())
+    if n != jax.device_count():
+        raise ValueError(f"mesh {mesh_shape} needs {n} devices; this process has {jax.device_count()} "
+                         f"(run through the CLI, which simulates exactly the mesh's device count)")
+    mesh = shd.make_mesh(mesh_shape)
+    stages = mesh_shape.get("stage", 1)
+    batch = batch or _default_batch(mesh_shape, stage, microbatches)
+    validate_layout(cfg, mesh, batch, seq, 1)
+    shd.validate_model_mesh(cfg, mesh, batch, seq)
+    report, abstract = _memory_report(cfg, mesh, batch, seq, optimizer, chip)
+    report = dict(preset=preset, stage=stage, mesh=mesh_shape, chip=chip.name, chips=n, global_batch=batch,
+                  seq_len=seq, tokens_per_step=batch * seq, **report)
+    if stages > 1:
+        spec = pipeline_spec(cfg, mesh, layer_plan(cfg)[2])
+        report["pipeline"] = dict(stages=spec.stages, microbatches=spec.microbatches, repeats=spec.repeats,
+                                  units_per_stage=spec.units_per_stage, bubble=spec.bubble,
+                                  gather_params=cfg.pipeline_gather_params)
+    if not estimate:
+        return report
+    if stages > 1:
+        report.update(_pipelined_roofline(cfg, mesh_shape, spec, chip, batch, seq, optimizer, abstract))
+        overlap = report.pop("_moe_overlap")
+        if overlap is not None:
+            _add_overlap(report, overlap)
+        return report
+    _add_unpipelined_roofline(report, cfg, mesh, chip, batch, seq, optimizer, abstract)
+    return report
+
+
+def _mesh_kernel(cfg, mesh_shape: dict):
+    """`cfg` with the attention kernel the mesh needs: the ring where `context` splits the sequence, the chunked
+    XLA kernel in its place where it does not."""
+    if mesh_shape.get("context", 1) == 1 and cfg.attention_kernel == "ring":
+        cfg = dataclasses.replace(cfg, attention_kernel="xla_chunked")
+    if mesh_shape.get("context", 1) > 1 and cfg.attention_kernel != "ring":  # a split sequence needs the ring
+        cfg = dataclasses.replace(cfg, attention_kernel="ring")
+    return cfg
+
+
+def _default_batch(mesh_shape: dict, stage: str, microbatches: int) -> int:
+    """The global batch when none is given: one sequence per data-parallel shard; pipelined, per shard and
+    microbatch, split over `stage`."""
+    stages = mesh_shape.get("stage", 1)
+    dp = mesh_shape["data"] * mesh_shape["fsdp"] * mesh_shape["expert"]
+    m = (microbatches or stages) if stages > 1 else 1
+    return dp * STAGES[stage][2] * m * stages // math.gcd(m, stages)
+
+
+def _memory_report(cfg, mesh, batch: int, seq: int, optimizer: str, chip) -> tuple[dict, object]:
+    """(the report's memory fields, the abstract train state) from one full-model compile of the step."""
+    t0 = time.time()
+    compiled, abstract = compile_train_step(cfg, mesh, batch, seq, optimizer)
+    mem = compiled.memory_analysis()
+    params_b, opt_b = _shard_bytes(abstract.params), _shard_bytes(abstract.opt_state)
+    peak = peak_bytes(mem)
+    return dict(per_device=dict(params_bytes=params_b, optimizer_bytes=opt_b,
+                                argument_bytes=mem.argument_size_in_bytes, output_bytes=mem.output_size_in_bytes,
+                                alias_bytes=mem.alias_size_in_bytes, temp_bytes=mem.temp_size_in_bytes,
+                                activation_and_temp_bytes=mem.temp_size_in_bytes, peak_bytes=peak),
+                hbm_bytes=chip.hbm_bytes, fits=bool(peak <= chip.hbm_bytes),
+                fits_calibrated=bool(peak / CPU_MEMORY_OVERESTIMATE <= chip.hbm_bytes),
+                compile_s=round(time.time() - t0, 1)), abstract
+
+
+def _add_unpipelined_roofline(report: dict, cfg, mesh, chip, batch: int, seq: int, optimizer: str, abstract):
+    """The roofline of an unpipelined mesh in `report`: the 1- and 2-unit compiles extrapolated to all units, and
+    the MoE overlap for a model with routed experts."""
+    base, delta, n_units, raw = _unit_costs(cfg, mesh, batch, seq, optimizer, chip.node_size)
+    tot = {k: base[k] + (n_units - 1) * delta[k] for k in delta}
+    report.update(collectives_per_unit=raw[1]["kinds"],
+                  **_roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip,
+                              report["chips"], batch, seq))
+    if cfg.n_routed_experts:
+        token_split = shd.axis_size(mesh, shd.mesh_axes_of("activation_batch") + shd.mesh_axes_of("activation_length"))
+        _add_overlap(report, _moe_overlap_report(cfg, raw[0]["colls"], raw[1]["colls"], n_units,
+                                                 batch * seq / token_split, mesh, chip))
+
+
+def _add_overlap(report: dict, overlap: dict):
+    """The MoE overlap's fields in a plan report (`plan`)."""
+    report["moe_overlap"] = overlap
+    report["roofline"]["a2a_hidden_s"] = overlap["a2a_hidden_s"]
+    report["roofline"]["step_overlap_s"] = report["roofline"]["step_s"] - overlap["a2a_hidden_s"]
+
+
+def validate(references=REFERENCES, optimizer: str = "adamw") -> list[dict]:
+    """The roofline against published step times: one row per reference (estimated / measured step time).
+
+    The references are AdamW runs. The roofline (no overlap, XLA:CPU's unfused bytes) should be slower than a
+    well-tuned run (ratio > 1) and its lower bound (perfect overlap, fused memory traffic) faster (ratio < 1).
+    """
+    rows = []
+    for ref in references:
+        r = plan(ref.preset, "cpt_bulk", parse_mesh(ref.mesh), ref.chip, batch=ref.global_batch,
+                 seq_len=ref.seq_len, optimizer=optimizer)
+        roof = r["roofline"]
+        rows.append(dict(reference=ref.name, preset=ref.preset, chip=ref.chip, mesh=ref.mesh,
+                         measured_step_s=ref.step_s, measured_mfu=ref.mfu, est_step_s=roof["step_s"],
+                         est_compute_s=roof["compute_s"], est_memory_s=roof["memory_s"], est_comm_s=roof["comm_s"],
+                         est_mfu=r["est_mfu"], ratio_est_over_measured=roof["step_s"] / ref.step_s,
+                         est_lower_s=roof["step_lower_s"], ratio_lower_over_measured=roof["step_lower_s"] / ref.step_s,
+                         est_peak_gb=round(r["per_device"]["peak_bytes"] / 1e9, 2), fits=r["fits"],
+                         source=ref.source))
+    return rows
