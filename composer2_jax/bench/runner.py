@@ -78,6 +78,7 @@ class Trial:
     steps: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # per-step results of a multi-step task
     limits: dict[str, str] = dataclasses.field(default_factory=dict)  # how cpus/memory/storage were enforced
     image: dict[str, Any] = dataclasses.field(default_factory=dict)  # image key, base mappings, whether cached
+    egress: dict[str, list[dict]] = dataclasses.field(default_factory=dict)  # phase -> its egress events
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -286,6 +287,8 @@ def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: C
         if image is not None:
             trial.image = {"key": image.key, "mappings": list(image.mappings), "cached": image.cached}
         sid = env.fork(snap, policy=task.config.network_policy, resources=resources_of(task) if task.is_image else None)
+        if hasattr(env, "set_phase"):
+            env.set_phase(sid, "agent")  # allow_internet's policy; the verifier's phase is bench/verifier_net.py's
         if task.is_image:
             trial.limits = env.enforcement(sid)
             env.exec(sid, "mkdir -p /logs/agent /logs/verifier /logs/artifacts && chmod 777 /logs/agent "
@@ -312,6 +315,11 @@ def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: C
             try:
                 env.close(sid)
             except KeyError:
+                pass
+            try:
+                for event in env.egress_log(sid):
+                    trial.egress.setdefault(event.get("phase") or "agent", []).append(event)
+            except (KeyError, AttributeError):
                 pass
     trial.wall_s = time.monotonic() - start
     if trial.notes:

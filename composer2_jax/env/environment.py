@@ -37,6 +37,7 @@ from composer2_jax.env.changes import WorkspaceChanges, layer_changes
 from composer2_jax.env.config import Resources, SandboxConfig, SandboxLimits
 from composer2_jax.env.egress_policy import EgressLog, EgressPolicy
 from composer2_jax.env.layers import EMPTY, Chain
+from composer2_jax.env.mirrors import MirrorMap
 from composer2_jax.env.observation import Observation
 from composer2_jax.env.pool import SandboxPool
 from composer2_jax.env.profile import ImageProfile, profile_of
@@ -88,7 +89,7 @@ class Environment:
 
     def __init__(self, base_dir: str | None = None, limits: SandboxLimits | None = None,
                  policy: EgressPolicy | None = None, config: SandboxConfig | None = None,
-                 pool_size: int | None = None):
+                 pool_size: int | None = None, mirrors: MirrorMap | None = None):
         config = config or SandboxConfig()
         if base_dir is not None:
             config = dataclasses.replace(config, base_dir=os.fspath(base_dir))
@@ -96,6 +97,8 @@ class Environment:
             config = dataclasses.replace(config, pool_size=pool_size)
         self.limits, self.policy = limits or SandboxLimits(), policy or EgressPolicy()
         self.rt = Runtime(config, self.limits)
+        if mirrors is not None:  # else the proxy's: $COMPOSER2_MIRRORS or the defaults (env/mirrors.py)
+            self.rt.proxy.mirrors = mirrors
         self._env = command_env(config)
         self._records: dict[str, _Record] = {}
         self._closed: dict[str, _Record] = {}
@@ -310,6 +313,20 @@ class Environment:
     def tools() -> list[dict]:
         """The OpenAI-style function specs of the tools."""
         return tool_specs()
+
+    def set_phase(self, sid: str, phase: str, policy: EgressPolicy | None = None, mirrors: bool = False) -> None:
+        """Enter a phase of the sandbox's life ("agent", "verifier"): later egress events carry its label, requests are
+        decided by `policy` (None: the sandbox's own policy, the one it was forked with) and, with mirrors=True, URLs
+        of the mirror map are answered from it (env/mirrors.py). Events logged before the switch are marked as shown,
+        so one phase's requests never appear in a later phase's tool observations."""
+        record = self._record(sid)
+        with record.sandbox.lock:
+            self.rt.proxy.set_phase(sid, phase, policy or record.sandbox.policy, mirrors)
+            record.egress_seen = len(record.log)
+
+    def mirror_ca_pem(self) -> str:
+        """The certificate of the per-run CA that signs the mirror's https answers (env/tls.py; made on first use)."""
+        return self.rt.proxy.ca().pem
 
     def egress_log(self, sid: str, since: int = 0) -> list[dict]:
         """The sandbox's egress events (allowed and denied) with seq >= since."""
