@@ -45,7 +45,7 @@ from composer2_jax.env.runtime import Runtime
 from composer2_jax.env.sandbox import Sandbox, SandboxError
 from composer2_jax.env.tool_schemas import tool_specs
 from composer2_jax.env.tools import Episode, ToolContext, call_tool
-from composer2_jax.env.transfer import pack_dir
+from composer2_jax.env.transfer import pack_parts
 
 
 @dataclasses.dataclass
@@ -266,11 +266,14 @@ class Environment:
     def put_dir(self, sid: str, src: str | os.PathLike, dest: str, user: str | None = None,
                 exclude: tuple[str, ...] = ()) -> None:
         """Copy a host directory (less `exclude`, paths relative to it) into a sandbox at the absolute path dest
-        (owned by user; default root in images)."""
-        self.put_archive(sid, pack_dir(src, exclude), dest, user)
+        (owned by user; default root in images). Uncompressed tars (transfer.pack_parts), so nothing of the image is
+        needed to unpack them; a file that cannot be copied is named in the error."""
+        for part in pack_parts(src, exclude):
+            self.put_archive(sid, part, dest, user)
 
     def put_archive(self, sid: str, data: str, dest: str, user: str | None = None) -> None:
-        """Unpack a base64 tar.gz (transfer.pack_dir) into a sandbox at the absolute path dest."""
+        """Unpack a base64 tar (plain or gzipped: transfer.pack_parts, pack_dir) into a sandbox at the absolute path
+        dest; SandboxError naming the member that could not be written."""
         record = self._record(sid)
         with record.sandbox.lock:
             reply = record.sandbox.request("put_archive", wait_s=120, dest=dest, data=data,
