@@ -127,3 +127,22 @@ def test_the_verifier_network_leaves_no_trace_for_the_next_agent(bench_env, tmp_
     assert phases == [("verifier", True), ("verifier", True), ("agent", False)], bench_env.egress_log(sid)
     bench_env.close(sid)
     shutil.rmtree(ctx)
+
+
+def test_agent_phase_follows_allow_internet_and_the_runs_allow_list(tmp_path):
+    from types import SimpleNamespace
+
+    from composer2_jax.bench.runner import agent_policy
+    from composer2_jax.bench.task_config import parse_task_toml
+
+    def policy(toml, run=None):
+        (tmp_path / "task.toml").write_text(toml)
+        return agent_policy(SimpleNamespace(config=parse_task_toml(tmp_path / "task.toml")), run)
+
+    run = EgressPolicy(allow_hosts=("pypi.org", "*.pythonhosted.org"))
+    assert policy("[environment]\nallow_internet = false\n", run).allow_hosts == ()  # nothing
+    assert policy("[environment]\nallow_internet = true\n", run) == run  # the run's allow list
+    assert policy("[environment]\nallow_internet = true\n").allow_hosts == ("*",)  # no run list: any host
+    assert policy('[environment]\nnetwork_mode = "allowlist"\nallowed_hosts = ["a.example"]\n', run).allow_hosts == (
+        "a.example",)
+    assert policy('[environment.egress]\nallow_hosts = ["b.example"]\n', run).allow_hosts == ("b.example",)

@@ -30,6 +30,7 @@ from composer2_jax.bench.grade import Grade, grade, scalar_reward
 from composer2_jax.bench.task import Step, Suite, Task, TaskError, resolve_env
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env.config import Resources
+from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.harness import (
     EpisodeResult,
     HarnessConfig,
@@ -158,6 +159,16 @@ def _fill_from_episode(trial: Trial, result: EpisodeResult) -> None:
     trial.notes = "; ".join(x for x in (trial.notes, result.malformed_report()) if x)
 
 
+def agent_policy(task: Task, run_policy: EgressPolicy | None = None) -> EgressPolicy:
+    """What the agent's phase may reach: allow_internet = false / no-network: nothing; allowlist: allowed_hosts;
+    public: [environment.egress] if the task gives one, else the run's allow list (`run_policy`; None: any host)."""
+    cfg = task.config
+    mode = cfg.network_mode or ("public" if cfg.allow_internet else "no-network")
+    if run_policy is not None and mode == "public" and not cfg.egress.allow_hosts:
+        return run_policy
+    return cfg.network_policy
+
+
 def resources_of(task: Task) -> Resources:
     """The sandbox resources of an image task's [environment]."""
     c = task.config
@@ -277,7 +288,8 @@ def _run_step(env, sid: str, task: Task, step: Step, factory, tokenizer, config,
 
 def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: Callable[[Task], Policy],
               tokenizer: tk.Tokenizer, config: HarnessConfig, log_dir: Path | None = None,
-              on_episode: Callable[[Task, EpisodeResult], None] | None = None) -> Trial:
+              on_episode: Callable[[Task, EpisodeResult], None] | None = None,
+              run_policy: EgressPolicy | None = None) -> Trial:
     """Fork the task's snapshot, run its steps (agent, then grading in the same sandbox); never raises."""
     trial = Trial(task.name, task.category, task.difficulty, sample)
     start, sid = time.monotonic(), None
@@ -286,7 +298,8 @@ def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: C
         image = snapshots.images.get(task.name)
         if image is not None:
             trial.image = {"key": image.key, "mappings": list(image.mappings), "cached": image.cached}
-        sid = env.fork(snap, policy=task.config.network_policy, resources=resources_of(task) if task.is_image else None)
+        sid = env.fork(snap, policy=agent_policy(task, run_policy),
+                       resources=resources_of(task) if task.is_image else None)
         if hasattr(env, "set_phase"):
             env.set_phase(sid, "agent")  # allow_internet's policy; the verifier's phase is bench/verifier_net.py's
         if task.is_image:
@@ -348,8 +361,10 @@ def _finish(trial: Trial, task: Task) -> None:
 def run_suite(env, suite: Suite, factory: Callable[[Task], Policy], *, samples: int = 1, workers: int = 4,
               tokenizer: tk.Tokenizer | None = None, config: HarnessConfig = HarnessConfig(),
               log_dir: str | Path | None = None, snapshots: SnapshotCache | None = None,
-              on_episode: Callable[[Task, EpisodeResult], None] | None = None) -> list[Trial]:
-    """Every (task, sample) trial of a suite, run on `workers` threads; results in (task, sample) order."""
+              on_episode: Callable[[Task, EpisodeResult], None] | None = None,
+              agent_policy: EgressPolicy | None = None) -> list[Trial]:
+    """Every (task, sample) trial of a suite, run on `workers` threads; results in (task, sample) order.
+    `agent_policy`: the run's allow list for agents of tasks with public internet and no [environment.egress]."""
     if samples < 1 or workers < 1:
         raise ValueError(f"samples={samples}, workers={workers}; expected both >= 1")
     tokenizer = tokenizer or tk.ByteTokenizer()
@@ -359,8 +374,8 @@ def run_suite(env, suite: Suite, factory: Callable[[Task], Policy], *, samples: 
         logs.mkdir(parents=True, exist_ok=True)
     jobs = [(task, s) for task in suite.tasks for s in range(samples)]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bench") as pool:
-        futures = [pool.submit(run_trial, env, snapshots, task, s, factory, tokenizer, config, logs, on_episode)
-                   for task, s in jobs]
+        futures = [pool.submit(run_trial, env, snapshots, task, s, factory, tokenizer, config, logs, on_episode,
+                               agent_policy) for task, s in jobs]
         return [f.result() for f in futures]
 
 
