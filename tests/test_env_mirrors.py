@@ -235,14 +235,17 @@ def test_tunnels_to_hosts_without_mirrored_urls_are_not_intercepted(env, upstrea
     env.close(sid)
 
 
-def test_mirror_ca_signs_certificates_a_client_verifies(tmp_path):
+@pytest.mark.parametrize("backend", ["cryptography", "openssl"])
+def test_mirror_ca_signs_certificates_a_client_verifies(tmp_path, backend):
     import socket
     import ssl
     import threading
 
     from composer2_jax.env.tls import PerRunCA
 
-    ca = PerRunCA()
+    ca = PerRunCA(backend=backend)
+    assert ca.backend == backend and ca.pem.startswith("-----BEGIN CERTIFICATE-----")
+    assert oct(os.stat(ca._dir).st_mode & 0o777) == "0o700"
     server_ctx = ca.server_context("mirror.test")
     assert ca.server_context("MIRROR.test.") is server_ctx  # one leaf per host
     (tmp_path / "ca.pem").write_text(ca.pem)
