@@ -3,9 +3,9 @@ whatever [environment] allow_internet gives the agent.
 
 The tasks here have `allow_internet = false` and test.sh scripts as Terminal-Bench 2 publishes them:
 - `apt-get update && apt-get install -y curl`, `curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh`,
-  `source $HOME/.local/bin/env`, `uvx -p 3.11 -w pytest==8.4.1 pytest /tests/test_outputs.py -rA`
-  (TB2 writes `-p 3.13`; uv would download a 3.13 interpreter from GitHub, which is not a registry, so the version is
-  the image's own: python:3.11-slim maps to Debian bookworm's python3 3.11);
+  `source $HOME/.local/bin/env`, `uvx -p 3.13 -w pytest==8.4.1 pytest /tests/test_outputs.py -rA` on python:3.13-slim
+  (Debian trixie's python3 3.13), and the same with `-p 3.11` on python:3.11-slim (bookworm's 3.11): uv uses the
+  image's interpreter; it would download a missing one from GitHub, which is not a registry;
 - `pip install pytest==8.4.1 && pytest /tests/test_outputs.py`.
 The astral.sh installer and uv's release tarball are answered by the egress proxy's mirror (uv from its PyPI wheel);
 apt, pip and uv reach the registries this host's apt and pip are configured for. This is the only network these
@@ -28,6 +28,7 @@ from composer2_jax.env.images import ImageBuilder
 from tests.test_env_images import ON_CI, PROBLEM, needs_images
 
 DOCKERFILE = "FROM python:3.11-slim\nWORKDIR /app\n"
+DOCKERFILE_313 = "FROM python:3.13-slim\nWORKDIR /app\n"
 TEST_OUTPUTS = "from pathlib import Path\n\n\ndef test_done():\n    assert Path('/app/done').read_text() == 'ok\\n'\n"
 REWARD = ("if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n")
 UV_SHAPE = ("#!/bin/bash\n"
@@ -53,10 +54,10 @@ def bench_env():
     e.shutdown()
 
 
-def _task(root: Path, name: str, test_sh: str) -> Path:
+def _task(root: Path, name: str, test_sh: str, dockerfile: str = DOCKERFILE) -> Path:
     path = root / name
     (path / "environment").mkdir(parents=True)
-    (path / "environment" / "Dockerfile").write_text(DOCKERFILE)
+    (path / "environment" / "Dockerfile").write_text(dockerfile)
     (path / "instruction.md").write_text("Make /app/done say ok.\n")
     (path / "task.toml").write_text("[verifier]\ntimeout_sec = 600.0\n[agent]\ntimeout_sec = 120.0\n"
                                     "[environment]\nallow_internet = false\nmemory_mb = 2048\nstorage_mb = 4096\n")
@@ -72,6 +73,7 @@ def _task(root: Path, name: str, test_sh: str) -> Path:
 def test_published_verifier_shapes_pass_for_the_oracle_with_no_agent_internet(bench_env, tmp_path):
     root = tmp_path / "suite"
     _task(root, "uv-shape", UV_SHAPE)
+    _task(root, "uv-shape-313", UV_SHAPE.replace("-p 3.11", "-p 3.13"), DOCKERFILE_313)
     _task(root, "pip-shape", PIP_SHAPE)
     config = HarnessConfig(max_turns=4)
     trials = {t.task: t for t in run_suite(bench_env, load_suite(root), agents.make_agent("oracle", config).factory,
@@ -95,6 +97,7 @@ def test_published_verifier_shapes_pass_for_the_oracle_with_no_agent_internet(be
     assert any(s.startswith("ALLOWED GET http://") and "/pool/main/c/curl/curl_" in s for s in uv)  # apt, over http
     uv_out = (tmp_path / "logs" / "uv-shape.0.verifier.txt").read_text()
     assert "everything's installed!" in uv_out and "Python 3.11" in uv_out
+    assert "Python 3.13" in (tmp_path / "logs" / "uv-shape-313.0.verifier.txt").read_text()
 
 
 @needs_images
