@@ -49,6 +49,12 @@ def test_rules_match_fields_and_refuse_bad_targets(tmp_path):
     assert rule.match("https://astral.sh:443/uv/0.9.5/install.sh?x=1") == {"version": "0.9.5"}
     assert rule.match("https://astral.sh/uv/a/b/install.sh") is None  # one path segment per field
     assert rule.match("https://astral.sh/uv/../install.sh") is None and rule.host == ("astral.sh", 443, "https")
+    assert rule.match("https://astral.sh/uv/%2e%2e/install.sh") is None  # decoded before the check
+    pbs = MirrorRule("https://github.com/astral-sh/python-build-standalone/releases/download/{tag}/{name}", dir="/m")
+    assert pbs.match("https://github.com/astral-sh/python-build-standalone/releases/download/20251014/cpython-3.13.9"
+                     "%2B20251014-x86_64-unknown-linux-gnu-install_only_stripped.tar.gz")["name"].startswith(
+        "cpython-3.13.9+20251014-")
+    assert pbs.match("https://github.com/astral-sh/python-build-standalone/releases/download/t/a%2Fb") is None
     with pytest.raises(ValueError, match="exactly one of"):
         MirrorRule("https://x.test/a", file="/a", text="b")
     with pytest.raises(ValueError, match="literal host"):

@@ -55,6 +55,7 @@ _OUTPUT_TAIL = 16 * 1024
 _STARTUP = re.compile(r"(?:^|\n)[^\n]*(?:(?:pytest|py\.test|uv|uvx|python3?|pip3?|node|npm|go|cargo|java|ruby|bash)"
                       r"(?:: command not found|: not found| not found)|No module named '?pytest|"
                       r"No matching distribution found for|Could not find a version that satisfies|"
+                      r"error: Failed to download|No interpreter found for Python|"
                       r"(?:bad interpreter|cannot execute|Exec format error))", re.IGNORECASE)
 # evidence that tests did run (pytest's summary, unittest's footer, a test count)
 _RAN = re.compile(r"(?:\d+ (?:passed|failed|errors?|xfailed|skipped)\b|^Ran \d+ tests?|collected \d+ items?|"

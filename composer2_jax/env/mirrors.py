@@ -13,10 +13,11 @@ turn it on (the verifier phase, bench/verifier_net.py):
     ]}, extend_defaults=True)
 
 A URL pattern is a literal URL with `{field}` placeholders, each matching one path segment's text (no `/`); a
-field's value is substituted into the target's strings. Targets: `file` (a local file), `dir` (a file of a local
-folder named by the pattern's last field), `text` (literal text), `builtin` (`uv-installer`), or `pypi` (a package
-fetched once from the index the host's own pip is configured for and cached: the wheel itself, or with
-`pack = "scripts"` its `*.data/scripts/` files as a tar.gz under one folder, the layout of uv's release tarballs).
+field's value, percent-decoded (never `.`, `..` or containing `/`), is substituted into the target's strings.
+Targets: `file` (a local file), `dir` (a file of a local folder named by the pattern's last field), `text` (literal
+text), `builtin` (`uv-installer`), or `pypi` (a package fetched once from the index the host's own pip is configured
+for and cached: the wheel itself, or with `pack = "scripts"` its `*.data/scripts/` files as a tar.gz under one
+folder, the layout of uv's release tarballs).
 A `{target}` field (a Rust target triple such as x86_64-unknown-linux-gnu) chooses the wheel's platform.
 
 `DEFAULT_MIRRORS` serve uv: both installer URLs (`https://astral.sh/uv/install.sh`, `.../uv/<version>/install.sh`)
@@ -42,7 +43,7 @@ import tempfile
 import threading
 import zipfile
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TARGET_PLATFORMS = {  # Rust target triple -> wheel platform tag (uv publishes manylinux2014 / musllinux_1_1 wheels)
@@ -107,9 +108,12 @@ class MirrorRule:
         if s.port in (80, 443) and (s.scheme, s.port) in (("http", 80), ("https", 443)):
             base = base.replace(f"{s.hostname}:{s.port}", s.hostname, 1)
         m = self._regex.match(base)
-        if m is None or any(v in (".", "..") for v in m.groupdict().values()):
+        if m is None:
             return None
-        return m.groupdict()
+        fields = {k: unquote(v) for k, v in m.groupdict().items()}  # cpython-3.13.9%2B2025… names a file with "+"
+        if any(v in (".", "..") or "/" in v or "\0" in v for v in fields.values()):
+            return None
+        return fields
 
     def to_dict(self) -> dict:
         """JSON-ready form (targets that are not set left out)."""
