@@ -149,3 +149,38 @@ def test_agent_phase_follows_allow_internet_and_the_runs_allow_list(tmp_path):
     assert policy('[environment]\nnetwork_mode = "allowlist"\nallowed_hosts = ["a.example"]\n', run).allow_hosts == (
         "a.example",)
     assert policy('[environment.egress]\nallow_hosts = ["b.example"]\n', run).allow_hosts == ("b.example",)
+
+
+@needs_images
+def test_multi_step_phases_are_logged_per_step_and_the_mirror_ca_is_gone_for_the_next_agent(bench_env, tmp_path):
+    root = tmp_path / "suite"
+    path = root / "steps"
+    (path / "environment").mkdir(parents=True)
+    (path / "environment" / "Dockerfile").write_text(DOCKERFILE)
+    (path / "task.toml").write_text('[verifier]\ntimeout_sec = 120.0\n[agent]\ntimeout_sec = 60.0\n[environment]\n'
+                                    'allow_internet = false\nmemory_mb = 1024\nstorage_mb = 2048\n'
+                                    '[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n')
+    # the verifier fetches a mirrored https URL (trusting the mirror CA) and reaches PyPI; the next step's agent
+    # finds the mirror CA gone from the trust store and its requests denied
+    verify = ("#!/bin/bash\npython3 - <<'EOF'\nimport urllib.request as u\nCHECK\n"
+              "assert u.urlopen('https://astral.sh/uv/install.sh', timeout=30).read().startswith(b'#!/bin/sh')\n"
+              "assert u.urlopen('https://pypi.org/simple/pytest/', timeout=30).status == 200\nEOF\n" + REWARD)
+    solve_two = ("grep -c composer2-verifier-mirror-ca /etc/ssl/certs/ca-certificates.crt > /app/marks || true\n"
+                 + SOLVE)
+    marks = "assert open('/app/marks').read() == '0\\n', open('/app/marks').read()"  # step two's agent saw none
+    for name, solve, check in (("one", SOLVE, ""), ("two", solve_two, marks)):
+        step = path / "steps" / name
+        (step / "tests").mkdir(parents=True)
+        (step / "solution").mkdir()
+        (step / "instruction.md").write_text("Make /app/done say ok.\n")
+        (step / "tests" / "test.sh").write_text(verify.replace("CHECK", check))
+        (step / "solution" / "solve.sh").write_text(solve)
+    config = HarnessConfig(max_turns=4)
+    (t,) = run_suite(bench_env, load_suite(root), agents.make_agent("oracle", config).factory, workers=1,
+                     config=config, snapshots=SnapshotCache(bench_env))
+    assert t.passed and [s["passed"] for s in t.steps] == [True, True], t
+    assert set(t.egress) == {"agent:one", "verifier:one", "agent:two", "verifier:two"}, t.egress.keys()
+    for name in ("one", "two"):
+        assert [e["allowed"] for e in t.egress[f"agent:{name}"]] == [False]  # solve.sh's PyPI request, denied
+        hosts = [(e["method"], e["host"], e["allowed"]) for e in t.egress[f"verifier:{name}"]]
+        assert ("GET", "astral.sh", True) in hosts and ("CONNECT", "pypi.org", True) in hosts, hosts

@@ -311,7 +311,8 @@ def grade(env, source: str, task: Task, step: Step | None = None, pass_threshold
         net = None
         if task.is_image and hasattr(env, "set_phase"):
             try:
-                net = verifier_net.enter(env, sid)
+                net = verifier_net.enter(env, sid, phase=verifier_net.VERIFIER + (
+                    f":{step.config.name}" if step is not None else ""))
             except Exception as e:  # noqa: BLE001 - a verifier without its network is a grading error
                 return Grade(0.0, False, None, False, "", time.monotonic() - start,
                              f"could not set up the verifier's network: {type(e).__name__}: {e}")

@@ -79,7 +79,8 @@ class Trial:
     steps: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # per-step results of a multi-step task
     limits: dict[str, str] = dataclasses.field(default_factory=dict)  # how cpus/memory/storage were enforced
     image: dict[str, Any] = dataclasses.field(default_factory=dict)  # image key, base mappings, whether cached
-    egress: dict[str, list[dict]] = dataclasses.field(default_factory=dict)  # phase -> its egress events
+    # phase -> its egress events: "agent", "verifier" (multi-step tasks: "agent:<step>", "verifier:<step>")
+    egress: dict[str, list[dict]] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -257,6 +258,8 @@ def _run_step(env, sid: str, task: Task, step: Step, factory, tokenizer, config,
     row = {"name": step.config.name, "reward": None, "rewards": {}, "passed": False, "grade_error": None,
            "error": None, "stop_reason": "", "contributes": step.config.contributes_to_reward}
     try:
+        if task.steps and hasattr(env, "set_phase"):
+            env.set_phase(sid, f"agent:{step.config.name}")  # the step's setup and agent
         prepare_step(env, sid, task, step)
         view = step_view(task, step)
         policy = factory(view)

@@ -79,10 +79,11 @@ def _heredoc(path: str, text: str, tag: str = "__PEM__") -> str:
     return f"cat > {path} <<'{tag}'\n{text}{tag}\n"
 
 
-def enter(env, sid: str, registries: Registries | None = None) -> VerifierNet:
-    """Switch sandbox sid to the verifier's network and set up its trust store, bundle and apt proxy (as root)."""
+def enter(env, sid: str, registries: Registries | None = None, phase: str = VERIFIER) -> VerifierNet:
+    """Switch sandbox sid to the verifier's network (events labelled `phase`: "verifier", or "verifier:<step>") and
+    set up its trust store, bundle and apt proxy (as root)."""
     reg = registries or host_registries()
-    env.set_phase(sid, VERIFIER, reg.policy(), mirrors=True)
+    env.set_phase(sid, phase, reg.policy(), mirrors=True)
     ca = env.mirror_ca_pem()
     extra = ca + host_extra_cas()
     d = f"/tmp/.verifier-net-{secrets.token_hex(8)}"
