@@ -43,7 +43,7 @@ except Exception as e:
 # ------------------------------------------------------------------------------------------------------ pure parts
 
 
-def test_rules_match_fields_and_refuse_bad_targets(tmp_path):
+def test_rules_match_fields_and_refuse_bad_targets(tmp_path, monkeypatch):
     rule = MirrorRule("https://astral.sh/uv/{version}/install.sh", builtin="uv-installer")
     assert rule.match("https://astral.sh/uv/0.9.5/install.sh") == {"version": "0.9.5"}
     assert rule.match("https://astral.sh:443/uv/0.9.5/install.sh?x=1") == {"version": "0.9.5"}
@@ -75,6 +75,15 @@ def test_rules_match_fields_and_refuse_bad_targets(tmp_path):
     path = tmp_path / "m.json"
     path.write_text('{"mirrors": [{"url": "https://y.test/a", "text": "a"}], "defaults": false}')
     assert [r.url for r in MirrorMap.from_file(path).rules] == ["https://y.test/a"]
+    toml = tmp_path / "m.toml"
+    toml.write_text('[[mirrors]]\nurl = "https://z.test/{f}"\ndir = "/srv"\n')
+    monkeypatch.setenv("COMPOSER2_MIRRORS", str(toml))
+    monkeypatch.setenv("COMPOSER2_MIRROR_CACHE", str(tmp_path / "cache"))
+    configured = MirrorMap.configured()  # what an Environment's proxy loads when a phase first turns mirrors on
+    assert configured.rules[0].url == "https://z.test/{f}" and configured.rules[1:] == DEFAULT_MIRRORS
+    assert configured.cache_dir == tmp_path / "cache"
+    monkeypatch.delenv("COMPOSER2_MIRRORS")
+    assert MirrorMap.configured().rules == DEFAULT_MIRRORS
 
 
 def test_uv_installer_fetches_the_release_tarball_and_writes_env():

@@ -47,7 +47,7 @@ class EgressProxy:
     def __init__(self, connect_timeout_s: float = 10.0, idle_timeout_s: float = 120.0,
                  mirrors: MirrorMap | None = None):
         self.connect_timeout_s, self.idle_timeout_s = connect_timeout_s, idle_timeout_s
-        self.mirrors = mirrors if mirrors is not None else MirrorMap.configured()
+        self.mirrors = mirrors  # None: MirrorMap.configured() when a phase first turns mirrors on
         self._routes: dict[str, _Route] = {}
         self._lock = threading.Lock()
         self._ca = None
@@ -64,6 +64,10 @@ class EgressProxy:
     def set_phase(self, sid: str, phase: str, policy: EgressPolicy, mirrors: bool = False) -> None:
         """Enter a phase: its label on later events, its policy, and whether the mirror map answers."""
         route = self._route(sid)
+        if mirrors and self.mirrors is None:
+            with self._lock:
+                if self.mirrors is None:
+                    self.mirrors = MirrorMap.configured()
         route.policy, route.mirrors, route.log.phase = policy, (self.mirrors if mirrors else None), phase
 
     def add(self, sid: str, path: str, policy: EgressPolicy, uid: int, gid: int) -> None:

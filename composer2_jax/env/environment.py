@@ -97,7 +97,7 @@ class Environment:
             config = dataclasses.replace(config, pool_size=pool_size)
         self.limits, self.policy = limits or SandboxLimits(), policy or EgressPolicy()
         self.rt = Runtime(config, self.limits)
-        if mirrors is not None:  # else the proxy's: $COMPOSER2_MIRRORS or the defaults (env/mirrors.py)
+        if mirrors is not None:  # else $COMPOSER2_MIRRORS or the defaults, on first use (env/mirrors.py)
             self.rt.proxy.mirrors = mirrors
         self._env = command_env(config)
         self._records: dict[str, _Record] = {}
