@@ -6,6 +6,7 @@ never resolved; the PyPI target is fed from a local wheel folder (PIP_NO_INDEX),
 """
 
 import hashlib
+import io
 import os
 import shlex
 import subprocess
@@ -97,6 +98,38 @@ def test_uv_installer_fetches_the_release_tarball_and_writes_env():
                 "https://github.com/astral-sh/uv/releases/download/0.9.5/uv-x86_64-unknown-linux-gnu.tar.gz",
                 "https://github.com/astral-sh/uv/releases/latest/download/uv-aarch64-unknown-linux-gnu.tar.gz"):
         assert m.match(url) is not None, url
+
+
+def test_uv_installer_runs_offline_with_the_tarball_the_mirror_serves(tmp_path):
+    import platform
+
+    arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}[platform.machine()]
+    folder = f"uv-{arch}-unknown-linux-gnu"
+    tarball = tmp_path / "uv.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tf:
+        for name in ("uv", "uvx"):
+            data = f"#!/bin/sh\necho {name} fake\n".encode()
+            info = tarfile.TarInfo(f"{folder}/{name}")
+            info.size, info.mode = len(data), 0o755
+            tf.addfile(info, io.BytesIO(data))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "curl").write_text(f'#!/bin/sh\necho "$2" >> {tmp_path}/urls\ncp {tarball} "$4"\n')  # -fsSL URL -o F
+    os.chmod(bin_dir / "curl", 0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(home)}
+    r = subprocess.run(["sh"], input=uv_installer("0.9.5"), text=True, capture_output=True, env=env)
+    assert r.returncode == 0 and "everything's installed!" in r.stderr, r.stderr
+    assert (tmp_path / "urls").read_text() == (f"https://github.com/astral-sh/uv/releases/download/0.9.5/{folder}"
+                                               ".tar.gz\n")
+    r = subprocess.run(["bash", "-c", "source $HOME/.local/bin/env && uvx"], capture_output=True, text=True, env=env)
+    assert r.stdout == "uvx fake\n" and ". \"" + str(home) + '/.local/bin/env"' in (home / ".profile").read_text()
+    (home / ".profile").unlink()
+    r = subprocess.run(["sh"], input=uv_installer(None), text=True, capture_output=True,
+                       env={**env, "UV_UNMANAGED_INSTALL": str(tmp_path / "un")})
+    assert r.returncode == 0 and (tmp_path / "un" / "uv").stat().st_mode & 0o777 == 0o755
+    assert not (home / ".profile").exists() and "latest/download" in (tmp_path / "urls").read_text()
 
 
 def _fake_wheel(folder, name="fakeuv", version="1.0"):

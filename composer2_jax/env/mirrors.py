@@ -136,7 +136,9 @@ class Artifact:
 
 def uv_installer(version: str | None) -> str:
     """A POSIX-sh uv installer: the release tarball from uv's GitHub release URL (mirrored from PyPI's `uv` wheel),
-    uv and uvx into $UV_INSTALL_DIR, $XDG_BIN_HOME or ~/.local/bin, and the `env` file the real installer writes."""
+    uv and uvx into $UV_UNMANAGED_INSTALL, $UV_INSTALL_DIR, $XDG_BIN_HOME or ~/.local/bin, and the `env` file the
+    real installer writes (shell profiles untouched with UV_NO_MODIFY_PATH, INSTALLER_NO_MODIFY_PATH or
+    UV_UNMANAGED_INSTALL)."""
     where = f"download/{version}" if version else "latest/download"
     return f"""#!/bin/sh
 # uv installer answered by composer2_jax's egress mirror (env/mirrors.py), not astral.sh's script: it installs
@@ -152,7 +154,7 @@ if (ldd --version 2>&1 || true) | grep -qi musl; then libc=musl; fi
 target="$arch-unknown-linux-$libc"
 url="https://github.com/astral-sh/uv/releases/{where}/uv-$target.tar.gz"
 home="${{HOME:-/root}}"
-dest="${{UV_INSTALL_DIR:-${{XDG_BIN_HOME:-$home/.local/bin}}}}"
+dest="${{UV_UNMANAGED_INSTALL:-${{UV_INSTALL_DIR:-${{XDG_BIN_HOME:-$home/.local/bin}}}}}}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 echo "downloading uv {version or '(latest)'} $target" >&2
@@ -174,7 +176,7 @@ case ":\\${{PATH}}:" in
     *) export PATH="$dest:\\$PATH" ;;
 esac
 EOF
-if [ -z "${{UV_NO_MODIFY_PATH:-}}${{INSTALLER_NO_MODIFY_PATH:-}}" ]; then
+if [ -z "${{UV_NO_MODIFY_PATH:-}}${{INSTALLER_NO_MODIFY_PATH:-}}${{UV_UNMANAGED_INSTALL:-}}" ]; then
   for rc in "$home/.profile" "$home/.bashrc"; do
     grep -qs "$dest/env" "$rc" || echo ". \\"$dest/env\\"" >> "$rc"
   done
@@ -306,8 +308,9 @@ class MirrorMap:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix="fetch-", dir=self.cache_dir))
         try:
-            argv = [self.python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-"
-                    "check", "-q", "-d", str(work / "dl"), req] + (["--platform", platform] if platform else [])
+            argv = ([self.python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                     "--disable-pip-version-check", "-q", "-d", str(work / "dl")]
+                    + (["--platform", platform] if platform else []) + ["--", req])  # a field is never an option
             try:
                 r = subprocess.run(argv, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, check=False)
             except subprocess.TimeoutExpired:
