@@ -320,7 +320,11 @@ def grade(env, source: str, task: Task, step: Step | None = None, pass_threshold
             r = _run_tests(env, sid, task, step, timeout, where, net.env if net is not None else None)
         finally:
             if net is not None:
-                verifier_net.leave(env, sid, net)
+                try:
+                    verifier_net.leave(env, sid, net)
+                except Exception:  # a sandbox that died under its verifier keeps its grade
+                    if env.info(sid).get("alive", True):
+                        raise
         names = (verdict.vr.ANSWERS,) if expected is not None else ("reward.txt", "reward.json")
         got, source_kind, read_error = read_verifier_files(env, sid, where.logs, names + (where.output,),
                                                            task.is_image)
