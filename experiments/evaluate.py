@@ -27,7 +27,7 @@ from composer2_jax.bench import agents, report
 from composer2_jax.bench.runner import run_suite
 from composer2_jax.bench.task import load_suite
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.env import Environment, SandboxConfig, SandboxLimits
+from composer2_jax.env import EgressPolicy, Environment, SandboxConfig, SandboxLimits
 from composer2_jax.env.harness import HarnessConfig
 
 
@@ -50,6 +50,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    "default: the checkpoint's for model agents, byte otherwise")
     p.add_argument("--tokenizer-path", default="", help="tokenizer file or directory (tiktoken.model, tokenizer.json)")
     p.add_argument("--out", default="runs/eval", help="output root")
+    p.add_argument("--agent-allow-hosts", default="", help="comma-separated host patterns: what agents of tasks with "
+                   "allow_internet = true (and no [environment.egress]) may reach; default any host. The verifier "
+                   "phase always reaches the package registries (docs/benchmark.md)")
     p.add_argument("--no-plot", action="store_true", help="skip the matplotlib plot")
     return p.parse_args(argv)
 
@@ -94,7 +97,10 @@ def run(argv: list[str]) -> tuple[int, dict | None, dict]:
     pool = min(args.workers, 8) if any(not t.is_image for t in suite.tasks) else 0
     with Environment(pool_size=pool, limits=limits, config=SandboxConfig(image_pool_size=min(args.workers, 4))) as env:
         trials = run_suite(env, suite, agent.factory, samples=args.samples, workers=args.workers,
-                           tokenizer=agent.tokenizer, config=agent.config, log_dir=run_dir / "logs")
+                           tokenizer=agent.tokenizer, config=agent.config, log_dir=run_dir / "logs",
+                           agent_policy=EgressPolicy(allow_hosts=tuple(h.strip() for h in args.agent_allow_hosts
+                                                                       .split(",") if h.strip()))
+                           if args.agent_allow_hosts else None)
     record = report.build_record(suite, args.agent, [t.to_dict() for t in trials], ks,
                                  meta={"argv": argv, "wall_s": round(time.monotonic() - start, 1),
                                        "harness": dataclasses.asdict(agent.config)})

@@ -130,6 +130,9 @@ def test_reward_files_scalar_rule_and_startup_failures():
     assert startup_failure("bash: line 3: uvx: command not found\n") == "bash: line 3: uvx: command not found"
     assert "No module named pytest" in startup_failure("/usr/bin/python3: No module named pytest\n")
     assert "No matching distribution" in startup_failure("ERROR: No matching distribution found for pytest==99\n")
+    uv = ("error: Failed to download https://github.com/astral-sh/python-build-standalone/releases/download/2025/"
+          "cpython-3.13.9.tar.gz\n  Caused by: HTTP status client error (404 ) for url (...)\n")
+    assert startup_failure(uv).startswith("error: Failed to download")  # uvx -p 3.13 without a 3.13 to use
     assert startup_failure("FAILED test_x.py::test_a - assert 1 == 2\n1 failed, 3 passed in 0.1s\n") is None
     assert startup_failure("uvx: command not found\n...\nRan 4 tests in 0.01s\n\nFAILED (failures=1)\n") is None
     assert startup_failure("AssertionError: wrong total\n") is None

@@ -9,7 +9,10 @@ outside.
    /tmp (their root is read-only). Whatever the agent wrote into its own tests/ or reward files plays no part. A
    task judged by the verdict runner (bench/verdict.py) gets its tests/ without expected.json: the hidden values
    stay on the host.
-3. Run the test script under the verifier timeout (not capped by the tool-call limit) through `Environment.exec`,
+3. Image tasks: switch the sandbox to the verifier's network (bench/verifier_net.py: the package registries this host
+   is configured for and the mirror map, whatever [environment] allow_internet gave the agent; the mirror CA and
+   proxy settings inside) for the run of the test script only.
+   Run the test script under the verifier timeout (not capped by the tool-call limit) through `Environment.exec`,
    with bench/verifier_guard.py first on PYTHONPATH (the workspace cannot shadow the standard library or a test
    runner; no user site): image tasks `/tests/test.sh` (made executable, as Harbor does) in the working directory as
    [verifier] user, with [environment] env + [verifier] env; workspace tasks `bash $TESTS_DIR/test.sh` from
@@ -38,7 +41,7 @@ import stat
 import time
 from typing import Any, NamedTuple
 
-from composer2_jax.bench import verdict
+from composer2_jax.bench import verdict, verifier_net
 from composer2_jax.bench.task import Step, Task, resolve_env
 from composer2_jax.env.bwrap import IMAGE_ROOT
 from composer2_jax.env.transfer import pack_dir  # noqa: F401  (agents and verdict_record import it from here)
@@ -52,6 +55,7 @@ _OUTPUT_TAIL = 16 * 1024
 _STARTUP = re.compile(r"(?:^|\n)[^\n]*(?:(?:pytest|py\.test|uv|uvx|python3?|pip3?|node|npm|go|cargo|java|ruby|bash)"
                       r"(?:: command not found|: not found| not found)|No module named '?pytest|"
                       r"No matching distribution found for|Could not find a version that satisfies|"
+                      r"error: Failed to download|No interpreter found for Python|"
                       r"(?:bad interpreter|cannot execute|Exec format error))", re.IGNORECASE)
 # evidence that tests did run (pytest's summary, unittest's footer, a test count)
 _RAN = re.compile(r"(?:\d+ (?:passed|failed|errors?|xfailed|skipped)\b|^Ran \d+ tests?|collected \d+ items?|"
@@ -227,8 +231,10 @@ def install_tests(env, sid: str, task: Task, where: Layout, step: Step | None = 
     return None
 
 
-def _run_tests(env, sid: str, task: Task, step: Step | None, timeout: float, where: Layout) -> dict:
-    """Run the test script (output to the logs dir) with the guard first on PYTHONPATH; the exec result."""
+def _run_tests(env, sid: str, task: Task, step: Step | None, timeout: float, where: Layout,
+               net_env: dict[str, str] | None = None) -> dict:
+    """Run the test script (output to the logs dir) with the guard first on PYTHONPATH (and, for image tasks, the
+    verifier network's client settings under the task's env); the exec result."""
     out = f"{where.logs}/verifier/{where.output}"
     if not task.is_image:
         return env.exec(sid, f"cd {WORKSPACE} && {verdict.verifier_env(where.tests, where.logs)} "
@@ -241,7 +247,7 @@ def _run_tests(env, sid: str, task: Task, step: Step | None, timeout: float, whe
     guard = {"PYTHONPATH": ":".join(p for p in (where.site, extra.get("PYTHONPATH", "")) if p),
              "PYTHONNOUSERSITE": "1"}
     return env.exec(sid, f"{shlex.quote(where.tests + '/test.sh')} > {out} 2>&1", timeout_s=timeout, user=user,
-                    env={**extra, **guard})
+                    env={**(net_env or {}), **extra, **guard})
 
 
 def read_file(env, sid: str, path: str, limit: int = 1 << 16, tail: bool = False, image: bool = False) -> bytes | None:
@@ -302,7 +308,23 @@ def grade(env, source: str, task: Task, step: Step | None = None, pass_threshold
         if error is not None:
             return Grade(0.0, False, None, False, "", time.monotonic() - start, error)
         timeout = verifier_timeout(task, step)
-        r = _run_tests(env, sid, task, step, timeout, where)
+        net = None
+        if task.is_image and hasattr(env, "set_phase"):
+            try:
+                net = verifier_net.enter(env, sid, phase=verifier_net.VERIFIER + (
+                    f":{step.config.name}" if step is not None else ""))
+            except Exception as e:  # noqa: BLE001 - a verifier without its network is a grading error
+                return Grade(0.0, False, None, False, "", time.monotonic() - start,
+                             f"could not set up the verifier's network: {type(e).__name__}: {e}")
+        try:
+            r = _run_tests(env, sid, task, step, timeout, where, net.env if net is not None else None)
+        finally:
+            if net is not None:
+                try:
+                    verifier_net.leave(env, sid, net)
+                except Exception:  # a sandbox that died under its verifier keeps its grade
+                    if env.info(sid).get("alive", True):
+                        raise
         names = (verdict.vr.ANSWERS,) if expected is not None else ("reward.txt", "reward.json")
         got, source_kind, read_error = read_verifier_files(env, sid, where.logs, names + (where.output,),
                                                            task.is_image)

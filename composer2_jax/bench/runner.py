@@ -30,6 +30,7 @@ from composer2_jax.bench.grade import Grade, grade, scalar_reward
 from composer2_jax.bench.task import Step, Suite, Task, TaskError, resolve_env
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env.config import Resources
+from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.harness import (
     EpisodeResult,
     HarnessConfig,
@@ -78,6 +79,8 @@ class Trial:
     steps: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # per-step results of a multi-step task
     limits: dict[str, str] = dataclasses.field(default_factory=dict)  # how cpus/memory/storage were enforced
     image: dict[str, Any] = dataclasses.field(default_factory=dict)  # image key, base mappings, whether cached
+    # phase -> its egress events: "agent", "verifier" (multi-step tasks: "agent:<step>", "verifier:<step>")
+    egress: dict[str, list[dict]] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -155,6 +158,16 @@ def _fill_from_episode(trial: Trial, result: EpisodeResult) -> None:
     trial.summaries += result.summaries
     trial.agent_wall_s += result.wall_s
     trial.notes = "; ".join(x for x in (trial.notes, result.malformed_report()) if x)
+
+
+def agent_policy(task: Task, run_policy: EgressPolicy | None = None) -> EgressPolicy:
+    """What the agent's phase may reach: allow_internet = false / no-network: nothing; allowlist: allowed_hosts;
+    public: [environment.egress] if the task gives one, else the run's allow list (`run_policy`; None: any host)."""
+    cfg = task.config
+    mode = cfg.network_mode or ("public" if cfg.allow_internet else "no-network")
+    if run_policy is not None and mode == "public" and not cfg.egress.allow_hosts:
+        return run_policy
+    return cfg.network_policy
 
 
 def resources_of(task: Task) -> Resources:
@@ -245,6 +258,8 @@ def _run_step(env, sid: str, task: Task, step: Step, factory, tokenizer, config,
     row = {"name": step.config.name, "reward": None, "rewards": {}, "passed": False, "grade_error": None,
            "error": None, "stop_reason": "", "contributes": step.config.contributes_to_reward}
     try:
+        if task.steps and hasattr(env, "set_phase"):
+            env.set_phase(sid, f"agent:{step.config.name}")  # the step's setup and agent
         prepare_step(env, sid, task, step)
         view = step_view(task, step)
         policy = factory(view)
@@ -276,7 +291,8 @@ def _run_step(env, sid: str, task: Task, step: Step, factory, tokenizer, config,
 
 def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: Callable[[Task], Policy],
               tokenizer: tk.Tokenizer, config: HarnessConfig, log_dir: Path | None = None,
-              on_episode: Callable[[Task, EpisodeResult], None] | None = None) -> Trial:
+              on_episode: Callable[[Task, EpisodeResult], None] | None = None,
+              run_policy: EgressPolicy | None = None) -> Trial:
     """Fork the task's snapshot, run its steps (agent, then grading in the same sandbox); never raises."""
     trial = Trial(task.name, task.category, task.difficulty, sample)
     start, sid = time.monotonic(), None
@@ -285,7 +301,10 @@ def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: C
         image = snapshots.images.get(task.name)
         if image is not None:
             trial.image = {"key": image.key, "mappings": list(image.mappings), "cached": image.cached}
-        sid = env.fork(snap, policy=task.config.network_policy, resources=resources_of(task) if task.is_image else None)
+        sid = env.fork(snap, policy=agent_policy(task, run_policy),
+                       resources=resources_of(task) if task.is_image else None)
+        if hasattr(env, "set_phase"):
+            env.set_phase(sid, "agent")  # allow_internet's policy; the verifier's phase is bench/verifier_net.py's
         if task.is_image:
             trial.limits = env.enforcement(sid)
             env.exec(sid, "mkdir -p /logs/agent /logs/verifier /logs/artifacts && chmod 777 /logs/agent "
@@ -312,6 +331,11 @@ def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: C
             try:
                 env.close(sid)
             except KeyError:
+                pass
+            try:
+                for event in env.egress_log(sid):
+                    trial.egress.setdefault(event.get("phase") or "agent", []).append(event)
+            except (KeyError, AttributeError):
                 pass
     trial.wall_s = time.monotonic() - start
     if trial.notes:
@@ -340,8 +364,10 @@ def _finish(trial: Trial, task: Task) -> None:
 def run_suite(env, suite: Suite, factory: Callable[[Task], Policy], *, samples: int = 1, workers: int = 4,
               tokenizer: tk.Tokenizer | None = None, config: HarnessConfig = HarnessConfig(),
               log_dir: str | Path | None = None, snapshots: SnapshotCache | None = None,
-              on_episode: Callable[[Task, EpisodeResult], None] | None = None) -> list[Trial]:
-    """Every (task, sample) trial of a suite, run on `workers` threads; results in (task, sample) order."""
+              on_episode: Callable[[Task, EpisodeResult], None] | None = None,
+              agent_policy: EgressPolicy | None = None) -> list[Trial]:
+    """Every (task, sample) trial of a suite, run on `workers` threads; results in (task, sample) order.
+    `agent_policy`: the run's allow list for agents of tasks with public internet and no [environment.egress]."""
     if samples < 1 or workers < 1:
         raise ValueError(f"samples={samples}, workers={workers}; expected both >= 1")
     tokenizer = tokenizer or tk.ByteTokenizer()
@@ -351,8 +377,8 @@ def run_suite(env, suite: Suite, factory: Callable[[Task], Policy], *, samples: 
         logs.mkdir(parents=True, exist_ok=True)
     jobs = [(task, s) for task in suite.tasks for s in range(samples)]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bench") as pool:
-        futures = [pool.submit(run_trial, env, snapshots, task, s, factory, tokenizer, config, logs, on_episode)
-                   for task, s in jobs]
+        futures = [pool.submit(run_trial, env, snapshots, task, s, factory, tokenizer, config, logs, on_episode,
+                               agent_policy) for task, s in jobs]
         return [f.result() for f in futures]
 
 

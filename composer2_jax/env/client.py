@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from composer2_jax.env.changes import WorkspaceChanges
 from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.observation import Observation
-from composer2_jax.env.transfer import pack_dir
+from composer2_jax.env.transfer import pack_parts
 
 _ERRORS = {"KeyError": KeyError, "TypeError": TypeError, "ValueError": ValueError,
            "FileNotFoundError": FileNotFoundError, "NotADirectoryError": NotADirectoryError,
@@ -84,9 +84,10 @@ class EnvironmentClient:
         """See Environment.exec."""
         return self._rpc("exec", sid=sid, command=command, timeout_s=timeout_s, user=user, cwd=cwd, env=env)
 
-    def put_dir(self, sid: str, src: str, dest: str, user: str | None = None) -> None:
+    def put_dir(self, sid: str, src: str, dest: str, user: str | None = None, exclude: tuple[str, ...] = ()) -> None:
         """See Environment.put_dir (src is on this host; it travels packed)."""
-        self._rpc("put_archive", sid=sid, data=pack_dir(src), dest=dest, user=user)
+        for part in pack_parts(src, exclude):
+            self._rpc("put_archive", sid=sid, data=part, dest=dest, user=user)
 
     def new_episode(self, sid: str) -> dict:
         """See Environment.new_episode."""

@@ -4,7 +4,13 @@ Inside a sandbox, HTTP_PROXY/HTTPS_PROXY point at 127.0.0.1:PORT, which the agen
 through the bind-mounted Unix socket (see agent/relay.py). A plain-HTTP request must use an absolute
 http:// URL and is forwarded to the (policy-checked, DNS-pinned) upstream with Connection: close;
 CONNECT opens a TCP tunnel for TLS, which is not intercepted. Anything else, or anything the policy
-refuses, gets a 4xx answer. Each request is one `EgressEvent` in the sandbox's `EgressLog`.
+refuses, gets a 4xx answer. Each request is one `EgressEvent` in the sandbox's `EgressLog`, stamped with the
+sandbox's current phase ("agent", "verifier").
+
+A phase may turn the mirror map on (env/mirrors.py; the verifier phase does): a URL it matches is answered from its
+artifact whatever the policy says, and a CONNECT to a host with mirrored https URLs is terminated here with a
+certificate of the per-run CA (env/tls.py) so the request inside can be answered (or refused with 404: only mirrored
+URLs are served on such a host). Every other CONNECT stays a byte tunnel: TLS to the registries is never intercepted.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from urllib.parse import urlsplit
 import h11
 
 from composer2_jax.env.egress_policy import EgressEvent, EgressLog, EgressPolicy
+from composer2_jax.env.mirrors import Artifact, MirrorError, MirrorMap
 
 HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization", b"proxy-authenticate",
               b"te", b"trailer", b"upgrade"}
@@ -31,15 +38,37 @@ class _Route:
     def __init__(self, listener: socket.socket, path: str, policy: EgressPolicy):
         self.listener, self.path, self.policy, self.log = listener, path, policy, EgressLog()
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.mirrors: MirrorMap | None = None  # the mirror map while the current phase turns it on
 
 
 class EgressProxy:
     """Serves every sandbox's egress socket; an accept thread per socket, a thread per connection."""
 
-    def __init__(self, connect_timeout_s: float = 10.0, idle_timeout_s: float = 120.0):
+    def __init__(self, connect_timeout_s: float = 10.0, idle_timeout_s: float = 120.0,
+                 mirrors: MirrorMap | None = None):
         self.connect_timeout_s, self.idle_timeout_s = connect_timeout_s, idle_timeout_s
+        self.mirrors = mirrors  # None: MirrorMap.configured() when a phase first turns mirrors on
         self._routes: dict[str, _Route] = {}
         self._lock = threading.Lock()
+        self._ca = None
+
+    def ca(self):
+        """The per-run CA that signs the mirror's certificates (env/tls.py), made on first use."""
+        with self._lock:
+            if self._ca is None:
+                from composer2_jax.env.tls import PerRunCA
+
+                self._ca = PerRunCA()
+            return self._ca
+
+    def set_phase(self, sid: str, phase: str, policy: EgressPolicy, mirrors: bool = False) -> None:
+        """Enter a phase: its label on later events, its policy, and whether the mirror map answers."""
+        route = self._route(sid)
+        if mirrors and self.mirrors is None:
+            with self._lock:
+                if self.mirrors is None:
+                    self.mirrors = MirrorMap.configured()
+        route.policy, route.mirrors, route.log.phase = policy, (self.mirrors if mirrors else None), phase
 
     def add(self, sid: str, path: str, policy: EgressPolicy, uid: int, gid: int) -> None:
         """Listen on a new Unix socket for sandbox sid (owned by the sandbox user, who must connect to it)."""
@@ -79,6 +108,8 @@ class EgressProxy:
         """Stop serving every sandbox."""
         for sid in list(self._routes):
             self.remove(sid)
+        if self._ca is not None:
+            self._ca.close()
 
     def _route(self, sid: str) -> _Route:
         """The route of sid, or a KeyError naming it."""
@@ -104,7 +135,8 @@ class EgressProxy:
         """Handle one proxied request on conn, then close it."""
         conn.settimeout(self.idle_timeout_s)
         try:
-            _Exchange(conn, route.policy, route.log, self.connect_timeout_s, self.idle_timeout_s).run()
+            _Exchange(conn, route.policy, route.log, self.connect_timeout_s, self.idle_timeout_s, route.mirrors,
+                      self.ca).run()
         except (OSError, h11.ProtocolError):
             pass
         finally:
@@ -115,8 +147,8 @@ class EgressProxy:
 class _Exchange:
     """One request from a sandbox: parse, decide, log, then forward or tunnel."""
 
-    def __init__(self, conn, policy, log, connect_timeout_s, idle_timeout_s):
-        self.conn, self.policy, self.log = conn, policy, log
+    def __init__(self, conn, policy, log, connect_timeout_s, idle_timeout_s, mirrors=None, ca=None):
+        self.conn, self.policy, self.log, self.mirrors, self.ca = conn, policy, log, mirrors, ca
         self.connect_timeout_s, self.idle_timeout_s = connect_timeout_s, idle_timeout_s
         self.h = h11.Connection(h11.SERVER, max_incomplete_event_size=64 << 10)
 
@@ -136,6 +168,12 @@ class _Exchange:
             return self._reply(400, "proxy requests must be CONNECT host:port or an absolute http:// URL, "
                                     f"got {target!r}")
         host, port, path = where
+        if self.mirrors is not None:
+            if method == "CONNECT" and self.mirrors.intercepts(host, port):
+                return self._intercept(host, port, target)
+            hit = self.mirrors.match(target) if method != "CONNECT" else None
+            if hit is not None:
+                return _serve_mirror(self.conn, self.h, self.log, self.mirrors, method, host, port, target, hit)
         allowed, reason = self.policy.decide(method, host, port)
         address = None
         if allowed:
@@ -159,11 +197,44 @@ class _Exchange:
 
     def _reply(self, status: int, text: str) -> None:
         """Send a short plain-text response."""
-        body = (text + "\n").encode()
-        headers = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),
-                   ("Connection", "close")]
-        self.conn.sendall(self.h.send(h11.Response(status_code=status, headers=headers)) + self.h.send(h11.Data(body))
-                          + self.h.send(h11.EndOfMessage()))
+        _reply(self.conn, self.h, status, text)
+
+    def _intercept(self, host: str, port: int, target: str) -> None:
+        """CONNECT to a mirrored https host: answer 200, terminate TLS with the per-run CA's certificate for host,
+        then answer the one request inside from the mirror map (404 when it is not a mirrored URL)."""
+        event = self.log.add("CONNECT", host, port, target, True, "intercepted: the mirror map serves this host")
+        try:
+            ctx = self.ca().server_context(host)
+        except Exception as e:  # noqa: BLE001 - no CA (cryptography missing): refuse, and say why
+            event.allowed, event.status = False, 502
+            event.reason = f"cannot intercept for the mirror: {type(e).__name__}: {e}"
+            return self._reply(502, event.reason)
+        self.conn.sendall(self.h.send(h11.Response(status_code=200, reason=b"Connection established", headers=[])))
+        event.status = 200
+        if self.h.trailing_data[0]:
+            event.reason += " (client sent data before the tunnel was established; closed)"
+            return
+        with ctx.wrap_socket(self.conn, server_side=True) as tls:
+            h = h11.Connection(h11.SERVER, max_incomplete_event_size=64 << 10)
+            try:
+                req = _next_event(tls, h)
+            except h11.RemoteProtocolError:
+                return
+            if not isinstance(req, h11.Request):
+                return
+            method = req.method.decode()
+            url = f"https://{host}{'' if port == 443 else f':{port}'}{req.target.decode('latin-1')}"
+            hit = self.mirrors.match(url)
+            if hit is None:
+                ev = self.log.add(method, host, port, url, False, "not in the mirror map (this host is intercepted "
+                                  "for its mirrored URLs only)")
+                ev.status = 404
+                return _reply(tls, h, 404, f"{url} is not mirrored here")
+            _serve_mirror(tls, h, self.log, self.mirrors, method, host, port, url, hit)
+            try:
+                tls.unwrap()
+            except (OSError, ValueError):
+                pass
 
     def _tunnel(self, upstream: socket.socket, event: EgressEvent) -> None:
         """Answer 200 to CONNECT, then copy bytes both ways until both sides finish."""
@@ -208,6 +279,44 @@ class _Exchange:
                 return
             elif not isinstance(ev, h11.InformationalResponse):
                 return
+
+
+def _reply(sock, h: h11.Connection, status: int, text: str) -> None:
+    """Send a short plain-text response on sock."""
+    body = (text + "\n").encode()
+    headers = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),
+               ("Connection", "close")]
+    sock.sendall(h.send(h11.Response(status_code=status, headers=headers)) + h.send(h11.Data(body))
+                 + h.send(h11.EndOfMessage()))
+
+
+def _serve_mirror(sock, h: h11.Connection, log: EgressLog, mirrors: MirrorMap, method: str, host: str, port: int,
+                  url: str, hit) -> None:
+    """Answer a mirrored URL from its artifact (GET or HEAD); the event names the rule and where the bytes came from."""
+    rule, fields = hit
+    event = log.add(method, host, port, url, True, f"mirror {rule.url}")
+    if method not in ("GET", "HEAD"):
+        event.allowed, event.status, event.reason = False, 405, f"mirror {rule.url} answers GET and HEAD only"
+        return _reply(sock, h, 405, event.reason)
+    try:
+        art: Artifact = mirrors.artifact(rule, fields)
+    except MirrorError as e:
+        event.status, event.reason = 502, f"mirror {rule.url}: {e}"
+        return _reply(sock, h, 502, event.reason)
+    event.reason = f"mirrored from {art.source}"
+    headers = [("Content-Type", art.content_type), ("Content-Length", str(art.size())), ("Connection", "close")]
+    sock.sendall(h.send(h11.Response(status_code=200, headers=headers)))
+    event.status = 200
+    if method == "GET":
+        if art.data is not None:
+            sock.sendall(h.send(h11.Data(data=art.data)))
+            event.bytes_down += len(art.data)
+        else:
+            with open(art.path, "rb") as f:
+                while chunk := f.read(CHUNK):
+                    sock.sendall(h.send(h11.Data(data=chunk)))
+                    event.bytes_down += len(chunk)
+    sock.sendall(h.send(h11.EndOfMessage()))
 
 
 def _parse_target(method: str, target: str) -> tuple[str, int, str] | None:

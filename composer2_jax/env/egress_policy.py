@@ -98,6 +98,7 @@ class EgressEvent:
     status: int | None = None
     bytes_up: int = 0
     bytes_down: int = 0
+    phase: str = ""  # the sandbox's phase when the request came ("agent", "verifier"; "" before any was set)
 
     def summary(self) -> str:
         """One line for the model's context."""
@@ -116,13 +117,20 @@ class EgressLog:
     def __init__(self):
         self._events: list[EgressEvent] = []
         self._lock = threading.Lock()
+        self.phase = ""  # stamped on every event added (EgressProxy.set_phase sets it)
 
     def add(self, method: str, host: str, port: int, target: str, allowed: bool, reason: str) -> EgressEvent:
         """Record a request decision and return the event (the proxy updates its counters)."""
         with self._lock:
-            event = EgressEvent(len(self._events), time.time(), method, host, port, target, allowed, reason)
+            event = EgressEvent(len(self._events), time.time(), method, host, port, target, allowed, reason,
+                                phase=self.phase)
             self._events.append(event)
         return event
+
+    def __len__(self) -> int:
+        """Events logged so far."""
+        with self._lock:
+            return len(self._events)
 
     def events(self, since: int = 0) -> list[dict]:
         """Events with seq >= since, as dicts."""

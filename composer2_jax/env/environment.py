@@ -37,6 +37,7 @@ from composer2_jax.env.changes import WorkspaceChanges, layer_changes
 from composer2_jax.env.config import Resources, SandboxConfig, SandboxLimits
 from composer2_jax.env.egress_policy import EgressLog, EgressPolicy
 from composer2_jax.env.layers import EMPTY, Chain
+from composer2_jax.env.mirrors import MirrorMap
 from composer2_jax.env.observation import Observation
 from composer2_jax.env.pool import SandboxPool
 from composer2_jax.env.profile import ImageProfile, profile_of
@@ -44,7 +45,7 @@ from composer2_jax.env.runtime import Runtime
 from composer2_jax.env.sandbox import Sandbox, SandboxError
 from composer2_jax.env.tool_schemas import tool_specs
 from composer2_jax.env.tools import Episode, ToolContext, call_tool
-from composer2_jax.env.transfer import pack_dir
+from composer2_jax.env.transfer import pack_parts
 
 
 @dataclasses.dataclass
@@ -88,7 +89,7 @@ class Environment:
 
     def __init__(self, base_dir: str | None = None, limits: SandboxLimits | None = None,
                  policy: EgressPolicy | None = None, config: SandboxConfig | None = None,
-                 pool_size: int | None = None):
+                 pool_size: int | None = None, mirrors: MirrorMap | None = None):
         config = config or SandboxConfig()
         if base_dir is not None:
             config = dataclasses.replace(config, base_dir=os.fspath(base_dir))
@@ -96,6 +97,8 @@ class Environment:
             config = dataclasses.replace(config, pool_size=pool_size)
         self.limits, self.policy = limits or SandboxLimits(), policy or EgressPolicy()
         self.rt = Runtime(config, self.limits)
+        if mirrors is not None:  # else $COMPOSER2_MIRRORS or the defaults, on first use (env/mirrors.py)
+            self.rt.proxy.mirrors = mirrors
         self._env = command_env(config)
         self._records: dict[str, _Record] = {}
         self._closed: dict[str, _Record] = {}
@@ -263,11 +266,14 @@ class Environment:
     def put_dir(self, sid: str, src: str | os.PathLike, dest: str, user: str | None = None,
                 exclude: tuple[str, ...] = ()) -> None:
         """Copy a host directory (less `exclude`, paths relative to it) into a sandbox at the absolute path dest
-        (owned by user; default root in images)."""
-        self.put_archive(sid, pack_dir(src, exclude), dest, user)
+        (owned by user; default root in images). Uncompressed tars (transfer.pack_parts), so nothing of the image is
+        needed to unpack them; a file that cannot be copied is named in the error."""
+        for part in pack_parts(src, exclude):
+            self.put_archive(sid, part, dest, user)
 
     def put_archive(self, sid: str, data: str, dest: str, user: str | None = None) -> None:
-        """Unpack a base64 tar.gz (transfer.pack_dir) into a sandbox at the absolute path dest."""
+        """Unpack a base64 tar (plain or gzipped: transfer.pack_parts, pack_dir) into a sandbox at the absolute path
+        dest; SandboxError naming the member that could not be written."""
         record = self._record(sid)
         with record.sandbox.lock:
             reply = record.sandbox.request("put_archive", wait_s=120, dest=dest, data=data,
@@ -310,6 +316,20 @@ class Environment:
     def tools() -> list[dict]:
         """The OpenAI-style function specs of the tools."""
         return tool_specs()
+
+    def set_phase(self, sid: str, phase: str, policy: EgressPolicy | None = None, mirrors: bool = False) -> None:
+        """Enter a phase of the sandbox's life ("agent", "verifier"): later egress events carry its label, requests are
+        decided by `policy` (None: the sandbox's own policy, the one it was forked with) and, with mirrors=True, URLs
+        of the mirror map are answered from it (env/mirrors.py). Events logged before the switch are marked as shown,
+        so one phase's requests never appear in a later phase's tool observations."""
+        record = self._record(sid)
+        with record.sandbox.lock:
+            self.rt.proxy.set_phase(sid, phase, policy or record.sandbox.policy, mirrors)
+            record.egress_seen = len(record.log)
+
+    def mirror_ca_pem(self) -> str:
+        """The certificate of the per-run CA that signs the mirror's https answers (env/tls.py; made on first use)."""
+        return self.rt.proxy.ca().pem
 
     def egress_log(self, sid: str, since: int = 0) -> list[dict]:
         """The sandbox's egress events (allowed and denied) with seq >= since."""

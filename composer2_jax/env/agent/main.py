@@ -158,25 +158,45 @@ class Agent:
 
     def _put_archive(self, req):
         """Unpack a base64 tar from the host at dest (any absolute path: the host is trusted; image sandboxes: inside
-        the image), owned by the given user."""
+        the image), owned by the given user. Everything is decoded and imported before the chroot (a gzipped payload is
+        decompressed here), so the image's own Python, gzip or zlib play no part; a member that cannot be written is
+        named in the error."""
         import base64  # deferred: the agent's start time counts in every sandbox start
+        import copy
         import io
         import tarfile
 
         data = base64.b64decode(req["data"])
+        if data[:2] == b"\x1f\x8b":
+            import gzip
+
+            data = gzip.decompress(data)
+        tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")
+        members = tf.getmembers()
+        trusted = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
         with self.in_image() as _:
             user = self._user(req.get("user")) if self.image_root else None
             if not req["dest"].startswith("/"):
                 raise fileops.ToolError("invalid_arguments", f"dest {req['dest']!r}; expected an absolute path")
             dest = os.path.normpath(req["dest"])
             os.makedirs(dest, exist_ok=True)
-            with tarfile.open(fileobj=io.BytesIO(data)) as tf:
-                names = tf.getnames()
-                tf.extractall(dest, numeric_owner=True)
+            dirs = []
+            for member in members:
+                try:
+                    if member.isdir():  # written 0700 first, its own mode set last (a read-only dir keeps its files)
+                        dirs.append(member)
+                        member = copy.copy(member)
+                        member.mode = 0o700
+                    tf.extract(member, dest, numeric_owner=True, **trusted)
+                except (OSError, tarfile.TarError, ValueError) as e:
+                    raise fileops.ToolError("put_archive_failed", f"cannot write {member.name} under {dest}: "
+                                            f"{type(e).__name__}: {e}") from None
+            for member in sorted(dirs, key=lambda m: m.name, reverse=True):
+                os.chmod(os.path.join(dest, member.name), member.mode)
             if user is not None:
-                for name in [""] + names:
+                for name in [""] + [m.name for m in members]:
                     os.lchown(os.path.join(dest, name), user.uid, user.gid)
-        return {"ok": True, "dest": dest, "entries": len(names)}
+        return {"ok": True, "dest": dest, "entries": len(members)}
 
     def _start_job(self, req):
         """Check cwd and the sandbox CPU budget, then fork the command."""
