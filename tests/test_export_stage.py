@@ -114,12 +114,14 @@ def hf_stage(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def long_stage(tmp_path_factory):
-    """A real cpt_long toy stage (fresh init, 2 steps): its own YaRN (128 → 512), MTP depth 2, byte tokenizer."""
+    """A real cpt_long toy stage (fresh init, 2 steps) asked to reach 2,048 tokens: YaRN extended from the toy's
+    4 × 256 to 8 × 256 (train/init_from.extend_context), MTP depth 2, byte tokenizer."""
     workdir = tmp_path_factory.mktemp("long_stage") / "cpt_long"
     c = _small(cpt_long.get_config("toy"), workdir)
+    c.context_length = 2048
     result = train(c)
     assert result.final_step == 2 and result.model.num_mtp_layers == 2
-    assert result.model.rope_scaling.original_max_position_embeddings == 128
+    assert result.model.rope_scaling.original_max_position_embeddings == 256 and result.model.rope_scaling.factor == 8
     return str(workdir), result.model
 
 
@@ -160,7 +162,7 @@ def test_cpt_long_stage_exports_its_yarn_and_mtp_depth(long_stage, tmp_path):
     config = _config(out)
     recorded = Checkpointer(ckpts, async_save=False).saved_config(2)["model"]
     assert config["rope_scaling"] == dict(recorded["rope_scaling"], type="yarn")
-    assert config["rope_scaling"]["original_max_position_embeddings"] == 128 and config["rope_scaling"]["factor"] == 4
+    assert config["rope_scaling"]["original_max_position_embeddings"] == 256 and config["rope_scaling"]["factor"] == 8
     assert config["num_nextn_predict_layers"] == cfg.num_mtp_layers == 2
     names = set(SafetensorsDir(out).names())
     n = cfg.num_layers
@@ -172,11 +174,11 @@ def test_cpt_long_stage_exports_its_yarn_and_mtp_depth(long_stage, tmp_path):
     assert not any(k.startswith(f"model.layers.{n + 2}.") for k in names)
     st = SafetensorsDir(out)
     np.testing.assert_array_equal(st.get(f"model.layers.{n}.embed_tokens.weight"), st.get("model.embed_tokens.weight"))
-    tokens = np.random.default_rng(8).integers(0, 267, (2, 160))  # byte-tokenizer ids, beyond 128
+    tokens = np.random.default_rng(8).integers(0, 267, (2, 288))  # byte-tokenizer ids, beyond YaRN's original 256
     ours = _project_logits(ckpts, cfg, tokens)
     theirs = _hf_logits(out, tokens)
     diff = float(np.max(np.abs(ours - theirs)))
-    print(f"\n[export stage] toy cpt_long (MTP 2) T=160: max |delta logit| = {diff:.3e} (|logit| max "
+    print(f"\n[export stage] toy cpt_long (MTP 2) T=288: max |delta logit| = {diff:.3e} (|logit| max "
           f"{np.abs(ours).max():.3f}); export {secs:.2f} s")
     assert diff <= HF_LOGITS_ATOL
     # The step directory form exports the same bytes.
@@ -204,7 +206,7 @@ def test_sft_stage_exports_the_yarn_it_inherited_from_cpt_long(long_stage, tmp_p
     out = export_hf(str(tmp_path / "sft"), str(tmp_path / "hf"))
     config = _config(out)
     assert config["rope_scaling"] == dict(dataclasses.asdict(long_stage[1].rope_scaling), type="yarn")
-    assert config["rope_scaling"]["original_max_position_embeddings"] == 128
+    assert config["rope_scaling"]["original_max_position_embeddings"] == 256
     assert config["num_nextn_predict_layers"] == 2
     tokens = np.random.default_rng(9).integers(0, 267, (1, 144))
     diff = float(np.max(np.abs(_project_logits(str(tmp_path / "sft" / "checkpoints"), result.model, tokens)
