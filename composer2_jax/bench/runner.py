@@ -72,6 +72,9 @@ class Trial:
     grade_wall_s: float = 0.0
     wall_s: float = 0.0
     grade_error: str | None = None  # why the verifier produced no trustworthy reward (not a model failure)
+    # image tasks: the verifier ran tools or an ENTRYPOINT the agent changed (steps' agent_files list them), or it is
+    # unknown whether it did; such a verdict depends on agent-writable files (docs/benchmark.md)
+    verdict_trusts_agent_files: bool = False
     error: str | None = None  # why the trial itself failed (build, harness or sandbox crash, no solve.sh, ...)
     notes: str = ""  # e.g. the malformed-call report
     log: str | None = None  # transcript file
@@ -264,7 +267,10 @@ def _run_step(env, sid: str, task: Task, step: Step, factory, tokenizer, config,
             env.set_user(sid, None)
         g: Grade = grade(env, sid, task, step if task.steps else None)
         trial.grade_wall_s += g.wall_s
-        row.update(reward=None if g.error else g.reward, rewards=g.rewards, passed=g.passed, grade_error=g.error)
+        row.update(reward=None if g.error else g.reward, rewards=g.rewards, passed=g.passed, grade_error=g.error,
+                   agent_files=g.agent_files, agent_files_total=g.agent_files_total)
+        if g.agent_files_total != 0:  # the verdict depends on files the agent could have replaced (or unknown)
+            trial.verdict_trusts_agent_files = True
         if log_dir is not None:
             (log_dir / f"{task.name}.{trial.sample}{suffix}.verifier.txt").write_text(g.output)
     except Exception as e:  # noqa: BLE001 - a broken step ends the trial, never the run
