@@ -1,5 +1,5 @@
-"""Grading as Harbor does it: after the agent's turn, in the same sandbox state the agent left, rewards read from
-outside.
+"""Grading as Harbor does it: after the agent's turn, on the files the agent left (none of its processes), rewards
+read from outside.
 
 1. The verifier runs with nothing of the agent alive, on exactly the files the agent left: a live sandbox is forked
    (`Environment.fork` sweeps it first: its pid 1 SIGKILLs every other process of its pid namespace; then its files

@@ -7,7 +7,8 @@ A trial, as Harbor runs one (harbor.trial.trial / harbor.trial.multi_step):
 2. image tasks: /logs/{agent,verifier,artifacts} are made; the [environment] healthcheck must pass;
 3. per step (a single-step task is one step): copy steps/<name>/workdir/ into the working directory and run its
    setup.sh; run the agent (the step's instruction, the step's or task's agent timeout, not capped; as the
-   [agent] user); grade in the same sandbox (bench/grade.py); stop when the step errs or misses its min_reward;
+   [agent] user); grade a fresh fork of it, its processes killed (bench/grade.py); stop when the step errs or
+   misses its min_reward;
 4. the trial's rewards: the one step's, or the steps' per-key mean ("mean", missing keys 0) or the last step's
    ("final"); passed = scalar ≥ 1.
 Anything that fails (a build, a missing solve.sh for the oracle, a crashed harness) is the trial's `error` and
@@ -283,7 +284,7 @@ def _run_step(env, sid: str, task: Task, step: Step, factory, tokenizer, config,
 def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: Callable[[Task], Policy],
               tokenizer: tk.Tokenizer, config: HarnessConfig, log_dir: Path | None = None,
               on_episode: Callable[[Task, EpisodeResult], None] | None = None) -> Trial:
-    """Fork the task's snapshot, run its steps (agent, then grading in the same sandbox); never raises."""
+    """Fork the task's snapshot, run its steps (agent, then grading in a fork of its sandbox); never raises."""
     trial = Trial(task.name, task.category, task.difficulty, sample)
     start, sid = time.monotonic(), None
     try:
