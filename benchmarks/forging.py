@@ -55,6 +55,20 @@ def solved_source(env, task: Task) -> str:
     return sid
 
 
+def agent_turn(env, snapshot: str, policy: str) -> str:
+    """The source to grade: the snapshot itself, or for an agent-phase policy a sandbox forked from it in which the
+    agent ran the policy's command (its background process still running when grading starts)."""
+    command = forging.agent_command(policy)
+    if command is None:
+        return snapshot
+    sid = env.fork(snapshot)
+    obs = env.call(sid, "run_terminal_cmd", {"command": command, "timeout": 30})
+    if "started" not in obs.fields.get("stdout", ""):
+        env.close(sid)
+        raise RuntimeError(f"the agent-phase policy {policy} did not start: {obs.content[:300]}")
+    return sid
+
+
 def grade_bench(env, task: Task, policy: str, work: Path, hang_s: float = HANG_TIMEOUT_S) -> dict:
     """Grade the task's repository after `policy` (a forging policy, or a baseline) with the benchmark grader."""
     if policy == "oracle":
@@ -63,12 +77,12 @@ def grade_bench(env, task: Task, policy: str, work: Path, hang_s: float = HANG_T
         repo = task.repo_dir(work / "cache")
         if policy != "null":
             repo = forging.forged_copy(repo, policy, work / f"bench-{task.name}-{policy}")
-        source = env.import_repo(repo)
+        source = agent_turn(env, env.import_repo(repo), policy)
     graded = capped(task, hang_s) if policy == "hang" else task
     try:
         g = grade(env, source, graded)
     finally:
-        if policy == "oracle":
+        if policy == "oracle" or policy in forging.AGENT_PHASE:
             env.close(source)
     return {"reward": g.reward, "passed": g.passed, "error": g.error, "wall_s": round(g.wall_s, 2)}
 
@@ -82,7 +96,12 @@ def grade_rl(env, task: rl_tasks.CodingTask, policy: str, work: Path, hang_s: fl
         (repo / rel).write_text(text)
     if policy not in BASELINES:
         repo = forging.forged_copy(repo, policy, work / f"{task.task_id}-{policy}")
-    g = grade_task(env, env.import_repo(repo), task, timeout_s=hang_s if policy == "hang" else RL_TIMEOUT_S)
+    source = agent_turn(env, env.import_repo(repo), policy)
+    try:
+        g = grade_task(env, source, task, timeout_s=hang_s if policy == "hang" else RL_TIMEOUT_S)
+    finally:
+        if policy in forging.AGENT_PHASE:
+            env.close(source)
     return {"reward": g.reward, "passed": g.reward >= 1.0, "error": g.error, "wall_s": round(g.wall_s, 2),
             "tests": dataclasses.asdict(g.tests)}
 

@@ -1,4 +1,5 @@
-"""Harbor semantics of the benchmark: task.toml, reward files, image tasks graded in the agent's own sandbox,
+"""Harbor semantics of the benchmark: task.toml, reward files, image tasks graded on the agent's files with none of
+its processes alive,
 multi-step tasks, and errors that say what happened. Fixtures: tests/data/harbor (Harbor's published format).
 
 Image tasks share the images built by tests/test_env_images.py's fixtures (one base, cached across sessions).
@@ -188,7 +189,7 @@ def test_oracle_passes_and_null_fails_on_harbor_fixtures(bench_env, snapshots, t
     for name in oracle:
         assert oracle[name].passed and oracle[name].error is None and oracle[name].grade_error is None, oracle[name]
         assert not null[name].passed and null[name].reward == 0.0 and null[name].grade_error is None, null[name]
-    # the service the oracle started during its turn was still answering when the verifier ran in the same sandbox
+    # the verifier started the service the oracle wrote (the one the oracle left running was killed before grading)
     assert oracle["http-service"].reward == 1.0 and null["http-service"].rewards == {"reward": 0.0}
     assert oracle["multi-reward"].rewards == {"reward": 1.0, "exists": 1.0, "lines": 1.0}  # every numeric key kept
     assert null["multi-reward"].rewards == {"reward": 0.0, "exists": 0.0, "lines": 0.0}
@@ -255,7 +256,7 @@ def test_grading_errors_are_errors_not_zero_rewards(bench_env, snapshots, tmp_pa
 
 
 @needs_images
-def test_same_sandbox_grading_sees_what_a_fresh_fork_cannot(bench_env, snapshots, tmp_path):
+def test_the_verifier_sees_the_agents_files_and_none_of_its_processes(bench_env, snapshots, tmp_path):
     from composer2_jax.bench.grade import grade
 
     task = load_task(HARBOR / "http-service")
@@ -263,11 +264,52 @@ def test_same_sandbox_grading_sees_what_a_fresh_fork_cannot(bench_env, snapshots
     r = bench_env.exec(sid, "bash /dev/stdin <<'EOF'\n"
                        + (HARBOR / "http-service" / "solution" / "solve.sh").read_text() + "\nEOF", timeout_s=60)
     assert r["exit_code"] == 0
-    assert grade(bench_env, sid, task).passed  # the agent's service answers the verifier
-    kid = bench_env.fork(sid)  # a fork carries files, not processes
-    assert not grade(bench_env, kid, task).passed
-    for s in (sid, kid):
-        bench_env.close(s)
+    assert grade(bench_env, sid, task).passed  # test.sh starts the server the agent wrote
+    curl_only = tmp_path / "curl-only"  # a verifier that only asks the agent's own running service
+    shutil.copytree(HARBOR / "http-service", curl_only)
+    (curl_only / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nbody=$(curl -s --noproxy '*' --max-time 5 http://127.0.0.1:8080/health)\n"
+        "if [ \"$body\" = ok ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n")
+    bench_env.exec(sid, "nohup python3 /app/server.py > /dev/null 2>&1 & sleep 0.5", timeout_s=30)
+    assert bench_env.exec(sid, "curl -s --noproxy '*' http://127.0.0.1:8080/health", timeout_s=30)["stdout"] == "ok"
+    g = grade(bench_env, sid, load_task(curl_only))
+    assert not g.passed and g.error is None  # the agent's server was killed before the verifier ran
+    bench_env.close(sid)
+
+
+@needs_images
+@pytest.mark.parametrize("name", ["apt-pytest", "http-service"])
+def test_agent_processes_cannot_forge_a_third_party_verdict(bench_env, snapshots, name):
+    """Background, ptrace and mid-grading rewrite policies started in the agent's turn, against Harbor test.sh
+    scripts we do not control, three times each: never a pass (the null agent scores 0 on both)."""
+    from composer2_jax.bench import forging
+    from composer2_jax.bench.grade import grade
+
+    task = load_task(HARBOR / name)
+    for policy in forging.AGENT_PHASE:
+        for _ in range(3):
+            sid = bench_env.fork(snapshots.get(task))
+            obs = bench_env.call(sid, "run_terminal_cmd", {"command": forging.agent_command(policy), "timeout": 5})
+            assert "started" in obs.fields["stdout"], obs.content
+            ps = bench_env.exec(sid, "cat /proc/[0-9]*/cmdline | tr '\\0' ' '", timeout_s=30)["stdout"]
+            assert "/tmp/.zz_agent.py" in ps, ps  # the policy's process outlived its command
+            g = grade(bench_env, sid, task)
+            assert g.reward == 0.0 and not g.passed, (policy, g.output[-500:])
+            assert bench_env.exec(sid, "test -e /tmp/.zz_stolen_env && echo stolen", timeout_s=30)["stdout"] == ""
+            bench_env.close(sid)
+
+
+@needs_images
+def test_a_verdict_on_tools_the_agent_replaced_is_marked(bench_env, snapshots):
+    from composer2_jax.bench.grade import grade
+
+    task = load_task(HARBOR / "apt-pytest")
+    sid = bench_env.fork(snapshots.get(task))
+    assert grade(bench_env, sid, task).agent_files_total == 0  # an untouched image: nothing of the agent's trusted
+    bench_env.exec(sid, "cp /bin/true /usr/bin/cat && echo x > /etc/ld.so.preload.bak", timeout_s=30, user="")
+    g = grade(bench_env, sid, task)
+    assert "/usr/bin/cat" in g.agent_files and "/etc/ld.so.preload.bak" in g.agent_files and g.agent_files_total >= 2
+    bench_env.close(sid)
 
 
 def test_evaluate_cli_says_why_a_task_cannot_run(tmp_path, capsys):

@@ -246,3 +246,29 @@ def test_nested_namespaces_and_other_sandboxes_are_out_of_reach(env, attacker, b
     obs = sh(env, attacker, f"kill -9 {other}")  # the bystander's host pid means nothing in this pid namespace
     assert obs.fields["exit_code"] != 0 and "No such process" in obs.fields["stderr"]
     contained(env, attacker, bystander, canary)
+
+
+def _py(script: str) -> str:
+    """A shell command running a Python script given as text."""
+    return "python3 -c '%s'" % script.replace("'", "'\\''")
+
+
+def test_chroot_escape_and_nested_user_namespaces_are_refused(env, attacker, bystander, canary):
+    obs = sh(env, attacker, _py(envtest.CHROOT_ESCAPE))
+    got = json.loads(obs.fields["stdout"])
+    assert got["chroot"] == "Operation not permitted"  # no CAP_SYS_CHROOT for the sandbox user
+    assert got["unshare_user"] != "ok"  # --disable-userns: no nested user namespace to regain it in
+    assert sh(env, attacker, "unshare -U true").fields["exit_code"] != 0
+    contained(env, attacker, bystander, canary)
+
+
+def test_metadata_calls_leave_every_host_inode_mounted_in_unchanged(env, attacker, bystander, canary):
+    host = [os.path.join(env.rt.egress_dir, f"{attacker}.sock"), env.rt.agent_dir, "/usr", "/etc",
+            *[f"/dev/{n}" for n in ("null", "zero", "full", "random", "urandom", "tty")]]
+    before = {p: envtest.inode_facts(p) for p in host}
+    obs = sh(env, attacker, _py(envtest.METADATA_ATTACK))
+    done = json.loads(obs.fields["stdout"])
+    assert not [d for d in done if d.split()[1] in ("/run/egress.sock", "/dev/null", "/usr", "/etc")], done
+    assert {p: envtest.inode_facts(p) for p in host} == before  # mode, owner and mtime of each host inode
+    assert "403" in sh(env, attacker, "curl -sS -m 5 -o /dev/null -w '%{http_code}' http://example.com/").content
+    contained(env, attacker, bystander, canary)

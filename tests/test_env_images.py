@@ -6,6 +6,7 @@ USER and ENTRYPOINT. On a machine that never built them this takes a few minutes
 each build is a cache hit that runs no subprocess. Tests that must build from nothing are marked slow.
 """
 
+import json
 import os
 import shutil
 import stat
@@ -416,3 +417,65 @@ def test_apt_get_at_run_time_with_internet(env, apt_image):
                              "&& tree --version", timeout=300)
     assert code == 0 and out.startswith("tree v"), out
     env.close(sid)
+
+
+def _py(script: str) -> str:
+    """A shell command running a Python script given as text."""
+    return "python3 -c '%s'" % script.replace("'", "'\\''")
+
+
+@needs_images
+def test_root_cannot_chroot_out_of_the_image_or_nest_user_namespaces(env, apt_image):
+    sid = env.fork(env.import_image(apt_image))
+    r = env.exec(sid, _py(envtest.CHROOT_ESCAPE), user="")
+    got = json.loads(r["stdout"])
+    assert got["chroot"] == "Operation not permitted"  # CAP_SYS_CHROOT is dropped after the command's chroot
+    assert not got["agent_dir"] and "sandbox-agent" not in " ".join(got["root"])  # nothing of the agent's view
+    assert "app" in got["root"] and got["passwd"] == (Path(apt_image.layer_root) / _has(apt_image, "etc/passwd")
+                                                      ).read_text()  # the image's own /etc/passwd, not the host's
+    assert got["unshare_user"] != "ok"  # max_user_namespaces is 0 in the sandbox's user namespace
+    r = env.exec(sid, "unshare -U true; echo rc=$?; chroot / true; echo rc=$?; echo x > /dev/null && echo ok", user="")
+    assert r["stdout"].split() == ["rc=1", "rc=125", "ok"], r
+    env.close(sid)
+
+
+@needs_images
+def test_root_metadata_calls_leave_every_host_inode_mounted_in_unchanged(env, apt_image):
+    sid = env.fork(env.import_image(apt_image))
+    host = [os.path.join(env.rt.egress_dir, f"{sid}.sock"), env.rt.agent_dir, "/usr", "/etc",
+            *[f"/dev/{n}" for n in ("null", "zero", "full", "random", "urandom", "tty")],
+            *[os.path.join(apt_image.layer_root, layer) for layer in apt_image.layers]]
+    before = {p: envtest.inode_facts(p) for p in host}
+    r = env.exec(sid, _py(envtest.METADATA_ATTACK), user="")
+    done = json.loads(r["stdout"])
+    assert not [d for d in done if d.split()[1].startswith(("/dev/null", "/dev/zero", "/dev/tty", "/run"))], done
+    assert {p: envtest.inode_facts(p) for p in host} == before  # mode, owner and mtime of each host inode
+    env.close(sid)
+
+
+def _has(image, rel: str) -> str:
+    """layer/rel of the topmost layer of image holding rel."""
+    for layer in image.layers:
+        if os.path.lexists(Path(image.layer_root) / layer / rel):
+            return f"{layer}/{rel}"
+    raise FileNotFoundError(rel)
+
+
+@needs_images
+def test_a_built_base_carries_no_build_host_facts(apt_image):
+    host_hostname = Path("/etc/hostname").read_text().strip() if Path("/etc/hostname").exists() else os.uname()[1]
+    resolv = [x for x in Path("/etc/resolv.conf").read_text().splitlines() if x.strip() and not x.startswith("#")] \
+        if Path("/etc/resolv.conf").exists() else []
+    machine_id = Path("/etc/machine-id").read_text().strip() if Path("/etc/machine-id").exists() else None
+    seen = []
+    for layer in apt_image.layers:
+        root = Path(apt_image.layer_root) / layer
+        for rel in ("etc/resolv.conf", "etc/hostname", "etc/hosts", "etc/machine-id", "var/lib/dbus/machine-id"):
+            path = root / rel
+            if path.is_file() and not path.is_symlink():
+                text = path.read_text()
+                seen.append(rel)
+                assert not any(line in text for line in resolv), f"{layer}/{rel} holds the host's resolv.conf"
+                assert host_hostname not in text.split(), f"{layer}/{rel} names the build host {host_hostname!r}"
+                assert machine_id is None or machine_id not in text, f"{layer}/{rel} holds the host's machine id"
+    assert "etc/resolv.conf" in seen and "etc/hostname" in seen  # debootstrap's copies were found, and scrubbed

@@ -1,9 +1,16 @@
-"""Grading as Harbor does it: after the agent's turn, in the same sandbox state the agent left, rewards read from
-outside.
+"""Grading as Harbor does it: after the agent's turn, on the files the agent left (none of its processes), rewards
+read from outside.
 
-1. The verifier runs in the agent's own sandbox (processes included: a service the agent started is still
-   answering), after its turn ends: never in a state the agent cannot see. A snapshot id instead of a sandbox
-   grades a fresh sandbox forked from it.
+1. The verifier runs with nothing of the agent alive, on exactly the files the agent left: a live sandbox is forked
+   (`Environment.fork` sweeps it first: its pid 1 SIGKILLs every other process of its pid namespace; then its files
+   are frozen) and the verifier runs in the fork, a new bwrap tree in fresh pid, mount and user namespaces with its
+   own empty upper layer. No process of the agent phase can see the verifier's processes (environment, ptrace,
+   signals) or write its files (tests/, reward files): they live in another mount namespace and another upper
+   layer. A service the agent started is therefore not answering; an image's ENTRYPOINT is started afresh in the
+   fork, as at every container start. A snapshot id grades a fresh fork of it the same way. What the verifier runs
+   from the image itself (bash, python, curl, an ENTRYPOINT, /etc/ld.so.preload) the agent could have replaced:
+   `Grade.agent_files` lists the agent-written paths under those system folders (image tasks), so a verdict that
+   depends on them is marked.
 2. Install the hidden tests (the task's tests/, then a step's tests/ over them) as root, only now: image tasks at
    Harbor's /tests, with /logs/verifier emptied; workspace tasks at a fresh random $TESTS_DIR and $LOGS_DIR under
    /tmp (their root is read-only). Whatever the agent wrote into its own tests/ or reward files plays no part. A
@@ -75,10 +82,45 @@ class Grade:
     error: str | None = None  # why there is no trustworthy reward (a grading error, not a model failure)
     reward_source: str = "host"  # "host": read through /proc from outside; "sandbox": via cat (remote envs)
     rewards: dict[str, float] = dataclasses.field(default_factory=dict)  # every numeric key the verifier wrote
+    # image tasks: paths the agent wrote (or deleted) under the image's system folders (TRUSTED_DIRS) or at its
+    # ENTRYPOINT, at most AGENT_FILES_SHOWN of them: the verdict depends on agent-writable files when not empty
+    agent_files: list[str] = dataclasses.field(default_factory=list)
+    agent_files_total: int | None = 0  # how many such paths in all (None: unknown, a remote environment)
+    egress: list[dict] = dataclasses.field(default_factory=list)  # the verifier fork's egress events
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
         return dataclasses.asdict(self)
+
+
+TRUSTED_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")  # what a verifier runs and loads
+AGENT_FILES_SHOWN = 20
+
+
+def agent_files(env, sid: str) -> tuple[list[str], int | None]:
+    """(first AGENT_FILES_SHOWN paths, total) the agent changed under TRUSTED_DIRS or at the ENTRYPOINT of an image
+    sandbox: entries of its own snapshot layers (every layer of its chain that is not an image layer), whiteouts
+    included. (None total) when the layers cannot be read from here (a remote environment)."""
+    rt = getattr(env, "rt", None)
+    if rt is None or not is_local(env, sid):
+        return [], None
+    profile = env.profile(sid)
+    entry = profile.entrypoint[0].lstrip("/") if profile is not None and profile.entrypoint and \
+        profile.entrypoint[0].startswith("/") else None
+    found: set[str] = set()
+    for layer in env.info(sid)["chain"]:
+        if layer.startswith("I"):
+            continue
+        root = rt.layers.path(layer)
+        for top in TRUSTED_DIRS:
+            for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
+                rel = os.path.relpath(dirpath, root)
+                found.update("/" + os.path.join(rel, n) for n in filenames)
+                found.update("/" + os.path.join(rel, n) for n in dirnames if os.path.islink(os.path.join(dirpath, n)))
+        if entry is not None and os.path.lexists(os.path.join(root, entry)):
+            found.add("/" + entry)
+    ordered = sorted(found)
+    return ordered[:AGENT_FILES_SHOWN], len(ordered)
 
 
 def upload_commands(payload: str, blob: str, size: int = _CHUNK) -> list[str]:
@@ -294,60 +336,72 @@ def verifier_timeout(task: Task, step: Step | None) -> float:
 
 
 def grade(env, source: str, task: Task, step: Step | None = None, pass_threshold: float = 1.0) -> Grade:
-    """Run the task's (or step's) hidden tests in sandbox `source` as it is, or in a fresh fork of a snapshot id."""
+    """Run the task's (or step's) hidden tests in a fresh fork of `source` (a live sandbox, swept first, or a
+    snapshot id); the fork is closed after, and its egress events (the verifier phase's) go into the grade."""
     start = time.monotonic()
     try:
         expected = verdict.load_expected(task.tests_dir) if task.tests_dir is not None and step is None else None
     except verdict.VerdictError as e:
         return Grade(0.0, False, None, False, "", time.monotonic() - start, str(e))
-    live = source in env.sandboxes()
-    sid = source if live else env.fork(source)
+    sid = env.fork(source)  # a live source is swept first: nothing of the agent phase runs beside the verifier
     try:
-        where = layout(task)
-        error = install_tests(env, sid, task, where, step, verdict.HOST_ONLY if expected is not None else ())
-        if error is not None:
-            return Grade(0.0, False, None, False, "", time.monotonic() - start, error)
-        timeout = verifier_timeout(task, step)
-        net = None
-        if task.is_image and hasattr(env, "set_phase"):
-            try:
-                net = verifier_net.enter(env, sid, phase=verifier_net.VERIFIER + (
-                    f":{step.config.name}" if step is not None else ""))
-            except Exception as e:  # noqa: BLE001 - a verifier without its network is a grading error
-                return Grade(0.0, False, None, False, "", time.monotonic() - start,
-                             f"could not set up the verifier's network: {type(e).__name__}: {e}")
-        try:
-            r = _run_tests(env, sid, task, step, timeout, where, net.env if net is not None else None)
-        finally:
-            if net is not None:
-                try:
-                    verifier_net.leave(env, sid, net)
-                except Exception:  # a sandbox that died under its verifier keeps its grade
-                    if env.info(sid).get("alive", True):
-                        raise
-        names = (verdict.vr.ANSWERS,) if expected is not None else ("reward.txt", "reward.json")
-        got, source_kind, read_error = read_verifier_files(env, sid, where.logs, names + (where.output,),
-                                                           task.is_image)
-        output = (got[where.output] or b"").decode("utf-8", "replace")
-        if expected is not None:  # the project's own tasks: the verdict is computed here, on the host
-            judged, why = verdict.judge_answers(got[verdict.vr.ANSWERS], expected)
-            reward = None if judged is None else judged.reward
-            rewards = {} if judged is None else {"reward": judged.reward}
-            output = output + ("\n" + judged.summary() if judged is not None else "")
-        else:
-            rewards, reward, why = parse_rewards(got["reward.txt"], got["reward.json"])
-        code = r.get("exit_code")
-        if read_error is not None:
-            reward, why = None, read_error
-        elif r.get("timed_out"):
-            reward, why = None, f"the verifier ran past its {timeout:g} s timeout"
-        elif reward is None and code in (126, 127):
-            why = f"the verifier could not start (exit {code}): {output[-300:].strip() or r.get('stderr', '')[-300:]}"
-        elif reward is not None and reward < pass_threshold and startup_failure(output):
-            reward, why = None, f"the verifier's test runner did not start: {startup_failure(output)}"
-        value = 0.0 if reward is None else reward
-        return Grade(value, reward is not None and reward >= pass_threshold, code, bool(r.get("timed_out")), output,
-                     time.monotonic() - start, why, source_kind, rewards if reward is not None else {})
+        g = _grade_fork(env, sid, task, step, pass_threshold, expected, start)
     finally:
-        if not live:
-            env.close(sid)
+        env.close(sid)
+    if hasattr(env, "egress_log"):
+        try:
+            g = dataclasses.replace(g, egress=env.egress_log(sid))
+        except KeyError:
+            pass
+    return g
+
+
+def _grade_fork(env, sid: str, task: Task, step: Step | None, pass_threshold: float, expected, start: float
+                ) -> Grade:
+    """grade()'s work in the verifier's fork `sid`."""
+    shown, total = agent_files(env, sid) if task.is_image else ([], 0)
+    where = layout(task)
+    error = install_tests(env, sid, task, where, step, verdict.HOST_ONLY if expected is not None else ())
+    if error is not None:
+        return Grade(0.0, False, None, False, "", time.monotonic() - start, error)
+    timeout = verifier_timeout(task, step)
+    net = None
+    if task.is_image and hasattr(env, "set_phase"):
+        try:
+            net = verifier_net.enter(env, sid, phase=verifier_net.VERIFIER + (
+                f":{step.config.name}" if step is not None else ""))
+        except Exception as e:  # noqa: BLE001 - a verifier without its network is a grading error
+            return Grade(0.0, False, None, False, "", time.monotonic() - start,
+                         f"could not set up the verifier's network: {type(e).__name__}: {e}")
+    try:
+        r = _run_tests(env, sid, task, step, timeout, where, net.env if net is not None else None)
+    finally:
+        if net is not None:
+            try:
+                verifier_net.leave(env, sid, net)
+            except Exception:  # a sandbox that died under its verifier keeps its grade
+                if env.info(sid).get("alive", True):
+                    raise
+    names = (verdict.vr.ANSWERS,) if expected is not None else ("reward.txt", "reward.json")
+    got, source_kind, read_error = read_verifier_files(env, sid, where.logs, names + (where.output,),
+                                                       task.is_image)
+    output = (got[where.output] or b"").decode("utf-8", "replace")
+    if expected is not None:  # the project's own tasks: the verdict is computed here, on the host
+        judged, why = verdict.judge_answers(got[verdict.vr.ANSWERS], expected)
+        reward = None if judged is None else judged.reward
+        rewards = {} if judged is None else {"reward": judged.reward}
+        output = output + ("\n" + judged.summary() if judged is not None else "")
+    else:
+        rewards, reward, why = parse_rewards(got["reward.txt"], got["reward.json"])
+    code = r.get("exit_code")
+    if read_error is not None:
+        reward, why = None, read_error
+    elif r.get("timed_out"):
+        reward, why = None, f"the verifier ran past its {timeout:g} s timeout"
+    elif reward is None and code in (126, 127):
+        why = f"the verifier could not start (exit {code}): {output[-300:].strip() or r.get('stderr', '')[-300:]}"
+    elif reward is not None and reward < pass_threshold and startup_failure(output):
+        reward, why = None, f"the verifier's test runner did not start: {startup_failure(output)}"
+    value = 0.0 if reward is None else reward
+    return Grade(value, reward is not None and reward >= pass_threshold, code, bool(r.get("timed_out")), output,
+                 time.monotonic() - start, why, source_kind, rewards if reward is not None else {}, shown, total)

@@ -7,7 +7,8 @@ A trial, as Harbor runs one (harbor.trial.trial / harbor.trial.multi_step):
 2. image tasks: /logs/{agent,verifier,artifacts} are made; the [environment] healthcheck must pass;
 3. per step (a single-step task is one step): copy steps/<name>/workdir/ into the working directory and run its
    setup.sh; run the agent (the step's instruction, the step's or task's agent timeout, not capped; as the
-   [agent] user); grade in the same sandbox (bench/grade.py); stop when the step errs or misses its min_reward;
+   [agent] user); grade a fresh fork of it, its processes killed (bench/grade.py); stop when the step errs or
+   misses its min_reward;
 4. the trial's rewards: the one step's, or the steps' per-key mean ("mean", missing keys 0) or the last step's
    ("final"); passed = scalar ≥ 1.
 Anything that fails (a build, a missing solve.sh for the oracle, a crashed harness) is the trial's `error` and
@@ -73,6 +74,9 @@ class Trial:
     grade_wall_s: float = 0.0
     wall_s: float = 0.0
     grade_error: str | None = None  # why the verifier produced no trustworthy reward (not a model failure)
+    # image tasks: the verifier ran tools or an ENTRYPOINT the agent changed (steps' agent_files list them), or it is
+    # unknown whether it did; such a verdict depends on agent-writable files (docs/benchmark.md)
+    verdict_trusts_agent_files: bool = False
     error: str | None = None  # why the trial itself failed (build, harness or sandbox crash, no solve.sh, ...)
     notes: str = ""  # e.g. the malformed-call report
     log: str | None = None  # transcript file
@@ -278,8 +282,13 @@ def _run_step(env, sid: str, task: Task, step: Step, factory, tokenizer, config,
         if task.is_image:
             env.set_user(sid, None)
         g: Grade = grade(env, sid, task, step if task.steps else None)
+        for event in g.egress:  # the verifier ran in a fork of this sandbox: its phase's events come with the grade
+            trial.egress.setdefault(event.get("phase") or "verifier", []).append(event)
         trial.grade_wall_s += g.wall_s
-        row.update(reward=None if g.error else g.reward, rewards=g.rewards, passed=g.passed, grade_error=g.error)
+        row.update(reward=None if g.error else g.reward, rewards=g.rewards, passed=g.passed, grade_error=g.error,
+                   agent_files=g.agent_files, agent_files_total=g.agent_files_total)
+        if g.agent_files_total != 0:  # the verdict depends on files the agent could have replaced (or unknown)
+            trial.verdict_trusts_agent_files = True
         if log_dir is not None:
             (log_dir / f"{task.name}.{trial.sample}{suffix}.verifier.txt").write_text(g.output)
     except Exception as e:  # noqa: BLE001 - a broken step ends the trial, never the run
@@ -293,7 +302,7 @@ def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: C
               tokenizer: tk.Tokenizer, config: HarnessConfig, log_dir: Path | None = None,
               on_episode: Callable[[Task, EpisodeResult], None] | None = None,
               run_policy: EgressPolicy | None = None) -> Trial:
-    """Fork the task's snapshot, run its steps (agent, then grading in the same sandbox); never raises."""
+    """Fork the task's snapshot, run its steps (agent, then grading in a fork of its sandbox); never raises."""
     trial = Trial(task.name, task.category, task.difficulty, sample)
     start, sid = time.monotonic(), None
     try:

@@ -10,6 +10,10 @@ AGENT_DIR = "/opt/sandbox-agent"  # where the agent scripts appear inside the sa
 EGRESS_SOCKET = "/run/egress.sock"  # where the egress proxy's Unix socket appears inside the sandbox
 WORKSPACE = "/workspace"
 IMAGE_ROOT = "/.root"  # image sandboxes: where the image's root filesystem is mounted in the agent's view
+# the host device nodes bwrap's --dev binds in: the mount helper remounts each read-only at start (mountd.seal);
+# bwrap's --remount-ro /dev does not reach them and its --remount-ro would add nodev (no more /dev/null). Writing to
+# a device still works on a read-only mount; chmod, chown and utime of the host's inode do not.
+DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
 def system_binds(config: SandboxConfig) -> list[str]:
@@ -44,7 +48,7 @@ def bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: str, egr
         "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
         "--size", str(limits.tmp_bytes), "--tmpfs", "/dev/shm",
         "--ro-bind", agent_dir, AGENT_DIR,
-        "--bind", egress_socket, EGRESS_SOCKET,
+        "--ro-bind", egress_socket, EGRESS_SOCKET,  # connect() works; chmod/chown/utime: EROFS
         "--dir", WORKSPACE, "--dir", "/.sbx",
         "--remount-ro", "/dev", "--remount-ro", "/",
         "--chdir", "/",
@@ -76,7 +80,7 @@ def image_bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: st
         "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
         "--size", str(limits.tmp_bytes), "--tmpfs", "/dev/shm",
         "--ro-bind", agent_dir, AGENT_DIR,
-        "--bind", egress_socket, EGRESS_SOCKET,
+        "--ro-bind", egress_socket, EGRESS_SOCKET,  # connect() works; chmod/chown/utime: EROFS
         "--dir", IMAGE_ROOT, "--dir", "/.sbx",
         "--remount-ro", "/",
         "--chdir", "/",

@@ -76,6 +76,7 @@ class SandboxConfig:
     image_pool_size: int | None = None  # started image sandboxes kept in advance (None: pool_size, once used)
     image_uid_base: int = 200_000  # host uid (and gid) of uid 0 in image sandboxes; they own the 65536 ids above it
     image_caps: tuple[str, ...] = DOCKER_CAPS  # capabilities of root in image sandboxes (in its user namespace)
+    image_nested_userns: bool = False  # image sandboxes: allow nested user namespaces (only for tasks that ask)
 
     def __post_init__(self):
         if self.host_uid == 0 or self.host_gid == 0:

@@ -52,7 +52,8 @@ from composer2_jax.env import base_images, dockerfile
 from composer2_jax.env.egress import EgressProxy
 from composer2_jax.env.egress_policy import EgressPolicy
 
-BUILDER_VERSION = 1  # part of every key: bump when a change of this module changes what a build produces
+BUILDER_VERSION = 2  # part of every key: bump when a change of this module changes what a build produces
+# (2: build-host facts scrubbed from debootstrapped roots, see scrub_host_facts)
 CACHE_ENV = "COMPOSER2_IMAGE_CACHE"
 DEFAULT_CACHE = "/var/cache/composer2/images"
 ID_RANGE = 65536  # ids an image may use (0..65535), all shifted by uid_base
@@ -174,6 +175,31 @@ def shift_ownership(top: str, base: int) -> None:
         os.lchown(path, st.st_uid + base, st.st_gid + base)
         if stat.S_ISREG(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
             os.chmod(path, stat.S_IMODE(st.st_mode))  # chown cleared them
+
+
+# What a container runtime provides at run time and debootstrap copies from the build host into the new root.
+NEUTRAL_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+
+
+def scrub_host_facts(root: str | os.PathLike) -> None:
+    """Remove the build host's identity from a debootstrapped root: debootstrap copies the host's /etc/resolv.conf
+    and /etc/hostname (and a hosts file or machine id may come along). resolv.conf is left empty (sandboxes have no
+    DNS; their egress goes through the proxy), hostname is "localhost", hosts names localhost only, and machine-id
+    files are emptied (systemd's "uninitialized"), as in Docker's Debian images."""
+    root = Path(root)
+    etc = root / "etc"
+    for name, text in (("resolv.conf", ""), ("hostname", "localhost\n"), ("hosts", NEUTRAL_HOSTS)):
+        path = etc / name
+        if path.is_symlink() or path.exists():
+            path.unlink()
+        path.write_text(text)
+        os.chmod(path, 0o644)
+    for rel in ("etc/machine-id", "var/lib/dbus/machine-id"):
+        path = root / rel
+        if path.is_symlink():
+            path.unlink()
+        elif path.exists():
+            path.write_text("")
 
 
 @contextlib.contextmanager
@@ -341,6 +367,7 @@ class ImageBuilder:
             for junk in glob.glob(os.path.join(root, "var/lib/apt/lists/*")):
                 if os.path.isfile(junk):
                     os.unlink(junk)
+            scrub_host_facts(root)
             tar = subprocess.Popen(["tar", "-C", root, "--numeric-owner", "-cf", "-", "."], stdout=subprocess.PIPE)
             try:
                 self._run([self.podman, "import", "-", name], log, f"podman import of {suite}", stdin=tar.stdout)

@@ -26,7 +26,8 @@ OPEN_TREE_CLONE = 1
 MOVE_MOUNT_F_EMPTY_PATH = 4
 AT_FDCWD = -100
 CLONE_NEWNS = 0x00020000
-MS_NOSUID, MS_NODEV, MS_RDONLY, MS_BIND, MS_REC = 2, 4, 1, 4096, 16384
+CLONE_NEWUSER = 0x10000000
+MS_NOSUID, MS_NODEV, MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC = 2, 4, 1, 32, 4096, 16384
 MNT_DETACH = 2
 EINVAL = 22
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -190,7 +191,68 @@ def squash(req, home_ns):
     return {"ok": True}
 
 
-OPS = {"mount_workspace": mount_workspace, "mount_root": mount_root, "squash": squash,
+def seal(req, home_ns):
+    """At a sandbox's start: remount the host device nodes bound into /dev read-only (so no metadata call reaches the
+    host's inodes; a device still reads and writes on a read-only mount), and refuse nested user namespaces where
+    req['deny_userns'] says so."""
+    target = os.open(f"/proc/{req['pid']}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        setns(target)
+        try:
+            for node in req["dev_nodes"]:
+                path = f"/dev/{node}"
+                if os.path.lexists(path):
+                    mount("none", path, "none", MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, "")
+        finally:
+            setns(home_ns)
+            os.chdir("/")
+    finally:
+        os.close(target)
+    if req.get("deny_userns"):
+        deny_userns(req, home_ns)
+    return {"ok": True}
+
+
+def deny_userns(req, home_ns):
+    """Set user.max_user_namespaces to 0 in the user namespace of req['pid'] (nested user namespaces refused there).
+
+    The sysctl is per user namespace and writable only with CAP_SYS_RESOURCE in it, which root in an image sandbox
+    lacks: a forked child of this helper (single-threaded, not chrooted) enters the namespace, where host root holds
+    every capability, and writes it."""
+    target = os.open(f"/proc/{req['pid']}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    r, w = os.pipe()
+    try:
+        child = os.fork()
+        if child == 0:
+            os.close(r)
+            try:
+                _check(_libc.setns(target, CLONE_NEWUSER), "setns(CLONE_NEWUSER)")
+                with open("/proc/sys/user/max_user_namespaces", "w") as f:
+                    f.write("0")
+                with open("/proc/sys/user/max_user_namespaces") as f:
+                    if f.read().strip() != "0":
+                        raise OSError("max_user_namespaces did not become 0")
+                os._exit(0)
+            except BaseException as e:  # noqa: BLE001 - report anything, then die
+                os.write(w, f"{type(e).__name__}: {e}".encode()[:1000])
+                os._exit(1)
+        os.close(w)
+        w = -1
+        why = b""
+        while chunk := os.read(r, 4096):
+            why += chunk
+        _, status = os.waitpid(child, 0)
+        if status != 0:
+            raise OSError(f"could not refuse nested user namespaces: {why.decode(errors='replace') or status}")
+    finally:
+        os.close(target)
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+    return {"ok": True}
+
+
+OPS = {"mount_workspace": mount_workspace, "mount_root": mount_root, "squash": squash, "seal": seal,
        "ping": lambda req, ns: {"ok": True}}
 
 

@@ -25,7 +25,7 @@ import threading
 import time
 
 from composer2_jax.env.agent import wire
-from composer2_jax.env.bwrap import bwrap_argv, image_bwrap_argv
+from composer2_jax.env.bwrap import DEV_NODES, bwrap_argv, image_bwrap_argv
 from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.layers import Chain
 from composer2_jax.env.runtime import Runtime
@@ -108,8 +108,12 @@ class Sandbox:
                 f.write(f"0 {base} 65536\n")
 
     def _confine(self) -> None:
-        """Put the agent (and so every later process) in the sandbox's cgroup."""
+        """Seal the sandbox (its /dev's host nodes read-only; nested user namespaces refused in an image sandbox, where
+        root could regain chroot in one; workspace sandboxes have bwrap's --disable-userns), then put the agent (and
+        so every later process) in the sandbox's cgroup."""
         lim = self.rt.limits
+        self.rt.mountd.request("seal", pid=self.pid, dev_nodes=list(DEV_NODES),
+                               deny_userns=self.image and not self.rt.config.image_nested_userns)
         if self.rt.cgroups.available:
             self.cgroup_dirs = self.rt.cgroups.create(self.sid, lim.sandbox_memory_bytes, lim.processes + 16)
             self.rt.cgroups.attach(self.cgroup_dirs, self.pid)

@@ -93,3 +93,56 @@ class UdpSink:
     def close(self) -> None:
         """Close the socket."""
         self.sock.close()
+
+
+# Run inside a sandbox as `python3 -c`: the chroot escape (chroot into a subfolder, walk `..` out, chroot there) and
+# a nested user namespace. Prints one JSON line: what chroot and unshare returned, and what the escaped root holds.
+CHROOT_ESCAPE = r'''
+import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+out = {}
+os.makedirs("/tmp/.esc", exist_ok=True)
+try:
+    os.chroot("/tmp/.esc")
+    for _ in range(64):
+        os.chdir("..")
+    os.chroot(".")
+    out["chroot"] = "ok"
+except OSError as e:
+    out["chroot"] = e.strerror
+out["agent_dir"] = os.path.exists("/opt/sandbox-agent/main.py")
+out["root"] = sorted(os.listdir("/"))
+try:
+    out["passwd"] = open("/etc/passwd").read()
+except OSError as e:
+    out["passwd"] = e.strerror
+out["unshare_user"] = "ok" if libc.unshare(0x10000000) == 0 else os.strerror(ctypes.get_errno())
+print(json.dumps(out))
+'''
+
+# Run inside a sandbox as `python3 -c`: chmod, chown and utime every mount point and bind-mounted file it can name.
+METADATA_ATTACK = r'''
+import json, os
+paths = {"/run/egress.sock", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+for line in open("/proc/self/mountinfo"):
+    paths.add(line.split()[4].encode().decode("unicode_escape"))
+done = []
+for p in sorted(paths):
+    for name, op in (("chmod", lambda: os.chmod(p, 0o777, follow_symlinks=False)),
+                     ("chown", lambda: os.chown(p, 0, 0, follow_symlinks=False)),
+                     ("chown", lambda: os.chown(p, 4242, 4242, follow_symlinks=False)),
+                     ("utime", lambda: os.utime(p, (1, 1), follow_symlinks=False)),
+                     ("touch", lambda: os.utime(p, None, follow_symlinks=False))):
+        try:
+            op()
+            done.append(f"{name} {p}")
+        except (OSError, NotImplementedError):
+            pass
+print(json.dumps(done))
+'''
+
+
+def inode_facts(path: str) -> tuple:
+    """(mode, uid, gid, mtime_ns) of a host path, not following a final symlink."""
+    st = os.lstat(path)
+    return st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns

@@ -128,10 +128,43 @@ def set_limits(limits):
             resource.setrlimit(getattr(resource, name), (soft, hard))
 
 
+CAP_SYS_CHROOT = 18
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER = 24, 47, 3
+_CAP_V3 = 0x20080522
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_cap(cap):
+    """Drop one capability from this process for good: bounding, ambient, inheritable, permitted and effective sets.
+
+    Used for CAP_SYS_CHROOT after a command's chroot into the image: with it, root could chroot into a subfolder
+    and walk `..` out of the image into the agent's view of the host."""
+    if _LIBC.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl(PR_CAPBSET_DROP, {cap}) failed")
+    _LIBC.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, cap, 0, 0)  # EINVAL on kernels without ambient caps: fine
+    header, data = _CapHeader(_CAP_V3, 0), (_CapData * 2)()
+    if _LIBC.capget(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget failed")
+    word, bit = divmod(cap, 32)
+    for field in ("effective", "permitted", "inheritable"):
+        setattr(data[word], field, getattr(data[word], field) & ~(1 << bit))
+    if _LIBC.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
 def enter(root, cwd, user):
-    """In a child about to exec: chroot into root (if any), change to cwd and become user (if any)."""
+    """In a child about to exec: chroot into root (if any) and give up chroot for good, change to cwd and become user
+    (if any)."""
     if root:
         os.chroot(root)
+        drop_cap(CAP_SYS_CHROOT)
     os.chdir(cwd)
     if user is not None:
         os.setgroups(list(user.groups))
