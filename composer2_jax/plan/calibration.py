@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import dataclasses
 
-# The CPU compile's peak bytes over what the hardware needed, for the published runs of `REFERENCES` (`--validate`,
-# 2026-11-30): Mixtral-8x7B 64.2 GB and Llama-2-70B 82.1 GB planned, where MaxText ran both in a 32 GB v6e — a
-# factor ≥ 2.0 and ≥ 2.6. Main causes seen in the compiled HLO: XLA:CPU normalises bf16 arithmetic to f32 and keeps
-# f32 copies (e.g. of the scan's saved residual stack) that an accelerator does not, and MaxText's tuned remat.
-# `fits_calibrated` divides by the smaller factor: an upper bound on the accelerator's need if the factor carries.
+# The CPU compile's peak bytes over what the hardware needed, for the published runs of `REFERENCES` (`--validate`;
+# the planned peaks against the 32 GB v6e MaxText ran both in, measured figures: docs/scaling.md, "How far to trust
+# the numbers"): the smaller of the two runs' factors. Main causes seen in the compiled HLO: XLA:CPU normalises bf16
+# arithmetic to f32 and keeps f32 copies (e.g. of the scan's saved residual stack) that an accelerator does not, and
+# MaxText's tuned remat. `fits_calibrated` divides by the smaller factor: an upper bound on the accelerator's need if
+# the factor carries.
 CPU_MEMORY_OVERESTIMATE = 2.0
-# The same runs' measured step time over the roofline's optimistic bound max(FLOPs / peak, comm): 0.568 (Llama-2-70B)
-# and 0.564 (Mixtral-8x7B) of the compiled FLOP rate at peak were reached (`--validate`, 2026-11-30). The calibrated
-# estimate divides the bound by their mean, as "what a MaxText-class stack reaches on this program".
+# The same runs' fraction of the roofline's optimistic bound max(FLOPs / peak, comm) reached, i.e. of the compiled
+# FLOP rate at peak (`--validate`; measured figures: docs/scaling.md, "How far to trust the numbers"). The calibrated
+# estimate divides the bound by the two runs' mean, as "what a MaxText-class stack reaches on this program".
 REFERENCE_EFFICIENCY = 0.566
 
 

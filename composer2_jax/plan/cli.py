@@ -33,10 +33,11 @@ Method:
      the efficiency MaxText reached on the validation runs (4.): the planner's headline estimate.
      MFU = model FLOPs (6·N_active + causal attention, `train/metrics.py`) / (t · peak · chips).
   4. Checked against published step times (`--validate`, REFERENCES: MaxText's measured Llama-2-70B and
-     Mixtral-8x7B steps on v6e-256, planned with MLA stand-ins of the same shape): measured / optimistic bound =
-     1.76 and 1.77, measured / pessimistic = 0.57 and 0.53, i.e. 0.568 / 0.564 of the optimistic rate reached
-     (REFERENCE_EFFICIENCY). The CPU compile overestimates memory by ≥ 2× on those runs (CPU_MEMORY_OVERESTIMATE,
-     `fits_calibrated`). XLA:CPU also keeps bf16 collectives in f32, so collective bytes are upper bounds.
+     Mixtral-8x7B steps on v6e-256, planned with MLA stand-ins of the same shape): the measured steps lie between
+     the optimistic and the pessimistic bound, and the fraction of the optimistic rate they reached is
+     REFERENCE_EFFICIENCY. The CPU compile overestimates memory on those runs (CPU_MEMORY_OVERESTIMATE,
+     `fits_calibrated`). Measured figures: docs/scaling.md, "How far to trust the numbers". XLA:CPU also keeps bf16
+     collectives in f32, so collective bytes are upper bounds.
 """
 
 from __future__ import annotations
