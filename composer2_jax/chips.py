@@ -1,7 +1,7 @@
 """Accelerator facts in one place: peak dense bf16 FLOP/s, HBM capacity and bandwidth, interconnect bandwidth.
 
 Sources: vendor datasheets (NVIDIA H100/H200/B200 SXM; Google Cloud TPU v5p/v6e system architecture pages).
-`measured_*` are this project's own figures (docs/design.md, measured on a lent H200 on 2026-11-29).
+`measured_*` are this project's own figures (measured figures: docs/design.md, "Facts measured on one H200").
 """
 
 from __future__ import annotations

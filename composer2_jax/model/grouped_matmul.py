@@ -4,8 +4,8 @@ Two implementations with identical results:
   ragged  `jax.lax.ragged_dot` over rows sorted by group. The portable reference; on CPU it lowers to a masked dense
           matmul over all groups (E× the work), fine for tests at toy sizes.
   padded  rows scattered into a tile-padded `[E, C, D]` buffer (C = a static slot count per expert, a multiple of the
-          backend tile), then one batched einsum `ECD,EDF->ECF`. On the lent H200 this ran at 637–722 TFLOP/s where
-          ragged_dot ran at 2.2–90 (docs/design.md facts), so GPUs default to it.
+          backend tile), then one batched einsum `ECD,EDF->ECF`. On the lent H200 this ran many times faster than
+          ragged_dot (measured figures: docs/design.md, "Facts measured on one H200"), so GPUs default to it.
 A padded buffer holds at most C rows per expert. Callers size C for the expected load (`padded_capacity`); when a
 group is larger at run time, `lax.cond` takes the ragged path instead, so results stay exact for any routing. That
 switch is a fallback (kernel_paths.py): each run of the ragged branch is counted on the host, and in strict mode no
