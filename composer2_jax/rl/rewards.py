@@ -190,8 +190,8 @@ def ruff_available() -> bool:
 
 @functools.cache
 def _ruff_command() -> tuple[str, ...]:
-    """The installed package's ruff binary (a tenth of `python -m ruff`'s start-up: 53 vs 590 ms per call on the
-    loaded 2-core machine, 2026-12-01), or `python -m ruff` when the package does not expose it."""
+    """The installed package's ruff binary (a fraction of `python -m ruff`'s start-up per call; measured figures:
+    docs/rl.md, "Reward terms"), or `python -m ruff` when the package does not expose it."""
     try:
         from ruff.__main__ import find_ruff_bin
 

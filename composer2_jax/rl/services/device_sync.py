@@ -17,10 +17,10 @@ The bytes are the trainer's, in the trainer's dtype: the engines hold its parame
 takes part in every announced version in order (a collective needs both sides); `latest()` returns the newest.
 The tree's shapes and dtypes travel once, at the first publication, through the key-value store.
 
-Measured on jax 0.10.2, CPU (2026-12-02): the collective above works over gloo. `jax.device_put` of an array on the
-trainer process's devices to a sharding on the rollout process's also works, but only with
-`jax_cross_host_transfer_socket_address` set (a socket transfer outside the collectives); without it jax refuses
-("does not support cross-host device transfers"). The collective needs no flag and is what NCCL runs on GPU.
+Why a collective: `jax.device_put` of an array on the trainer process's devices to a sharding on the rollout
+process's needs `jax_cross_host_transfer_socket_address` set (a socket transfer outside the collectives); the
+collective needs no flag and is what NCCL runs on GPU (what was measured, on which jax: docs/rl.md,
+"Device-to-device weight sync").
 """
 
 from __future__ import annotations
