@@ -288,9 +288,9 @@ def _unpack(archive: Path, dest: Path) -> None:
         tf.extractall(dest, filter="data")
 
 
-# A generator writes a task's production evidence (tens of MB) and replays a release's history; the evidence tasks
-# take 1–7 minutes each on a loaded 2-core machine (evidence-meter-fallback-hour: 395 s at load 13, 2026-12-02), so the
-# bound is a hang guard, not a budget.
+# A generator writes a task's production evidence (tens of MB) and replays a release's history, which takes minutes
+# for an evidence task on a loaded machine (measured figures: docs/benchmark.md, "Suite v1"), so the bound is a hang
+# guard, not a budget.
 GENERATOR_TIMEOUT_S = 900
 
 
