@@ -128,7 +128,8 @@ def restore_params(step_dir: str, batch_bytes: int = RESTORE_BATCH_BYTES) -> tup
 
     Leaves are restored in consecutive batches of about `batch_bytes` (a larger leaf alone): orbax reads a batch's
     arrays concurrently, each through a buffer of its own, so the host holds the parameters plus one batch in
-    flight rather than up to another half of them (measured on one restore of the whole tree).
+    flight rather than up to another half of them (measured figures, against one restore of the whole tree:
+    composer2_jax/convert/README.md, "Export").
     """
     import jax
     import orbax.checkpoint as ocp
