@@ -4,14 +4,13 @@ Run:      python -m experiments.rl                                  (toy: transc
           python -m experiments.rl --config.rl.eta=0                (the synchronous loop)
           python -m experiments.rl --config.rl.backend=ray          (the same services as Ray actors)
           python -m experiments.rl --config.tasks=toy@2,suite:v0@1  (a curriculum of task sources, docs/rl.md)
-Hardware: toy — a 2-core CPU with bubblewrap (run as root): transcripts ~50 s, SFT ~4–7 min, evaluations ~40 s
-          each, RL ~9 s a version (100 versions; measured 2026-12-02 with other jobs beside it).
-Expected: the issue's targets (benchmarks/rl_learning.py, whole episodes) — measured 2026-12-02: held-out pass@1
-          at T = 1 0.141 → 0.422 (+28 points) over the SFT start (an imperfect teacher: sft.teacher_error = 0.5),
-          easy effort 322.7 → 251.0 (0.78×), hard pass 0.047 → 0.172, 1,506 s end to end (docs/rl.md, "The toy
-          experiment"). Curves: runs/toy/rl/curves.png; per-version metrics: runs/toy/rl/logs/metrics.jsonl
+Hardware: toy — a 2-core CPU with bubblewrap (run as root); measured stage times: docs/rl.md, "The toy experiment".
+Expected: the issue's targets (benchmarks/rl_learning.py, whole episodes): held-out pass@1 at T = 1 + ≥ 20 points
+          over the SFT start (an imperfect teacher: sft.teacher_error = 0.5), easy effort < 0.9× the start's, hard
+          pass ≥ start − 0.05, ≤ 30 minutes on 2 cores; measured figures: docs/rl.md, "The toy experiment".
+          Curves: runs/toy/rl/curves.png; per-version metrics: runs/toy/rl/logs/metrics.jsonl
           (batch/summary_fraction and batch/summary_tokens: the self-summaries; rollout/acceptance: the MTP drafts).
-          With this config's summarising budget (260) the start is weaker (0.055) and learns more slowly
+          With this config's summarising budget (260) the start is weaker and learns more slowly
           (docs/rl.md, "The toy experiment").
 """
 
@@ -69,17 +68,18 @@ def get_config(preset: str = "toy"):
                               negative_scale=0.3 if toy else 1.0, mtp_distill_weight=1.0),
         reward=RewardConfig(penalty_coef=1e-3, penalty_k=1e-3, penalty_q=1.0, penalty_on="success"),
         # toy: the oracle needs ≤ 2 turns (read, fix); a 2-turn cap ends failed episodes early (cheaper versions).
-        # Context budget 260: the context before the fix reaches 217–247 tokens on easy tasks read first and 264–294
-        # on hard ones (measured 2026-12-01), so about half the episodes — every hard one — summarise (the oracle's
-        # summary names the line to fix, rl/tasks.oracle_summary) and train on two segments.
+        # Context budget 260: above the context before the fix on easy tasks read first, below it on hard ones
+        # (measured figures: docs/rl.md, "Self-summaries"), so about half the episodes — every hard one — summarise
+        # (the oracle's summary names the line to fix, rl/tasks.oracle_summary) and train on two segments.
         harness=HarnessConfig(max_turns=2 if toy else 4, max_new_tokens=192, max_total_tokens=1024,
                               context_budget=260 if toy else 352, summary_tokens=64, max_observation_chars=512,
                               system_prompt="Fix the bug.", summary_prompt="Summarize your progress."),
         env=EnvConfig(tools=("read_file", "edit_file", "submit"), pool_size=16),
         # experiments/sft.py on the oracle's transcripts; the toy warm start is short and its teacher imperfect
-        # (at lr 3e-3, 165 steps: held-out pass@1 at T = 1 0.09–0.16 with teacher_error 0.5; 0.28–0.32 without;
-        # the hard-task ceiling is ~1/3). Toy rows of 16 × 512 carry the positions of 8 × 1,024 at 1.35 s/step
-        # instead of 2.5 on 2 cores (attention is quadratic in the row; measured 2026-12-02).
+        # (lr 3e-3, 165 steps; the start's held-out pass with and without teacher error: docs/rl.md, "The SFT
+        # start"; the hard-task ceiling is ~1/3). Toy rows of 16 × 512 carry the positions of 8 × 1,024 at a lower
+        # cost per step (attention is quadratic in the row; measured figures: benchmarks/RESULTS.md, "Asynchronous
+        # RL on the toy: learning evidence").
         sft=WarmStartConfig(transcripts=600 if toy else 1500, teacher_error=0.5 if toy else 0.0,
                             steps=165 if toy else 2000, lr=3e-3 if toy else 2e-5,
                             seq_len=512 if toy else 1024, batch_size=16 if toy else 8),
