@@ -118,8 +118,8 @@ def run(argv: list[str]) -> tuple[int, dict | None, dict]:
 
 # The suite as the last stage of experiments/pipeline.py: one short reply per task from the pipeline's final weights
 # (a toy model fails them; the run must complete, and report any crash as an error). 8 workers: the episodes' ~4.8k-
-# token prompts batch into a few engine calls (each new padded shape compiles; on 2 busy cores two tasks at 2 turns
-# took 8.5 min, 2026-12-01).
+# token prompts batch into a few engine calls (each new padded shape compiles; measured figures: README,
+# "Quickstart").
 # One short reply per task, and summaries of at most 64 tokens: a model agent's context budget is its context less
 # the summary's room (bench/agents.py fit_context), and the default 2,048 would leave the toy's 8,192-token context
 # too small for suite v0's byte-level prompts (5,644–6,101 tokens).

@@ -151,10 +151,10 @@ def pipeline_config(preset: str, root: str, prev: str):
     c = get_config(preset)
     c.workdir, c.init_from, c.sft.init_from = f"{root}/rl", f"{root}/rl/sft/checkpoints", prev
     if preset == "toy":  # the whole pipeline fits 10 minutes of 2 cores (README; CPU seconds per stage in its table)
-        # The warm start dominated the stage (120 steps of 8 × 1024 tokens ≈ 1M tokens, ~0.5 CPU s per 1k tokens):
-        # 40 steps of 8 × 512 over 200 oracle transcripts (messages of ≤ 331 characters, measured 2026-12-02:
-        # whole ones per row) teach the tool format from the pipeline's SFT; RL then runs 4 versions of 4 groups ×
-        # 4 episodes, trained in 16-row updates.
+        # The warm start dominated the stage (120 steps of 8 × 1024 tokens ≈ 1M tokens): 40 steps of 8 × 512 over
+        # 200 oracle transcripts (short enough that whole ones fit a row) teach the tool format from the pipeline's
+        # SFT; RL then runs 4 versions of 4 groups × 4 episodes, trained in 16-row updates (measured figures:
+        # README, "Quickstart").
         c.sft.update(transcripts=200, steps=40, seq_len=512, batch_size=8)
         c.rl.update(steps=4, groups_per_batch=4, eval_every=0, eval_tasks=16, eval_samples=1)
         c.trainer.rows = 16
