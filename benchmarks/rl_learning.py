@@ -10,10 +10,8 @@ MTP depths, isolated verdicts and reward-term measurements: benchmarks/RESULTS.m
 toy: learning evidence"). The line
 also gives the generated tokens per useful sample over the run (records.useful_samples). `--family pkg` runs the
 multi-module family (rl/pkg_tasks.py) with shapes that hold its whole episodes (`PKG`). `--mode tree` runs tree
-groups (rl/branching.py, `--node-choice`, `--token-budget`) with single-segment episodes. Measured 2026-12-02 on
-this 2-core machine with helper agents' niced jobs beside it (load 4–7): all met — 0.141 → 0.422, easy effort
-0.78×, hard 0.047 → 0.172, 1,506 s (docs/rl.md, "The toy experiment"). Needs bubblewrap and setpriv (as the RL
-tests do).
+groups (rl/branching.py, `--node-choice`, `--token-budget`) with single-segment episodes. Measured figures:
+docs/rl.md, "The toy experiment". Needs bubblewrap and setpriv (as the RL tests do).
 """
 
 from __future__ import annotations
@@ -31,10 +29,11 @@ WHOLE_EPISODE_BUDGET = 352  # holds a whole toy episode (tree paths need single-
 # half the episodes summarise, which its small SFT start does not learn well (docs/rl.md, "The toy experiment");
 # these runs measure learning through the reward path, with the harness the targets were set on.
 WHOLE_EPISODES = ["--config.harness.max_summaries=0", f"--config.harness.context_budget={WHOLE_EPISODE_BUDGET}"]
-# --family pkg (rl/pkg_tasks.py): whole oracle episodes are 1,006 tokens (k = 2 buggy modules, 6 turns) and 1,324
-# (k = 3, 8 turns) with this byte tokenizer (measured 2026-12-03), so every shape that holds an episode grows: the
-# context budget holds the longest whole episode, the rollout prompt that budget, a trainer row the budget + a
-# reply, an SFT row one whole transcript (rows of 6 × 1,344 carry about the toy warm start's 8,192 tokens a step).
+# --family pkg (rl/pkg_tasks.py): whole oracle episodes (k = 2 buggy modules, 6 turns; k = 3, 8 turns) are longer
+# than every toy shape with this byte tokenizer (measured lengths: docs/rl.md, "A harder family: `pkg`"), so every
+# shape that holds an episode grows: the context budget holds the longest whole episode, the rollout prompt that
+# budget, a trainer row the budget + a reply, an SFT row one whole transcript (rows of 6 × 1,344 carry about the toy
+# warm start's 8,192 tokens a step).
 PKG_EPISODE_BUDGET = 1400
 PKG = ["--config.tasks=pkg", "--config.harness.max_turns=10", "--config.harness.max_total_tokens=2048",
        f"--config.harness.context_budget={PKG_EPISODE_BUDGET}",
