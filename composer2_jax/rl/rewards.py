@@ -388,8 +388,9 @@ class RewardConfig:
     clarity_ngram: int = 4  # n of the repetition ratio
     max_think_ratio: float = 20.0  # thinking words allowed per final-message word before excess counts
     lint_select: tuple[str, ...] = ("E", "F", "W", "C90")  # ruff rule prefixes of the readability reward
-    # measure every term's input even at weight 0 (ruff then runs on every episode, ~50 ms): an ablation with a
-    # term off still logs the behaviour the term would have judged (records.term_stats `measure/...`)
+    # measure every term's input even at weight 0 (ruff then runs on every episode; its cost: docs/rl.md, "Reward
+    # terms"): an ablation with a term off still logs the behaviour the term would have judged (records.term_stats
+    # `measure/...`)
     measure_all: bool = False
 
     def __post_init__(self):

@@ -166,8 +166,8 @@ class EnvWorker:
 
     def outcome(self, sid: str, result: EpisodeResult, tests: TestResult) -> EpisodeOutcome:
         """Everything the reward reads about a finished episode on sandbox `sid` (after grading: its processes are
-        gone and its writes frozen into its chain). Lint (one ruff process, ~50 ms) runs only when its term has
-        weight or `reward.measure_all` asks for every measurement."""
+        gone and its writes frozen into its chain). Lint (one ruff process; its measured cost: docs/rl.md, "Reward
+        terms") runs only when its term has weight or `reward.measure_all` asks for every measurement."""
         changes = self.env.changes(sid)
         state = self.env.episode(sid)
         lint = self.reward_cfg.lint_coef > 0 or self.reward_cfg.measure_all
