@@ -203,8 +203,9 @@ def engine_config(wl: Workload, slots: int, chunk: int, page: int = 16) -> Engin
                         num_pages=wl.episodes * max_len // page + 1, max_len=max_len)
 
 
-# The static baseline's rows under --gpu: its [rows, 18,736-token context] program with 512 new tokens compiles to
-# 125.45 GB at 2 rows on CPU (an upper bound) against the 126.9 GB budget; 16 rows need 787 GB (benchmarks/RESULTS.md).
+# The static baseline's rows under --gpu: its [rows, 18,736-token context] program with 512 new tokens compiles just
+# inside the GPU suite's memory budget at 2 rows on CPU (an upper bound), far outside it at 16 (compiled peaks, with
+# their dates: benchmarks/RESULTS.md, "GPU readiness").
 GPU_STATIC_SLOTS = 2
 
 
