@@ -387,8 +387,11 @@ def test_a_cache_deep_in_the_file_system_still_reaches_the_network(tmp_path):
 
 @pytest.mark.slow
 @needs_images
-def test_python_base_builds_from_nothing_and_pip_installs_system_wide(tmp_path, env):
-    """A fresh cache and a mirror spelling nobody used: debootstrap, the python recipe and the task all build."""
+def test_python_base_builds_from_nothing_and_pip_installs_system_wide(tmp_path, env, monkeypatch):
+    """A fresh cache and a mirror spelling nobody used: debootstrap, the python recipe and the task all build, also
+    with a TMPDIR the new root does not have (the build host's environment stays out of chrooted steps)."""
+    (tmp_path / "host-only-tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "host-only-tmp"))
     fresh = ImageBuilder(cache_dir=tmp_path / "cache", mirror="http://deb.debian.org/debian/")
     recipe = map_base("python:3.11-slim")
     # a previous run's bases would be reused: remove them

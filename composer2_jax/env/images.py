@@ -55,6 +55,10 @@ from composer2_jax.env.egress_policy import EgressPolicy
 BUILDER_VERSION = 2  # part of every key: bump when a change of this module changes what a build produces
 # (2: build-host facts scrubbed from debootstrapped roots, see scrub_host_facts)
 CACHE_ENV = "COMPOSER2_IMAGE_CACHE"
+# What a command chrooted into a freshly bootstrapped root runs with: nothing of the build host's environment (a host
+# TMPDIR, say, names a directory the root does not have: update-ca-certificates' mktemp failed on it)
+CHROOT_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
+              "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}
 DEFAULT_CACHE = "/var/cache/composer2/images"
 ID_RANGE = 65536  # ids an image may use (0..65535), all shifted by uid_base
 REGISTRY_HOSTS = (
@@ -362,8 +366,8 @@ class ImageBuilder:
             for cert in certs:
                 shutil.copy(cert, os.path.join(root, "usr/local/share/ca-certificates", os.path.basename(cert)))
             steps = (["chroot", root, "update-ca-certificates"], ["chroot", root, "apt-get", "clean"])
-            for argv in steps if certs else steps[1:]:
-                self._run(argv, log, f"{' '.join(argv[2:])} in the new {suite} root")
+            for argv in steps if certs else steps[1:]:  # the root's own environment, none of the build host's
+                self._run(argv, log, f"{' '.join(argv[2:])} in the new {suite} root", env=CHROOT_ENV)
             for junk in glob.glob(os.path.join(root, "var/lib/apt/lists/*")):
                 if os.path.isfile(junk):
                     os.unlink(junk)
@@ -405,8 +409,10 @@ class ImageBuilder:
                 f.write(f"[egress] {len(events)} requests, {len(denied)} denied\n")
                 f.writelines(f"[egress] {e['summary']}\n" for e in denied)
 
-    def _run(self, argv: list[str], log: str, what: str, stdin=None, timeout_s: float | None = None) -> None:
-        """Run a build step with its output appended to the log; ImageError with the log's tail on failure."""
+    def _run(self, argv: list[str], log: str, what: str, stdin=None, timeout_s: float | None = None,
+             env: dict | None = None) -> None:
+        """Run a build step with its output appended to the log (in `env`, else the builder's own environment);
+        ImageError with the log's tail on failure."""
         timeout_s = timeout_s or self.timeout_s
         with open(log, "a") as f:
             f.write(f"$ {' '.join(argv)}\n")
@@ -414,7 +420,7 @@ class ImageBuilder:
             start = time.monotonic()
             try:
                 proc = subprocess.Popen(argv, stdin=stdin if stdin is not None else subprocess.DEVNULL, stdout=f,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+                                        stderr=subprocess.STDOUT, start_new_session=True, env=env)
             except FileNotFoundError:
                 raise ImageError(f"{what}: {argv[0]!r} is not installed (Debian: apt-get install -y podman "
                                  "debootstrap)") from None
