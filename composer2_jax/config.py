@@ -260,7 +260,7 @@ def inherit_model(recorded: ModelConfig, stage: ModelConfig, base: ModelConfig
 
     `recorded` is the architecture the checkpoint trained with, `stage` the stage's own model section and `base`
     the preset that section was derived from. The result is `recorded` with (a) every architecture field in which
-    the stage's section explicitly departs from its preset (cpt_long's YaRN, a stage that sets num_mtp_layers=0
+    the stage's section explicitly departs from its preset (an edited rope_scaling, a stage that sets num_mtp_layers=0
     to drop the MTP modules) and (b) the stage's own EXECUTION_FIELDS. Returns (model, {field: (from, to)}) of
     every change from `recorded`, for the log.
     """
