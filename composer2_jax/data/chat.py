@@ -25,6 +25,7 @@ marker spelled inside content (say, in a code file) cannot forge a turn boundary
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import json
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -283,7 +284,7 @@ KIMI_TOOL_RETURN = "## Return of {id}\n    {content}"
 DEEPSEEK_TOOLS_PREFIX = "## Tools\n"
 
 
-class ChatFormat:
+class ChatFormat(abc.ABC):
     """One chat markup: how conversations render to ids and how a reply's tool calls are parsed back.
 
     name: "project" | "kimi_k2" | "deepseek_v3"; call_begin: the token that opens a reply's tool calls (the harness
@@ -298,18 +299,18 @@ class ChatFormat:
     tokens: tuple[str, ...] = ()
     opens_with_bos: bool = False  # a rendered conversation already starts with the BOS token (add none before it)
 
+    @abc.abstractmethod
     def render(self, messages, tokenizer, *, tools=None, add_generation_prompt=False,
                continuation=False) -> RenderedChat:
         """Ids and loss mask of already validated messages."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def format_calls(self, calls: Sequence[tuple[str, Mapping[str, Any]]], start_index: int = 0) -> str:
         """The text of one reply's tool calls (markers included)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def parse(self, text: str) -> ParsedAssistant:
         """Content, calls and errors of a decoded reply (may raise; `parse_assistant` catches)."""
-        raise NotImplementedError
 
     def check(self, tokenizer: tk.Tokenizer) -> None:
         """Raise ValueError naming the tokens of this format the tokenizer lacks."""

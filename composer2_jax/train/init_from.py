@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 from typing import Any, Callable, Optional
@@ -123,8 +124,11 @@ def recorded_model(path: str) -> ModelConfig:
     return model_config(saved["model"])
 
 
+@functools.lru_cache(maxsize=2)
 def _hf_importer(path: str, scan_layers: bool = True):
-    """The convert Importer of an HF directory: config read and every tensor header checked, nothing read yet."""
+    """The convert Importer of an HF directory: config read and every tensor header checked, nothing read yet.
+    Kept for the few calls of one start (the model, then the weights), so a large checkpoint's headers are planned
+    once; the path is absolute (`resolve`)."""
     from composer2_jax.convert.importer import Importer
 
     return Importer(path, scan_layers=scan_layers)
@@ -411,6 +415,7 @@ def _load_hf(path: str, wanted: dict) -> dict:
             row = _place(lambda index, leaf=leaf, dt=like.dtype: _read_slice(src, leaf, index, dt), row_like)
             stack = _set_row(stack, jnp.int32(u), row)
         out[key] = stack
+    src.__dict__.pop("_last_linear", None)  # the importer is kept (lru_cache); its last dequantized tensor is not
     return out
 
 
