@@ -49,3 +49,13 @@ def clean_kernel_paths(monkeypatch):
     yield
     kernel_paths.set_strict(None)
     kernel_paths.reset()
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    """A loopback HTTP server the sandboxes' egress tests reach (env/testing.Upstream), one per test module."""
+    from composer2_jax.env import testing as envtest
+
+    u = envtest.Upstream()
+    yield u
+    u.close()

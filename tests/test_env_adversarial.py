@@ -20,13 +20,6 @@ MiB = 1 << 20
 
 
 @pytest.fixture(scope="module")
-def upstream():
-    u = envtest.Upstream()
-    yield u
-    u.close()
-
-
-@pytest.fixture(scope="module")
 def env(upstream):
     limits = SandboxLimits(timeout_s=10, processes=64, memory_bytes=256 * MiB, disk_bytes=32 * MiB, tmp_bytes=16 * MiB,
                            output_bytes=4096, output_kill_bytes=8 * MiB, sandbox_memory_bytes=512 * MiB)

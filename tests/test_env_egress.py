@@ -36,13 +36,6 @@ except OSError as e:
 
 
 @pytest.fixture(scope="module")
-def upstream():
-    u = envtest.Upstream()
-    yield u
-    u.close()
-
-
-@pytest.fixture(scope="module")
 def env():
     e = Environment(pool_size=1)
     yield e

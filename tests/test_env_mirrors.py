@@ -16,7 +16,6 @@ import zipfile
 import pytest
 
 from composer2_jax.env import EgressPolicy, Environment
-from composer2_jax.env import testing as envtest
 from composer2_jax.env.mirrors import DEFAULT_MIRRORS, MirrorError, MirrorMap, MirrorRule, uv_installer
 from composer2_jax.env.registries import Registries, _pip, apt_uris
 from tests.markers import needs_sandbox
@@ -199,13 +198,6 @@ def test_registries_come_from_apt_sources_and_pip_configuration(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------------ sandboxes
-
-
-@pytest.fixture(scope="module")
-def upstream():
-    u = envtest.Upstream()
-    yield u
-    u.close()
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
-def upstream():
-    u = envtest.Upstream()
-    yield u
-    u.close()
-
-
-@pytest.fixture(scope="module")
 def client(upstream):
     cmd = [sys.executable, "-m", "composer2_jax.env.server", "--port", "0", "--pool-size", "1",
            "--allow-host", "127.0.0.1", "--allow-port", str(upstream.port), "--allow-private"]
