@@ -44,6 +44,7 @@ import numpy as np
 
 from composer2_jax.config import PRESETS, ModelConfig, RopeScaling, inherit_model, model_config
 from composer2_jax.config import preset as model_preset
+from composer2_jax.train.state import path_keys
 
 log = logging.getLogger(__name__)
 
@@ -247,17 +248,18 @@ def stage_tokenizer(tokenizer, init_from: str, default=None):
 # ------------------------------------------------------------------------------------------------ the weights
 
 
-def _path_keys(path) -> tuple[str, ...]:
-    return tuple(str(getattr(k, "key", getattr(k, "name", k))) for k in path)
+def _key(path) -> tuple[str, ...]:
+    """A tree path as a tuple of its key names."""
+    return tuple(str(k) for k in path_keys(path))
 
 
 def _flat(tree) -> dict[tuple[str, ...], Any]:
-    return {_path_keys(p): v for p, v in jax.tree_util.tree_flatten_with_path(tree)[0]}
+    return {_key(p): v for p, v in jax.tree_util.tree_flatten_with_path(tree)[0]}
 
 
 def _unflat_like(tree, values: dict[tuple[str, ...], Any]):
     paths, treedef = jax.tree_util.tree_flatten_with_path(tree)
-    return jax.tree_util.tree_unflatten(treedef, [values[_path_keys(p)] for p, _ in paths])
+    return jax.tree_util.tree_unflatten(treedef, [values[_key(p)] for p, _ in paths])
 
 
 def _fresh_mtp_paths(abstract_flat: dict, have_depths: int) -> set:
@@ -301,19 +303,14 @@ def _load_stage(path: str, target, fresh: set) -> dict:
     """Partial orbax restore of state.params / state.router_state into the target shardings."""
     import orbax.checkpoint as ocp
 
+    from composer2_jax.convert.checkpoint import unflatten
     from composer2_jax.train.checkpoint import Checkpointer
 
     def drop(tree, col):
+        """tree without the fresh MTP leaves (they are not in the checkpoint)."""
         if not fresh:
             return tree
-        keep = {k: v for k, v in _flat({col: tree}).items() if k not in fresh}
-        out: dict = {}
-        for k, v in keep.items():
-            node = out
-            for key in k[1:-1]:
-                node = node.setdefault(key, {})
-            node[k[-1]] = v
-        return out
+        return unflatten({"/".join(k[1:]): v for k, v in _flat({col: tree}).items() if k not in fresh})
 
     item = {"params": drop(target["params"], "params"), "router_state": drop(target["router_state"], "router_state")}
     ck = Checkpointer(path, async_save=False)

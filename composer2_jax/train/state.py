@@ -36,7 +36,7 @@ def logical_axes(boxed_tree):
     return jax.tree.map(lambda s: tuple(s), specs, is_leaf=lambda x: isinstance(x, P))
 
 
-def _path_keys(path) -> tuple:
+def path_keys(path) -> tuple:
     return tuple(getattr(k, "key", getattr(k, "name", getattr(k, "idx", k))) for k in path)
 
 
@@ -46,10 +46,10 @@ def opt_state_shardings(abstract_opt_state, abstract_params, param_shardings, me
     by_path = {}
     for (path, leaf), sh in zip(jax.tree_util.tree_flatten_with_path(abstract_params)[0],
                                 jax.tree.leaves(param_shardings)):
-        by_path[_path_keys(path)] = (leaf.shape, sh)
+        by_path[path_keys(path)] = (leaf.shape, sh)
 
     def one(path, leaf):
-        keys = _path_keys(path)
+        keys = path_keys(path)
         for i in range(len(keys)):
             hit = by_path.get(keys[i:])
             if hit is not None and hit[0] == leaf.shape:
