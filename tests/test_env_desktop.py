@@ -86,9 +86,6 @@ class _StubEnv:
             raise KeyError(f"no live sandbox {sid!r}")
         return {"submitted": False}
 
-    def profile(self, sid):
-        return None
-
     def put_dir(self, sid, src, dest, user=None):
         self.puts.append((src, dest))
 
@@ -266,7 +263,7 @@ PAGE = """<!doctype html>
 <style>body { margin: 0; background: #ffffff; font: 16px sans-serif; }
 #banner { display: none; width: 400px; height: 200px; background: rgb(200, 30, 40); }</style></head>
 <body><h1>Greeting form</h1><input id="name" placeholder="your name"> <button id="go">Greet</button>
-<div id="banner"></div><p id="out">nobody greeted yet</p>
+<div id="banner"></div><p id="out">nobody greeted yet</p><a id="next" href="/second.html">next page</a>
 <script>
 document.getElementById("go").onclick = () => {
   const name = document.getElementById("name").value;
@@ -276,6 +273,9 @@ document.getElementById("go").onclick = () => {
 };
 </script></body></html>
 """
+SECOND = ('<!doctype html><title>Second</title><form action="/third.html"><input id="q" name="q" '
+          'aria-label="query"></form>')
+THIRD = "<!doctype html><title>Third</title><p>Third page</p>"
 
 
 def _colors(artifact: dict):
@@ -315,6 +315,7 @@ def test_browser_drives_a_page_served_inside_the_sandbox(desktop):
     have = desk.exec(sid, "for b in Xvfb openbox chromium python3; do command -v $b >/dev/null || echo $b; done")
     assert have["exit_code"] == 0 and have["stdout"] == "", f"the desktop image lacks {have['stdout'].split()}"
     desk.exec(sid, f"mkdir -p /srv/site && cat > /srv/site/index.html <<'EOF'\n{PAGE}EOF\n"
+                   f"echo '{SECOND}' > /srv/site/second.html && echo '{THIRD}' > /srv/site/third.html && "
                    "nohup python3 -m http.server 8000 --bind 127.0.0.1 --directory /srv/site > /tmp/http.log 2>&1 &")
     for _ in range(100):
         if desk.exec(sid, "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8000))'")[
@@ -351,6 +352,35 @@ def test_browser_drives_a_page_served_inside_the_sandbox(desktop):
     assert point.error == "out_of_range" and f"{config.width}x{config.height}" in point.content
     assert desk.call(sid, "browser_click", {"selector": "#missing"}).error == "not_found"
     assert desk.call(sid, "browser_open", {"url": "http://127.0.0.1:9/"}).error == "os_error"  # nothing listens
+    assert desk.call(sid, "browser_open", {"url": "http://127.0.0.1:8000/"}).ok
+    obs = desk.call(sid, "browser_click", {"selector": "#next"})  # a link: the click waits for the new page
+    assert obs.ok and obs.fields["title"] == "Second" and obs.fields["url"].endswith("/second.html"), obs.content
+    obs = desk.call(sid, "browser_type", {"text": "hi\n", "selector": "#q"})  # Enter submits the form
+    assert obs.ok and obs.fields["url"].endswith("/third.html?q=hi") and obs.fields["text"] == "Third page", obs.content
+    desk.close(sid)
+
+
+@pytest.mark.slow
+def test_the_harness_offers_the_desktop_tools_and_keeps_the_screenshot(desktop, tmp_path):
+    desk, snap, config = desktop
+    sid = desk.fork(snap)
+    tok = tk.ByteTokenizer()
+    harness = HarnessConfig(max_turns=4, context_budget=60_000, max_total_tokens=100_000)
+    policy = ScriptedPolicy(tok, [call("browser_open", url="data:text/html,<h1>Shot</h1>"), call("screenshot"),
+                                  call("submit", summary="looked")], harness)
+    prompts = []
+    generate = policy.generate
+    policy.generate = lambda ids, n: prompts.append(tok.decode(ids)) or generate(ids, n)
+    result = run_episode(desk, sid, "Open the page and take a screenshot.", policy, tok, harness)
+    assert result.stop_reason == "submitted" and [r.ok for r in result.tool_calls] == [True, True, True]
+    assert all(f'"{name}"' in prompts[0] for name in DESKTOP_TOOL_NAMES)  # schemas in the system prompt
+    (shot,) = result.artifacts
+    assert (shot["turn"], shot["width"], shot["height"]) == (2, config.width, config.height)
+    (path,) = result.save_artifacts(tmp_path)
+    data = open(path, "rb").read()
+    assert png_size(data) == (config.width, config.height) and hashlib.sha256(data).hexdigest() == shot["sha256"]
+    tool_msgs = [m["content"] for m in result.messages if m["role"] == "tool"]
+    assert "PNG" in tool_msgs[1] and "Shot" in tool_msgs[1]  # the text rendering the model read
     desk.close(sid)
 
 

@@ -1,7 +1,7 @@
 """The host half of the desktop: the browser tools as the deploy harness offers them, on any Environment.
 
 `DesktopEnvironment` wraps an environment (an `Environment`, an `EnvironmentClient`, or any backend with the same
-`exec`, `put_dir`, `episode`, `profile` and `call` methods) and adds the desktop tools of
+`exec`, `put_dir`, `episode` and `call` methods) and adds the desktop tools of
 `tool_schemas.DESKTOP_TOOL_NAMES` to its coding tools. A desktop tool call is validated against its schema here,
 then runs one operation of the guest driver (guest/cdp.py) inside the sandbox with `exec`; nothing else of the
 sandbox is touched, so the same code drives a desktop on any backend that runs the desktop image.
@@ -142,9 +142,8 @@ class DesktopEnvironment:
                    f"exec python3 $G {op} {payload} {out}")
         timeout = 3 * self.config.timeout_s + 30  # a start, a load and a settle may each take timeout_s
         reply = self.env.exec(sid, command, timeout_s=timeout)
-        if reply.get("exit_code") == MISSING_GUEST:
-            profile = self.env.profile(sid)
-            self.env.put_dir(sid, GUEST_DIR, GUEST_DEST, user=profile.user if profile is not None else None)
+        if reply.get("exit_code") == MISSING_GUEST:  # root-owned and world-readable: any image user runs it
+            self.env.put_dir(sid, GUEST_DIR, GUEST_DEST)
             reply = self.env.exec(sid, command, timeout_s=timeout)
         if reply.get("exit_code") != 0 or reply.get("stdout_tail"):
             raise RuntimeError(f"the desktop driver failed (exit {reply.get('exit_code')}): "

@@ -22,6 +22,7 @@ import base64
 import http.client
 import json
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -147,6 +148,8 @@ class CDP:
             pages = [http_json(port, "/json/new?about:blank", method="PUT")]
         self.ws = WebSocket(pages[0]["webSocketDebuggerUrl"], timeout)
         self.timeout, self.next_id, self.events = timeout, 0, []
+        self.call("Page.enable")  # page lifecycle events: a navigation an input starts is seen (wait_navigation)
+        self.call("Page.bringToFront")  # activate the window: else the first click after a start may not focus
 
     def call(self, method: str, **params):
         """Send a command and return its result (events seen meanwhile are kept in self.events)."""
@@ -160,6 +163,29 @@ class CDP:
                 return msg.get("result", {})
             if "method" in msg:
                 self.events.append(msg)
+
+    def pump(self, seconds: float, until: tuple[str, ...] = ()) -> bool:
+        """Collect events for up to `seconds`, or until one named in `until` arrives (then True). Whole messages are
+        read only once the socket is readable, so a deadline never cuts a frame in half."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if not select.select([self.ws.sock], [], [], left)[0]:
+                break
+            msg = json.loads(self.ws.recv())
+            if "method" in msg:
+                self.events.append(msg)
+                if msg["method"] in until:
+                    return True
+        return False
+
+    def wait_navigation(self, timeout: float, started: bool = False) -> None:
+        """If a navigation has started (or starts within a short window after an input), wait for its load event."""
+        begun = ("Page.frameStartedLoading", "Page.frameRequestedNavigation", "Page.frameScheduledNavigation")
+        started = started or any(e["method"] in begun for e in self.events)
+        if not started:
+            started = self.pump(0.3, until=begun)
+        if started and not any(e["method"] == "Page.loadEventFired" for e in self.events):
+            self.pump(timeout, until=("Page.loadEventFired",))
 
     def evaluate(self, expression: str):
         """The value of a JavaScript expression in the page (promises awaited)."""
@@ -284,9 +310,11 @@ def page_state(cdp: CDP, max_chars: int) -> dict:
 
 def op_open(cdp: CDP, a: dict, d: dict) -> dict:
     """Navigate to a URL and wait for it to load."""
+    cdp.events.clear()
     r = cdp.call("Page.navigate", url=a["url"])
     if r.get("errorText"):
         raise DesktopError("os_error", f"cannot open {a['url']}: {r['errorText']}")
+    cdp.wait_navigation(d["timeout_s"], started="loaderId" in r)  # no loaderId: a same-document navigation
     cdp.settle(d["timeout_s"])
     return page_state(cdp, d["max_chars"])
 
@@ -308,11 +336,32 @@ def _center(cdp: CDP, selector: str) -> dict:
     return box
 
 
-def _mouse_click(cdp: CDP, x: float, y: float) -> None:
-    """A left click at a viewport point, as real input events (move, press, release)."""
-    cdp.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
-    for kind in ("mousePressed", "mouseReleased"):
-        cdp.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+_ARM = ("window.__composer2_down = 0; addEventListener('mousedown', () => { window.__composer2_down += 1; }, "
+        "{capture: true, once: true}); 0")
+
+
+def _mouse_click(cdp: CDP, x: float, y: float, within_s: float = 5.0) -> None:
+    """A left click at a viewport point, as real input events (move, press, release).
+
+    Chromium ignores input to a page for a moment after it loads (seen in the sandbox: presses sent in the first
+    ~0.8 s never reach the page, the moves do), so a capturing mousedown listener tells whether the press arrived,
+    and one that did not is sent again (for up to within_s): the page never sees two presses."""
+    deadline = time.monotonic() + within_s
+    while True:
+        cdp.evaluate(_ARM)
+        cdp.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
+        cdp.call("Input.dispatchMouseEvent", type="mousePressed", x=x, y=y, button="left", clickCount=1)
+        try:
+            arrived = cdp.evaluate("window.__composer2_down")
+        except DesktopError:
+            arrived = 1  # the press navigated the page away: it arrived
+        cdp.call("Input.dispatchMouseEvent", type="mouseReleased", x=x, y=y, button="left", clickCount=1)
+        if arrived:
+            return
+        if time.monotonic() > deadline:
+            raise DesktopError("sandbox_error", f"the page did not take a click at ({x:.0f}, {y:.0f}) within "
+                                                f"{within_s:g} s")
+        time.sleep(0.1)
 
 
 def op_click(cdp: CDP, a: dict, d: dict) -> dict:
@@ -324,8 +373,9 @@ def op_click(cdp: CDP, a: dict, d: dict) -> dict:
         x, y, target = a["x"], a["y"], "the point"
         if not (0 <= x < d["width"] and 0 <= y < d["height"]):
             raise DesktopError("out_of_range", f"({x}, {y}) is outside the {d['width']}x{d['height']} window")
+    cdp.events.clear()
     _mouse_click(cdp, x, y)
-    time.sleep(0.1)  # a click may start a navigation; let it begin before waiting for the load
+    cdp.wait_navigation(d["timeout_s"])  # a click on a link or a submit button loads another page
     cdp.settle(d["timeout_s"])
     return {"clicked": target, "x": round(x, 1), "y": round(y, 1), **page_state(cdp, d["max_chars"])}
 
@@ -343,13 +393,15 @@ def op_type(cdp: CDP, a: dict, d: dict) -> dict:
     if "selector" in a:
         box = _center(cdp, a["selector"])
         _mouse_click(cdp, box["x"], box["y"])
+    cdp.events.clear()
     lines = a["text"].split("\n")
     for i, line in enumerate(lines):
         if line:
             cdp.call("Input.insertText", text=line)
         if i < len(lines) - 1:
             _press_enter(cdp)
-    time.sleep(0.05)
+    if len(lines) > 1:
+        cdp.wait_navigation(d["timeout_s"])  # Enter may submit a form
     cdp.settle(d["timeout_s"])
     focused = cdp.evaluate("(() => { const e = document.activeElement; return e ? {tag: e.tagName.toLowerCase(), "
                            "value: 'value' in e ? String(e.value) : null} : null; })()")
