@@ -35,6 +35,7 @@ from composer2_jax.env.tool_schemas import (
     tool_specs,
 )
 from composer2_jax.episode import Episode
+from composer2_jax.rl.services.tool_view import ToolView
 
 ON_CI = os.environ.get("CI") == "true"
 _spec = importlib.util.spec_from_file_location("desktop_guest_cdp", os.path.join(GUEST_DIR, "cdp.py"))
@@ -61,6 +62,9 @@ def test_desktop_tools_are_registered_but_offered_only_with_a_desktop():
     assert parse_arguments("browser_open", '{"url": "http://x/"}', names=DESKTOP_TOOL_NAMES) == {"url": "http://x/"}
     with pytest.raises(ValueError, match="unknown tools \\['nope'\\]"):
         tool_specs(("nope",))
+    view = ToolView(DesktopEnvironment(_StubEnv()), names=("screenshot", "read_file"))  # an RL setup's subset
+    assert [s["function"]["name"] for s in view.tools()] == ["read_file", "screenshot"]
+    assert view.call("sbx-1", "browser_open", {"url": "http://x/"}).error == "unknown_tool"
     with pytest.raises(ValueError, match="DesktopConfig.width=0"):
         DesktopConfig(width=0)
     with pytest.raises(ValueError, match="DesktopConfig.display='99'"):
