@@ -94,6 +94,44 @@ def test_image_compose_and_step_tasks_train_through_the_env_worker(env, tmp_path
     worker.close()
 
 
+@needs_images
+def test_warm_start_transcripts_replay_solutions_or_come_from_a_jsonl(env, tmp_path):
+    import json
+
+    from composer2_jax.rl.services.oracle import read_transcripts, write_solution_transcripts
+
+    got = sources.harbor_tasks(sources.SourceSpec("suite", "img", 1.0), image_suite(tmp_path / "suite"), "train",
+                               0.0)
+    worker = EnvWorker(env, TOK, CFG, RewardConfig(penalty_coef=0.0), ("read_file",), repo_root=tmp_path / "repos")
+    worker.set_family("suite", TOOL_NAMES, CFG)
+    out = tmp_path / "demos.jsonl"
+    assert write_solution_transcripts(worker, got.tasks, out, threads=2) == {"written": 4, "failed": 0,
+                                                                              "no_solution": 0}
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["task_id"] for r in rows) == sorted(t.task_id for t in got.tasks)
+    for r in rows:  # solve.sh ran as terminal tool calls; the sandbox's real answers are the observations
+        calls = [c["name"] for m in r["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or ()]
+        assert "run_terminal_cmd" in calls and calls[-1] == "submit", calls
+        assert r["messages"][-1]["role"] == "assistant" and len(r["messages"]) > 3
+    assert read_transcripts(out) == 4
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(out.read_text().splitlines()[0] + "\n{\"text\": \"x\"}\n")
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: expected \{\"messages\""):
+        read_transcripts(bad)
+    worker.close()
+
+
+def test_ray_installs_as_a_named_extra_and_yaml_with_the_runtime():
+    import tomllib
+
+    root = Path(__file__).parents[1]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert any(r.startswith("ray>=") for r in project["optional-dependencies"]["ray"])
+    runtime = [line.split(">")[0].strip() for line in (root / "requirements.txt").read_text().splitlines()
+               if line.strip() and not line.startswith("#")]
+    assert "pyyaml" in runtime and project["dynamic"] == ["dependencies"]
+
+
 @pytest.mark.slow
 @needs_images
 def test_short_rl_run_on_an_image_task_suite(tmp_path):
@@ -113,7 +151,7 @@ def test_short_rl_run_on_an_image_task_suite(tmp_path):
     c.env.pool_size = 0
     c.rollout.update(batch_size=4, prompt_len=3072, max_new_tokens=24)
     c.trainer.update(rows=4, seq_len=3200)
-    c.harness.update(max_turns=2)
+    c.harness.update(max_turns=2, max_new_tokens=24, summary_tokens=16)
     run = orchestrator.rl_config(c)
     assert harbor_harness(run, TOK).context_budget > 2000
     r = orchestrator.run_rl(c)

@@ -222,6 +222,10 @@ class WarmStartConfig:
     seq_len: int = 1024  # SFT packed row length
     batch_size: int = 8  # SFT rows per step
     init_from: str = ""  # checkpoint the SFT starts from ("" = a fresh model)
+    # what the warm start imitates: "family" (the curriculum's generated family's oracle, rl/services/oracle.py),
+    # "solutions" (each training Harbor task's solution/solve.sh replayed as terminal tool calls in its sandbox), or
+    # the path of a JSONL of transcripts ({"messages": [...]} per line) used as it is
+    demonstrations: str = "family"
 
     @property
     def flaw_rates(self) -> dict[str, float]:
@@ -232,6 +236,9 @@ class WarmStartConfig:
         for name in ("read_prob", "teacher_error", "teacher_lint", "teacher_todo_comment"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"sft.{name}={getattr(self, name)}; expected a fraction in [0, 1]")
+        if self.demonstrations not in ("family", "solutions") and not self.demonstrations.endswith(".jsonl"):
+            raise ValueError(f"sft.demonstrations={self.demonstrations!r}; expected 'family', 'solutions' or the path "
+                             "of a .jsonl of transcripts")
         if min(self.transcripts, self.steps, self.seq_len, self.batch_size) < 1:
             raise ValueError(f"sft.transcripts={self.transcripts}, steps={self.steps}, seq_len={self.seq_len}, "
                              f"batch_size={self.batch_size}; expected >= 1")
