@@ -3,7 +3,9 @@ sandbox as the agent left it; trials run in parallel threads.
 
 A trial, as Harbor runs one (harbor.trial.trial / harbor.trial.multi_step):
 1. fork the task's snapshot (imported once per task: a repository, or an image built from environment/Dockerfile,
-   cached by content) with the task's egress policy and, for image tasks, its cpus / memory_mb / storage_mb;
+   cached by content) with the task's egress policy and, for image tasks, its cpus / memory_mb / storage_mb; a
+   multi-container task (environment/docker-compose.yaml, bench/compose.py) starts every service, in depends_on
+   order, on the trial's private network, and the agent works in the main one;
 2. image tasks: /logs/{agent,verifier,artifacts} are made; the [environment] healthcheck must pass;
 3. per step (a single-step task is one step): copy steps/<name>/workdir/ into the working directory and run its
    setup.sh; run the agent (the step's instruction, the step's or task's agent timeout, not capped; as the
