@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -29,8 +30,8 @@ from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl import orchestrator, sources
 from composer2_jax.rl.config import EnvConfig, RLConfig, RLExperimentConfig, WarmStartConfig
 from composer2_jax.rl.rewards import TERMS, RewardConfig
-from composer2_jax.rl.services.env_worker import env_worker_for
-from composer2_jax.rl.services.oracle import write_oracle_transcripts
+from composer2_jax.rl.services.env_worker import env_worker_for, sandbox_limits
+from composer2_jax.rl.services.oracle import read_transcripts, write_oracle_transcripts, write_solution_transcripts
 from composer2_jax.rl.services.rollout import RolloutConfig
 from composer2_jax.rl.services.trainer import TrainerConfig
 from composer2_jax.train import init_from
@@ -107,6 +108,30 @@ def transcripts_path(run: RLExperimentConfig) -> str:
     return str(Path(run.init_from).parent.parent / "sft_data" / "oracle.jsonl")
 
 
+def write_demonstrations(run: RLExperimentConfig) -> dict:
+    """The warm start's transcripts (sft.demonstrations): the generated family's oracle, the training Harbor tasks'
+    solve.sh replayed as terminal tool calls, or a ready JSONL (checked, then copied)."""
+    w = run.sft
+    if w.demonstrations.endswith(".jsonl"):
+        count = read_transcripts(w.demonstrations)
+        Path(transcripts_path(run)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(w.demonstrations, transcripts_path(run))
+        return {"written": count, "from": w.demonstrations}
+    with Environment(pool_size=run.env.pool_size, limits=sandbox_limits(run.env)) as env:
+        worker = env_worker_for(run, env, run.tokenizer.build())
+        if w.demonstrations == "solutions":
+            tasks = [t for spec in sources.parse_mix(run.tasks) if spec.kind in sources.HARBOR_KINDS
+                     for t in orchestrator.source_tasks(run, spec, "train").tasks]
+            if not tasks:
+                raise ValueError(f"sft.demonstrations='solutions' but tasks={run.tasks!r} has no Harbor source with "
+                                 "training tasks; expected a suite: or generated: entry")
+            return write_solution_transcripts(worker, tasks, transcripts_path(run))
+        family = sources.family_module(sources.warm_start_family(run.tasks))  # toy, or pkg with tasks=pkg
+        return write_oracle_transcripts(worker, family.task_set(w.transcripts, w.seed + 7, tuple(run.rl.levels)),
+                                        transcripts_path(run), w.read_prob, w.seed, error_rate=w.teacher_error,
+                                        flaw_rates=w.flaw_rates)
+
+
 def prepare(config) -> dict:
     """Write oracle transcripts and train the SFT warm start unless `init_from` already holds a checkpoint."""
     run = orchestrator.rl_config(config)
@@ -117,13 +142,7 @@ def prepare(config) -> dict:
         pass
     from composer2_jax.train.loop import train
 
-    w = run.sft
-    with Environment(pool_size=run.env.pool_size) as env:
-        worker = env_worker_for(run, env, run.tokenizer.build())
-        family = sources.family_module(sources.warm_start_family(run.tasks))  # toy, or pkg with tasks=pkg
-        written = write_oracle_transcripts(worker, family.task_set(w.transcripts, w.seed + 7, tuple(run.rl.levels)),
-                                           transcripts_path(run), w.read_prob, w.seed, error_rate=w.teacher_error,
-                                           flaw_rates=w.flaw_rates)
+    written = write_demonstrations(run)
     r = train(sft_config(run))
     return {"sft": "trained", **written, "sft_first_loss": r.losses[0], "sft_last_loss": r.losses[-1],
             "sft_seconds": round(r.seconds, 1)}

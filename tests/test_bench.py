@@ -85,7 +85,7 @@ def test_tasks_this_runner_cannot_run_are_reported_unsupported(tmp_path):
 
     task("alpine", {"environment/Dockerfile": "FROM alpine:3.20\nRUN apk add python3\n"})
     task("compose", {"environment/Dockerfile": "FROM ubuntu:24.04\n",
-                     "environment/docker-compose.yaml": "services: {}\n"})
+                     "environment/docker-compose.yaml": "services:\n  main:\n    ports: ['80:80']\n"})
     task("gpu", {"environment/Dockerfile": "FROM ubuntu:24.04\n", "task.toml": "[environment]\ngpus = 1\n"})
     task("stage", {"environment/Dockerfile": "FROM golang:1.22 AS build\nFROM ubuntu:24.04\nCOPY --from=build /x /x\n"})
     task("image", {"task.toml": '[environment]\ndocker_image = "ghcr.io/x/y:1"\n'})
@@ -95,7 +95,8 @@ def test_tasks_this_runner_cannot_run_are_reported_unsupported(tmp_path):
     assert [t.name for t in suite.tasks] == ["toy", "ubuntu"] and suite.tasks[1].is_image
     reasons = {u.name: u.reason for u in suite.unsupported}
     assert "Alpine (musl libc, apk)" in reasons["alpine"]
-    assert "docker-compose tasks" in reasons["compose"] and "1 GPU(s)" in reasons["gpu"]
+    assert "services.main.ports: the key 'ports' is not supported" in reasons["compose"]
+    assert "1 GPU(s)" in reasons["gpu"]
     assert "golang:1.22: no local stand-in" in reasons["stage"] and "ghcr.io/x/y:1" in reasons["image"]
 
 

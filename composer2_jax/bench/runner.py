@@ -3,7 +3,9 @@ sandbox as the agent left it; trials run in parallel threads.
 
 A trial, as Harbor runs one (harbor.trial.trial / harbor.trial.multi_step):
 1. fork the task's snapshot (imported once per task: a repository, or an image built from environment/Dockerfile,
-   cached by content) with the task's egress policy and, for image tasks, its cpus / memory_mb / storage_mb;
+   cached by content) with the task's egress policy and, for image tasks, its cpus / memory_mb / storage_mb; a
+   multi-container task (environment/docker-compose.yaml, bench/compose.py) starts every service, in depends_on
+   order, on the trial's private network, and the agent works in the main one;
 2. image tasks: /logs/{agent,verifier,artifacts} are made; the [environment] healthcheck must pass;
 3. per step (a single-step task is one step): copy steps/<name>/workdir/ into the working directory and run its
    setup.sh; run the agent (the step's instruction, the step's or task's agent timeout, not capped; as the
@@ -27,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from composer2_jax.bench import compose
 from composer2_jax.bench.grade import Grade, grade, scalar_reward
 from composer2_jax.bench.task import Step, Suite, Task, TaskError, resolve_env
 from composer2_jax.data import tokenizer as tk
@@ -115,8 +118,9 @@ class SnapshotCache:
                 self._builder = ImageBuilder()
             return self._builder
 
-    def get(self, task: Task) -> str:
-        """The snapshot id of the task's starting state (imported or built on first use; a failure is remembered)."""
+    def get(self, task: Task) -> str | compose.ComposeSnapshot:
+        """The snapshot id of the task's starting state (imported or built on first use; a failure is remembered);
+        a multi-container task's is a ComposeSnapshot (one snapshot per service)."""
         with self._lock:
             lock = self._locks.setdefault(task.name, threading.Lock())
         with lock:
@@ -130,15 +134,38 @@ class SnapshotCache:
                     raise
             return self._snaps[task.name]
 
-    def _import(self, task: Task) -> str:
-        """Import a workspace task's repository, or build and import an image task's image."""
+    def _import(self, task: Task) -> str | compose.ComposeSnapshot:
+        """Import a workspace task's repository, or build and import an image task's image (every service's, for a
+        multi-container task)."""
         if not task.is_image:
             return self.env.import_repo(task.repo_dir(self.cache_dir))
+        env = resolve_env(task.config.env, f"{task.path}: [environment] env")
+        if task.compose is not None:
+            return self._import_compose(task, env)
         image = self._build(task)
         self.images[task.name] = image
         workdir = task.config.workdir or image.config.workdir or DEFAULT_WORKDIR
-        env = resolve_env(task.config.env, f"{task.path}: [environment] env")
         return self.env.import_image(image, workdir=workdir, env=env)
+
+    def _import_compose(self, task: Task, env: dict[str, str]) -> compose.ComposeSnapshot:
+        """Every service of a compose task built and imported; the main one's image is the task's `images` entry."""
+        spec, built = task.compose, {}
+
+        def build(svc: compose.Service):
+            context, name = svc.context, svc.dockerfile
+            if svc.image is not None:
+                context = Path(self.builder().cache) / "work" / f"compose-image-{task.name}-{svc.name}"
+                context.mkdir(parents=True, exist_ok=True)
+                (context / "Dockerfile").write_text(f"FROM {svc.image}\n")
+            built[svc.name] = self.builder().build(context, name, dict(svc.build_args) or None,
+                                                   timeout_s=task.config.build_timeout_s)
+            return built[svc.name]
+
+        main_image = build(spec.service(spec.main))
+        workdir = task.config.workdir or main_image.config.workdir or DEFAULT_WORKDIR
+        snap = compose.import_compose(self.env, spec, lambda s: built.get(s.name) or build(s), workdir, env)
+        self.images[task.name] = main_image
+        return snap
 
     def _build(self, task: Task):
         """The task's image: environment/ built, or a docker_image used as a one-line Dockerfile."""
@@ -200,19 +227,7 @@ def harness_config(task: Task, step: Step, config: HarnessConfig, workdir: str |
 
 def healthcheck(env, sid: str, task: Task, hc) -> None:
     """Run a healthcheck until it passes (Docker HEALTHCHECK rules); RuntimeError when it fails for good."""
-    start, failures = time.monotonic(), 0
-    while True:
-        r = env.exec(sid, hc.command, timeout_s=hc.timeout_sec)
-        if r["exit_code"] == 0:
-            return
-        if time.monotonic() - start < hc.start_period_sec:
-            time.sleep(hc.start_interval_sec)
-            continue
-        failures += 1
-        if failures >= hc.retries:
-            raise RuntimeError(f"healthcheck {hc.command!r} failed {failures} times: "
-                               f"{(r['stdout'] + r['stderr'])[-300:]}")
-        time.sleep(hc.interval_sec)
+    compose.wait_healthy(env, sid, hc)
 
 
 def prepare_step(env, sid: str, task: Task, step: Step) -> None:
@@ -304,14 +319,18 @@ def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: C
               run_policy: EgressPolicy | None = None) -> Trial:
     """Fork the task's snapshot, run its steps (agent, then grading in a fork of its sandbox); never raises."""
     trial = Trial(task.name, task.category, task.difficulty, sample)
-    start, sid = time.monotonic(), None
+    start, sid, group = time.monotonic(), None, None
     try:
         snap = snapshots.get(task)
         image = snapshots.images.get(task.name)
         if image is not None:
             trial.image = {"key": image.key, "mappings": list(image.mappings), "cached": image.cached}
-        sid = env.fork(snap, policy=agent_policy(task, run_policy),
-                       resources=resources_of(task) if task.is_image else None)
+        if isinstance(snap, compose.ComposeSnapshot):  # every service started; the agent works in the main one
+            group = compose.fork_compose(env, snap, agent_policy(task, run_policy), resources_of(task))
+            sid = group.main
+        else:
+            sid = env.fork(snap, policy=agent_policy(task, run_policy),
+                           resources=resources_of(task) if task.is_image else None)
         if hasattr(env, "set_phase"):
             env.set_phase(sid, "agent")  # allow_internet's policy; the verifier's phase is bench/verifier_net.py's
         if task.is_image:
@@ -346,6 +365,8 @@ def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: C
                     trial.egress.setdefault(event.get("phase") or "agent", []).append(event)
             except (KeyError, AttributeError):
                 pass
+        if group is not None:
+            group.close(keep_main=True)
     trial.wall_s = time.monotonic() - start
     if trial.notes:
         log.warning("%s#%d: %s", task.name, sample, trial.notes)

@@ -14,7 +14,10 @@ A task is a folder:
     steps/<name>/             a multi-step task ([[steps]] in task.toml): instruction.md, tests/, solution/,
                               workdir/ (copied into the working directory before the step; workdir/setup.sh runs)
 
-A task this runner cannot run (docker-compose, GPUs, Windows, a base image with no local stand-in) loads as
+    environment/docker-compose.yaml   a multi-container task (bench/compose.py): the agent works in its main service
+
+A task this runner cannot run (compose keys beyond bench/compose.py's subset, GPUs, Windows, a base image with no
+local stand-in) loads as
 `Unsupported` with the reason. A folder that is not a task at all (no instruction.md, bad TOML, unknown
 difficulty) raises `TaskError`.
 """
@@ -33,6 +36,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from composer2_jax.bench.compose import ComposeError, ComposeSpec, compose_file, parse_compose
 from composer2_jax.bench.task_config import (  # noqa: F401  (re-exported: the task API lives here)
     DIFFICULTIES,
     StepConfig,
@@ -47,7 +51,6 @@ from composer2_jax.env.dockerfile import DockerfileError, parse
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
 ARCHIVES = ("repo.tar.gz", "repo.tgz", "repo.tar", "repo.zip")
-COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -76,6 +79,7 @@ class Task:
     solution_dir: Path | None  # solution/ when it holds solve.sh
     image_context: Path | None = None  # environment/ when it holds a Dockerfile (image tasks)
     steps: tuple[Step, ...] = ()  # [[steps]] with their folders
+    compose: ComposeSpec | None = None  # environment/docker-compose.yaml (multi-container tasks)
 
     @property
     def category(self) -> str:
@@ -88,7 +92,8 @@ class Task:
     @property
     def is_image(self) -> bool:
         """True when the task runs in an image sandbox (a Dockerfile or a docker_image)."""
-        return self.image_context is not None or (self.repo_source is None and self.config.docker_image is not None)
+        return (self.image_context is not None or self.compose is not None
+                or (self.repo_source is None and self.config.docker_image is not None))
 
     def run_steps(self) -> tuple[Step, ...]:
         """The steps to run: the [[steps]], or the task itself as one step."""
@@ -148,6 +153,29 @@ def _repo_source(env_dir: Path) -> Path | None:
     return next((env_dir / a for a in ARCHIVES if (env_dir / a).is_file()), None)
 
 
+def _compose(path: Path, config: TaskConfig) -> ComposeSpec | None:
+    """The task's parsed compose file (its [environment] env interpolated), or None; ComposeError if unsupported."""
+    found = compose_file(path / "environment")
+    if found is None:
+        return None
+    return parse_compose(found, dict(config.env))
+
+
+def _compose_problem(spec: ComposeSpec) -> str | None:
+    """Why a service of a compose task cannot be built here (a base with no stand-in), or None."""
+    try:
+        for svc in spec.services:
+            if svc.image is not None:
+                map_base(svc.image)
+                continue
+            dockerfile = svc.context / svc.dockerfile
+            for use in parse(dockerfile.read_text(), dict(svc.build_args), name=str(dockerfile)).uses:
+                map_base(use.ref)
+    except (UnsupportedBase, DockerfileError) as e:
+        return f"{spec.path}: services.{svc.name}: {e}"
+    return None
+
+
 def _image_problem(path: Path, config: TaskConfig) -> str | None:
     """Why an image task cannot run here (its Dockerfile's or docker_image's base has no stand-in), or None."""
     dockerfile = path / "environment" / "Dockerfile"
@@ -163,16 +191,18 @@ def _image_problem(path: Path, config: TaskConfig) -> str | None:
 
 
 def _unsupported_reason(path: Path, config: TaskConfig) -> str | None:
-    """Why this runner cannot run a task folder (compose, GPUs, Windows, an unmappable base), or None."""
+    """Why this runner cannot run a task folder (compose keys it lacks, GPUs, Windows, an unmappable base), or None."""
     env_dir = path / "environment"
-    compose = [f for f in COMPOSE_FILES if (env_dir / f).is_file()]
-    if compose:
-        return (f"environment/{compose[0]}: docker-compose tasks (several services or compose options) are not "
-                "supported; these sandboxes run one image built from environment/Dockerfile")
     if config.gpus > 0:
         return f"the task asks for {config.gpus} GPU(s); sandboxes have none"
     if (path / "tests" / "test.bat").is_file() and not (path / "tests" / "test.sh").is_file():
         return "tests/test.bat: Windows tasks are not supported"
+    try:
+        spec = _compose(path, config)
+    except ComposeError as e:
+        return str(e)
+    if spec is not None:
+        return _compose_problem(spec)
     if (env_dir / "Dockerfile").is_file() or (_repo_source(env_dir) is None and config.docker_image):
         return _image_problem(path, config)
     return None
@@ -207,9 +237,10 @@ def load_task(path: str | os.PathLike) -> Task | Unsupported:
     if reason is not None:
         return Unsupported(name, path, reason)
     env_dir = path / "environment"
-    image_context = env_dir if (env_dir / "Dockerfile").is_file() else None
-    source = None if image_context else _repo_source(env_dir)
-    if image_context is None and source is None and not config.docker_image:
+    compose = _compose(path, config)
+    image_context = env_dir if (env_dir / "Dockerfile").is_file() and compose is None else None
+    source = None if image_context or compose else _repo_source(env_dir)
+    if image_context is None and source is None and not config.docker_image and compose is None:
         raise TaskError(f"{path}: no environment; expected environment/Dockerfile, environment/repo/ or one of "
                         f"{ARCHIVES}")
     tests = path / "tests"
@@ -222,7 +253,8 @@ def load_task(path: str | os.PathLike) -> Task | Unsupported:
     instruction = (path / "instruction.md").read_text() if (path / "instruction.md").is_file() else ""
     return Task(name, path, instruction, config, source,
                 generator if source is not None and generator.is_file() else None, tests if tests.is_dir() else None,
-                solution if (solution / "solve.sh").is_file() else None, image_context, _load_steps(path, config))
+                solution if (solution / "solve.sh").is_file() else None, image_context, _load_steps(path, config),
+                compose)
 
 
 def suite_path(suite: str | os.PathLike) -> Path:

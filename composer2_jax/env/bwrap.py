@@ -60,7 +60,7 @@ def bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: str, egr
 
 
 def image_bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: str, egress_socket: str,
-                     rpc_fd: int, info_fd: int, block_fd: int) -> list[str]:
+                     rpc_fd: int, info_fd: int, block_fd: int, net: tuple[str, int] | None = None) -> list[str]:
     """Argv of an image sandbox: the same namespaces, but root inside, with a 65536-id user namespace.
 
     bwrap starts as host uid image_uid_base and blocks on block_fd until the host has written the namespace's
@@ -68,11 +68,14 @@ def image_bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: st
     Root inside gets Docker's default capabilities (config.image_caps), which only act on what the user namespace
     owns. The agent's own view is the host-rootfs layout (it runs the host's python); the image's root filesystem
     is mounted later at IMAGE_ROOT by mountd, and commands are chrooted into it.
+    `net` = (network namespace path, relay port): join that namespace (env/netns.py) instead of a fresh one.
     """
     base = config.image_uid_base
     drop = [config.setpriv_path(), f"--reuid={base}", f"--regid={base}", "--clear-groups", "--"]
+    if net is not None:
+        drop = ["nsenter", f"--net={net[0]}", "--", *drop]
     ns = ["--unshare-user", "--userns-block-fd", str(block_fd), "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-          "--unshare-net", "--unshare-cgroup-try", "--uid", "0", "--gid", "0",
+          *(() if net is not None else ("--unshare-net",)), "--unshare-cgroup-try", "--uid", "0", "--gid", "0",
           "--hostname", config.hostname, "--die-with-parent", "--new-session", "--as-pid-1"]
     caps = [arg for cap in config.image_caps for arg in ("--cap-add", cap)]
     fs = system_binds(config) + [
@@ -86,8 +89,9 @@ def image_bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: st
         "--chdir", "/",
     ]
     env = ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
-    agent = [config.python_path(), "-I", "-S", f"{AGENT_DIR}/main.py", str(rpc_fd), str(config.proxy_port),
-             EGRESS_SOCKET, IMAGE_ROOT]
+    port = net[1] if net is not None else config.proxy_port
+    agent = [config.python_path(), "-I", "-S", f"{AGENT_DIR}/main.py", str(rpc_fd), str(port), EGRESS_SOCKET,
+             IMAGE_ROOT]
     return [*drop, config.bwrap_path(), *ns, *caps, *fs, *env, "--info-fd", str(info_fd), "--", *agent]
 
 

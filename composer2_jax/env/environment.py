@@ -39,7 +39,7 @@ from composer2_jax.env.egress_policy import EgressLog, EgressPolicy
 from composer2_jax.env.layers import EMPTY, Chain
 from composer2_jax.env.mirrors import MirrorMap
 from composer2_jax.env.observation import Observation
-from composer2_jax.env.pool import SandboxPool
+from composer2_jax.env.pool import SandboxPool, new_sid
 from composer2_jax.env.profile import ImageProfile, profile_of
 from composer2_jax.env.runtime import Runtime
 from composer2_jax.env.sandbox import Sandbox, SandboxError
@@ -130,10 +130,12 @@ class Environment:
         return self._image_pool
 
     def import_image(self, image, workdir: str | None = None, user: str | None = None,
-                     env: dict[str, str] | None = None) -> str:
+                     env: dict[str, str] | None = None, command: tuple[str, ...] | None = None) -> str:
         """A snapshot id of an image's root filesystem (an `images.Image`; its layers are used in place).
 
         workdir, user and env override the image's WORKDIR, USER and add to its ENV for sandboxes forked from it.
+        `command` (a service of a multi-container task): started at every container start instead of Harbor's
+        keep-alive, after the ENTRYPOINT if any (env/profile.py).
         """
         self.rt.add_image(image.layers, image.layer_root, image.uid_base)
         with self._lock:
@@ -142,17 +144,19 @@ class Environment:
                 self._image_pool = SandboxPool(self.rt, self.rt.config.pool_size if size is None else size, image=True)
         snap = self._register_snapshot(tuple(image.layers), pinned=False)
         with self._lock:
-            self._profiles[snap] = profile_of(image, workdir, user, env)
+            self._profiles[snap] = profile_of(image, workdir, user, env, command)
         return snap
 
     def fork(self, source: str, policy: EgressPolicy | None = None, resources: Resources | None = None,
-             keep_origin: bool = False) -> str:
+             keep_origin: bool = False, net=None) -> str:
         """A new sandbox on a snapshot, or on a sandbox's current state (snapshotting it); its id.
 
         A fork of a sandbox starts with a copy of its parent's todo list, egress policy and resources.
         `resources` (image sandboxes) sets its CPU quota, memory limit and writable-layer size.
         `keep_origin` (a snapshot taken of a sandbox): the fork's `changes` count from where that sandbox started,
         not from the snapshot (a resumed episode's changes are the whole episode's).
+        `net` (image snapshots): a `netns.SharedNet` the sandbox joins (a multi-container task's network); a fork of
+        a sandbox joins its parent's.
         """
         with self._lock:
             chain = self._snapshots.get(source)
@@ -162,14 +166,14 @@ class Environment:
             if chain is not None:
                 self.rt.layers.pin(chain)
         if chain is not None:
-            return self._start(chain, policy, None, Episode(), profile, resources or Resources(), origin)
+            return self._start(chain, policy, None, Episode(), profile, resources or Resources(), origin, net)
         if record is None:
             raise KeyError(f"{source!r} is neither a live sandbox nor a snapshot")
         with record.sandbox.lock:
             chain = self._freeze(record)  # pinned until _start registers the fork
         episode = Episode(todos=[dict(t) for t in record.episode.todos])
         return self._start(chain, policy or record.sandbox.policy, source, episode, record.profile,
-                           resources or record.resources)
+                           resources or record.resources, net=record.sandbox.net)
 
     def snapshot(self, sid: str) -> str:
         """Freeze the sandbox's files as a snapshot id (its later writes do not change the snapshot)."""
@@ -421,11 +425,18 @@ class Environment:
 
     def _start(self, chain: Chain, policy: EgressPolicy | None, parent: str | None, episode: Episode,
                profile: ImageProfile | None = None, resources: Resources | None = None,
-               origin: Chain | None = None) -> str:
-        """Take a started sandbox, mount chain as its workspace (or root filesystem) and register it."""
+               origin: Chain | None = None, net=None) -> str:
+        """Take a started sandbox (a fresh one inside `net`, if given), mount chain as its workspace (or root
+        filesystem) and register it."""
         pool = self.pool if profile is None else self._image_pool
         try:
-            sbx = pool.take(policy or self.policy)
+            if net is not None and profile is None:
+                raise ValueError("a shared network (net=) is for image sandboxes; this snapshot is a workspace one")
+            if net is not None:
+                fresh = Sandbox(self.rt, new_sid(), policy or self.policy, True, net)
+                sbx = self.rt.spawner.submit(fresh.start).result()
+            else:
+                sbx = pool.take(policy or self.policy)
             record = _Record(sbx, episode, self.rt.proxy.log(sbx.sid), parent, profile, resources or Resources(),
                              tuple(chain if origin is None else origin))
             try:
@@ -471,7 +482,9 @@ class Environment:
             rlimits["memory_bytes"] = None  # the memory cgroup bounds the sandbox; RLIMIT_AS breaks big reservations
         rlimits["open_files"] = None  # inherited (the host's limit), as a container's default is generous
         rlimits["cpu_s"] = None  # only the sandbox's CPU-seconds budget: a container has no per-process CPU limit
-        env = profile.command_env(self.rt.config.proxy_port, self.rt.config.hostname, dict(self.rt.config.env))
+        env = profile.command_env(record.sandbox.proxy_port, self.rt.config.hostname, dict(self.rt.config.env))
+        if record.sandbox.net is not None:  # the other services are reached directly, never through the proxy
+            env["no_proxy"] = env["NO_PROXY"] = ",".join([env["NO_PROXY"], *record.sandbox.net.aliases])
         return ToolContext(record.sandbox, record.episode, self.limits, env, user=profile.user, confined=False,
                            rlimits=rlimits)
 

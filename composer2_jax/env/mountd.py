@@ -161,6 +161,8 @@ def mount_root(req, home_ns):
             with open("/.sbx/hosts", "w") as f:
                 f.write(f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
                         f"127.0.1.1\t{req['hostname']}\n")
+                if req.get("aliases"):  # the other services of a shared network (env/netns.py)
+                    f.write("127.0.0.1\t" + " ".join(req["aliases"]) + "\n")
             os.chown("/.sbx/hosts", uid, gid)
             _ensure("/.root/etc", uid, gid, lambda p: os.mkdir(p, 0o755))
             _ensure("/.root/etc/hosts", uid, gid, lambda p: open(p, "w").close())

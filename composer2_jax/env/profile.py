@@ -30,9 +30,13 @@ class ImageProfile:
     env: tuple[tuple[str, str], ...] = ()  # environment of every command (image ENV, then overrides)
     entrypoint: tuple[str, ...] = ()  # the image's ENTRYPOINT (exec form)
     image_user: str = ""  # the image's USER (set_user(sid, None) returns to it)
+    command: tuple[str, ...] = ()  # a service's command (compose `command:` or its CMD); () = Harbor's KEEPALIVE
 
     def entrypoint_argv(self) -> tuple[str, ...]:
-        """What is started detached at each container start: ENTRYPOINT + KEEPALIVE, or nothing."""
+        """What is started detached at each container start: ENTRYPOINT + KEEPALIVE, or nothing; a service of a
+        multi-container task: ENTRYPOINT + its command (Docker's rule)."""
+        if self.command:
+            return self.entrypoint + self.command
         return self.entrypoint + KEEPALIVE if self.entrypoint else ()
 
     def command_env(self, proxy_port: int, hostname: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -47,8 +51,10 @@ class ImageProfile:
 
 
 def profile_of(image, workdir: str | None = None, user: str | None = None,
-               env: Mapping[str, str] | None = None) -> ImageProfile:
-    """The profile of an `images.Image`, with optional overrides (workdir, user, extra environment)."""
+               env: Mapping[str, str] | None = None, command: tuple[str, ...] | None = None) -> ImageProfile:
+    """The profile of an `images.Image`, with optional overrides (workdir, user, extra environment, a service's
+    command)."""
     cfg = image.config
     return ImageProfile(image.key, workdir or cfg.workdir or "/", cfg.user if user is None else user,
-                        tuple(cfg.env) + tuple((env or {}).items()), tuple(cfg.entrypoint), cfg.user)
+                        tuple(cfg.env) + tuple((env or {}).items()), tuple(cfg.entrypoint), cfg.user,
+                        tuple(command or ()))

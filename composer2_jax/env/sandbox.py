@@ -38,8 +38,10 @@ class SandboxError(RuntimeError):
 class Sandbox:
     """Handle on one running sandbox; `request` talks to its agent, `mount` (re)builds its workspace."""
 
-    def __init__(self, runtime: Runtime, sid: str, policy: EgressPolicy, image: bool = False):
+    def __init__(self, runtime: Runtime, sid: str, policy: EgressPolicy, image: bool = False, net=None):
         self.rt, self.sid, self.policy, self.image = runtime, sid, policy, image
+        self.net = net  # a netns.SharedNet this image sandbox joins (None: a network namespace of its own)
+        self.proxy_port = net.port() if net is not None else runtime.config.proxy_port  # its egress relay's port
         self.lock = threading.RLock()  # one request at a time
         self.chain: Chain | None = None
         self.pid = self.pidns = self.pidfd = None
@@ -80,7 +82,9 @@ class Sandbox:
         block_r, block_w = os.pipe() if self.image else (-1, -1)
         try:
             if self.image:
-                argv = image_bwrap_argv(cfg, lim, self.rt.agent_dir, sock_path, theirs.fileno(), info_w, block_r)
+                net = (self.net.path, self.proxy_port) if self.net is not None else None
+                argv = image_bwrap_argv(cfg, lim, self.rt.agent_dir, sock_path, theirs.fileno(), info_w, block_r,
+                                        net)
             else:
                 argv = bwrap_argv(cfg, lim, self.rt.agent_dir, sock_path, theirs.fileno(), info_w)
             fds = (theirs.fileno(), info_w) + ((block_r,) if self.image else ())
@@ -130,7 +134,7 @@ class Sandbox:
             roots, index = self.rt.image_dirs(chain)
             self.rt.mountd.request("mount_root", pid=self.pid, layers_dir=self.rt.layers.root, image_dirs=roots,
                                    image_index=index, chain=list(chain), uid=base, gid=base, size_bytes=size,
-                                   hostname=cfg.hostname)
+                                   hostname=cfg.hostname, aliases=list(self.net.aliases if self.net else ()))
         else:
             self.rt.mountd.mount_workspace(self.pid, self.rt.layers.root, chain, cfg.host_uid, cfg.host_gid, size)
         self.chain = tuple(chain)

@@ -15,6 +15,7 @@ from composer2_jax.config import ModelConfig
 from composer2_jax.config import preset as model_preset
 from composer2_jax.data.tokenizer import TokenizerConfig
 from composer2_jax.env.harness import HarnessConfig
+from composer2_jax.env.tool_schemas import TOOL_NAMES
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl.branching import TreeConfig
 from composer2_jax.rl.rewards import RewardConfig
@@ -184,14 +185,19 @@ class EnvConfig:
     """The environment the episodes run in: tools the model sees, sandbox pool, time limits."""
 
     tools: tuple[str, ...] = ("read_file", "edit_file", "submit")  # tool names offered (env/tool_schemas.py)
+    # tools of the Harbor-folder kinds (suite:, generated:): the deploy harness's (experiments/evaluate.py) full set
+    harbor_tools: tuple[str, ...] = TOOL_NAMES
     schemas_in_prompt: bool = False  # put the tool JSON schemas into the system prompt
     pool_size: int = 16  # sandboxes kept started in advance
     grade_timeout_s: float = 30.0  # wall-clock limit of the hidden check
     command_timeout_s: float = 30.0  # default limit of one run_terminal_cmd
 
     def __post_init__(self):
-        if not self.tools:
-            raise ValueError("env.tools is empty; expected at least one tool name")
+        if not self.tools or not self.harbor_tools:
+            raise ValueError("env.tools or env.harbor_tools is empty; expected at least one tool name")
+        unknown = sorted(set(self.tools + self.harbor_tools) - set(TOOL_NAMES))
+        if unknown:
+            raise ValueError(f"env tools {unknown} are unknown; expected names from {TOOL_NAMES}")
         if self.pool_size < 0 or self.grade_timeout_s <= 0 or self.command_timeout_s <= 0:
             raise ValueError(f"env.pool_size={self.pool_size}, grade_timeout_s={self.grade_timeout_s}, "
                              f"command_timeout_s={self.command_timeout_s}; expected >= 0, > 0, > 0")
@@ -216,6 +222,10 @@ class WarmStartConfig:
     seq_len: int = 1024  # SFT packed row length
     batch_size: int = 8  # SFT rows per step
     init_from: str = ""  # checkpoint the SFT starts from ("" = a fresh model)
+    # what the warm start imitates: "family" (the curriculum's generated family's oracle, rl/services/oracle.py),
+    # "solutions" (each training Harbor task's solution/solve.sh replayed as terminal tool calls in its sandbox), or
+    # the path of a JSONL of transcripts ({"messages": [...]} per line) used as it is
+    demonstrations: str = "family"
 
     @property
     def flaw_rates(self) -> dict[str, float]:
@@ -226,6 +236,9 @@ class WarmStartConfig:
         for name in ("read_prob", "teacher_error", "teacher_lint", "teacher_todo_comment"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"sft.{name}={getattr(self, name)}; expected a fraction in [0, 1]")
+        if self.demonstrations not in ("family", "solutions") and not self.demonstrations.endswith(".jsonl"):
+            raise ValueError(f"sft.demonstrations={self.demonstrations!r}; expected 'family', 'solutions' or the path "
+                             "of a .jsonl of transcripts")
         if min(self.transcripts, self.steps, self.seq_len, self.batch_size) < 1:
             raise ValueError(f"sft.transcripts={self.transcripts}, steps={self.steps}, seq_len={self.seq_len}, "
                              f"batch_size={self.batch_size}; expected >= 1")

@@ -17,8 +17,12 @@ tasks cycle in their own seeded order). Every source has a train and a held-out 
 - the toy and pkg families split by content (rl/tasks.py, rl/pkg_tasks.py `split_of`).
 Groups, staleness, grading and evaluation are the same for every source: a task of any source is an `RLTask`
 (id, instruction, difficulty, source, starting repository) that the env worker grades through its source's
-verdict (rl/services/grader.py `grade_episode`). Suite tasks that need an image, several steps or are not
-runnable here are skipped and counted (`SourceTasks.skipped`).
+verdict (rl/services/grader.py `grade_episode`). Harbor folders give every task the benchmark runner can run:
+workspace tasks, image tasks (environment/Dockerfile or docker_image), multi-container tasks (docker-compose.yaml)
+and multi-step tasks, one RL task per step (step k starts where the reference solutions of steps 1..k-1 leave the
+machine: rl/image_tasks.py); image tasks run in the evaluator's sandboxes (bench/runner.py). Tasks that are not
+runnable here, and steps whose earlier steps have no solution/solve.sh, are skipped and counted
+(`SourceTasks.skipped`).
 """
 
 from __future__ import annotations
@@ -29,12 +33,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from composer2_jax.bench.task import Task, load_suite
+from composer2_jax.bench.task import Step, Task, load_suite
 from composer2_jax.rl import pkg_tasks
 from composer2_jax.rl import tasks as toy
 
 KINDS = ("toy", "pkg", "suite", "generated")
 FAMILIES = ("toy", "pkg")  # generated in memory, no argument, split by content; the rest are Harbor folders
+HARBOR_KINDS = ("suite", "generated")  # Harbor folders: the deploy harness's tools (rl/config.py EnvConfig)
 SPLITS = ("train", "heldout")
 
 
@@ -50,18 +55,25 @@ class RLTask(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class HarborTask:
-    """A single-step workspace task of a Harbor folder, as an RL task; graded by its own verifier."""
+    """A task of a Harbor folder (workspace, image or multi-container), or one step of a multi-step task, as an RL
+    task; graded by its own verifier."""
 
     task: Task
     source: str  # e.g. "suite:v0"
+    step: int | None = None  # a multi-step task's step (index into task.steps); None: a single-step task
 
     @property
     def task_id(self) -> str:
-        return f"{self.source}/{self.task.name}"
+        suffix = f"/{self.task.steps[self.step].config.name}" if self.step is not None else ""
+        return f"{self.source}/{self.task.name}{suffix}"
 
     @property
     def instruction(self) -> str:
-        return self.task.instruction
+        return self.run_step().instruction
+
+    def run_step(self) -> Step:
+        """The step the agent does: the task's one step, or steps[step]."""
+        return self.task.run_steps()[self.step or 0]
 
     @property
     def difficulty(self) -> str:
@@ -131,18 +143,26 @@ class SourceTasks:
 
 def harbor_tasks(spec: SourceSpec, folder: str | Path, split: str, heldout_frac: float,
                  heldout_versions: Sequence[str] = ()) -> SourceTasks:
-    """The runnable single-step workspace tasks of a Harbor folder in one split."""
+    """The runnable tasks of a Harbor folder in one split (a multi-step task: one per reachable step; a task's
+    steps stay in one split)."""
     suite = load_suite(folder)
     skipped = {u.name: u.reason for u in suite.unsupported}
     whole_heldout = suite.name in heldout_versions or spec.arg in heldout_versions
     out = []
     for t in suite.tasks:
-        if t.is_image or t.steps:
-            skipped[t.name] = "an image task" if t.is_image else "a multi-step task"
-            continue
         in_split = "heldout" if whole_heldout else split_of_name(t.name, heldout_frac)
-        if in_split == split:
+        if in_split != split:
+            continue
+        if not t.steps:
             out.append(HarborTask(t, spec.name))
+            continue
+        for i, step in enumerate(t.steps):
+            missing = [s.config.name for s in t.steps[:i] if s.solution_dir is None]
+            if missing:
+                skipped[f"{t.name}/{step.config.name}"] = (f"steps {missing} before it have no solution/solve.sh to "
+                                                           "reach its start")
+                continue
+            out.append(HarborTask(t, spec.name, i))
     return SourceTasks(spec, tuple(out), skipped)
 
 

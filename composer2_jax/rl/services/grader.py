@@ -66,7 +66,7 @@ def grade_harbor(env, source: str, task: HarborTask) -> GradeResult:
     start = time.monotonic()
     gid = env.fork(source)
     try:
-        g = harbor_grade(env, gid, task.task)
+        g = harbor_grade(env, gid, task.task, task.run_step() if task.step is not None else None)
     finally:
         env.close(gid)
     if g.error is not None:

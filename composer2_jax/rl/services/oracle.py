@@ -9,6 +9,11 @@ are then unverified, the errors part of the data. When the harness asks for a su
 budget) the oracle writes `rl.tasks.oracle_summary`: the line to fix, all the next context needs. Rendered with
 `render_chat` (no BOS, the RL tool view's schemas), a transcript is token for token the context the RL harness
 builds.
+
+Harbor tasks (rl/sources.py HarborTask: workspace, image, compose, a step of a multi-step task) have no generated
+oracle: `write_solution_transcripts` replays each task's solution/solve.sh as terminal tool calls (bench/agents.py's
+oracle: solution/ uploaded, solve.sh run, submit) in the task's own sandbox, through the family's tools and harness,
+and keeps the transcripts the task's verifier passes. `read_transcripts` checks a ready JSONL of transcripts.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from composer2_jax.bench.agents import ScriptedPolicy
+from composer2_jax.bench.agents import ScriptedPolicy, scripted_factory
+from composer2_jax.bench.runner import step_view
 from composer2_jax.rl import pkg_tasks
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.tasks import CodingTask, oracle_reads, oracle_replies, oracle_summary, teacher_flaws, teacher_op
@@ -84,3 +90,58 @@ def write_oracle_transcripts(worker: EnvWorker, tasks: Sequence[CodingTask], pat
     return {"written": len(kept), "teacher_errors": sum(r["teacher_error"] for r in kept),
             "failed": len(tasks) - len(kept),
             **{f"flaw/{name}": sum(name in r["teacher_flaws"] for r in kept) for name in sorted(flaw_rates or {})}}
+
+
+def solution_record(worker: EnvWorker, task) -> dict:
+    """One graded replay of a Harbor task's (or step's) solution/solve.sh as a transcript record."""
+    _, harness = worker.family(task)
+    policy = scripted_factory("oracle", worker.tok, harness)(step_view(task.task, task.run_step()))
+    messages: list[dict] = []
+    record = worker.run(task, policy, admitted_version=0, transcript=messages)
+    while messages and messages[-1]["role"] != "assistant":
+        messages.pop()
+    return {"messages": messages, "task_id": task.task_id, "difficulty": task.difficulty, "success": record.success,
+            "turns": record.turns}
+
+
+def write_solution_transcripts(worker: EnvWorker, tasks: Sequence, path: str | Path, threads: int = 4
+                               ) -> dict[str, int]:
+    """Replay the solutions of Harbor `tasks` (those with a solution/solve.sh) and write the passing transcripts as
+    chat JSONL; returns {written, failed, no_solution}."""
+    runnable = [t for t in tasks if t.run_step().solution_dir is not None]
+
+    def one(task):
+        try:
+            return solution_record(worker, task)
+        except Exception as e:  # noqa: BLE001 - one broken sandbox must not stop the data generation
+            log.warning("solution replay of %s failed: %s: %s", task.task_id, type(e).__name__, e)
+            return None
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="solutions") as pool:
+        records = [r for r in pool.map(one, runnable) if r is not None]
+    kept = [r for r in records if r["success"] == 1.0]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for r in kept:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return {"written": len(kept), "failed": len(runnable) - len(kept), "no_solution": len(tasks) - len(runnable)}
+
+
+def read_transcripts(path: str | Path) -> int:
+    """The number of transcripts in a chat JSONL; ValueError naming the line that is not {"messages": [...]}."""
+    count = 0
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as e:
+                raise ValueError(f"{path}:{i}: not JSON ({e}); expected {{\"messages\": [...]}} per line") from None
+            if not isinstance(row, dict) or not isinstance(row.get("messages"), list) or not row["messages"]:
+                raise ValueError(f"{path}:{i}: expected {{\"messages\": [...]}} with at least one message")
+            count += 1
+    if count == 0:
+        raise ValueError(f"{path} holds no transcripts; expected {{\"messages\": [...]}} per line")
+    return count
