@@ -11,15 +11,21 @@ import secrets
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from composer2_jax.bench.agents import call
+from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment, SandboxConfig
 from composer2_jax.env import testing as envtest
+from composer2_jax.env.harness import Completion, HarnessConfig, fork_checkpoint, resume_episode, run_episode
 from composer2_jax.env.images import ImageBuilder
 from composer2_jax.env.vm import vmm
+from composer2_jax.rl.branching import NODE_CHOICE, ROOT, Branch, TreeConfig, grow_tree
 
 HARBOR = Path(__file__).parent / "data" / "harbor"
 ON_CI = os.environ.get("CI") == "true"
+TOK = tk.ByteTokenizer()
 MEM_PORT, WEB_PORT = 8770, 8771
 MEMORY_SERVER = f"""
 import http.server, os
@@ -177,3 +183,59 @@ def test_vm_restore_after_a_destructive_command_brings_the_processes_back(env, w
     assert started(env, sid, warm["web"]) == warm["ticks"][warm["web"]]
     assert sh(env, sid, "ls /app/inventory.py")[0] == 0
     env.close(sid)
+
+
+class KeepAlivePolicy:
+    """Reply 0 writes and starts the memory server and sets its value; reply 1 reads the value back (a command that
+    fails if the process is gone or lost its memory); reply 2 submits."""
+
+    REPLIES = (
+        call("write_file", path="/opt/mem.py", content=MEMORY_SERVER) + call(
+            "run_terminal_cmd", command=f"(nohup python3 /opt/mem.py >/dev/null 2>&1 &); sleep 3; python3 -c "
+                                        f"\"import urllib.request as u; u.urlopen('http://127.0.0.1:{MEM_PORT}/set/tree')\""),
+        call("run_terminal_cmd", command=f"python3 -c \"import urllib.request as u, sys; sys.exit(0 if u.urlopen("
+                                         f"'http://127.0.0.1:{MEM_PORT}/get').read().startswith(b'tree ') else 3)\""),
+        call("submit"),
+    )
+
+    @classmethod
+    def ids(cls, i):
+        return TOK.encode(cls.REPLIES[i] + tk.IM_END, allow_special=True)
+
+    def generate(self, prompt_ids, max_new_tokens):
+        replies = TOK.decode(prompt_ids).count(f"{tk.IM_ASSISTANT}assistant") - 1
+        ids = self.ids(min(replies, 2))
+        return Completion(tuple(ids), (-0.5,) * len(ids))
+
+
+@pytest.mark.slow
+def test_vm_branching_rollout_resumes_a_branch_with_its_process_alive(env, image, monkeypatch):
+    snap = env.import_image(image)
+    cfg = HarnessConfig(max_turns=4, context_budget=20_000, system_prompt="Keep it alive.")
+    policy = KeepAlivePolicy()
+
+    def run(ckpt):
+        if ckpt is None:
+            sid = env.fork(snap)
+            result = run_episode(env, sid, "Start the server, then check it.", policy, TOK, cfg, checkpoints=True)
+        else:
+            sid = fork_checkpoint(env, ckpt)
+            result = resume_episode(env, sid, ckpt, policy, TOK, cfg, checkpoints=True)
+        env.close(sid)
+        return Branch(result, float(not any(r.failed for r in result.tool_calls)))
+
+    monkeypatch.setitem(NODE_CHOICE, "after_turn_1", lambda f, rng: next(b for b in f.boundaries if f.turn[b] == 1))
+    first = sum(len(KeepAlivePolicy.ids(i)) for i in range(3))
+    group = grow_tree(run, TreeConfig(initial=1, branches=2, token_budget=first + 1, node_choice="after_turn_1"),
+                      np.random.default_rng(0))
+    resumed = [b for b in group.branches if b.start != ROOT]
+    assert len(group.branches) == 3 and len(resumed) == 2
+    for branch in resumed:
+        assert group.checkpoints[branch.start].turn == 1
+        check = [r for r in branch.result.tool_calls if r.name == "run_terminal_cmd"][-1]
+        assert not check.failed, check  # the server started before the checkpoint answered with its memory intact
+        assert branch.reward == 1.0
+    for br in group.branches:
+        for ckpt in br.result.checkpoints:
+            if ckpt.snapshot in env.snapshots():
+                env.delete_snapshot(ckpt.snapshot)
