@@ -9,7 +9,8 @@ only, its processes are stopped), fork from that snapshot, restore in place, a t
 and resident memory per sandbox (VM: the QEMU process's RSS, the guest's touched RAM included; bwrap: the RSS of
 every process in the sandbox's pid namespace). `processes_survive` says whether the server answered in the fork.
 Concurrent VMs: --concurrent forks run at once, their summed RSS and the drop of MemAvailable are measured, and the
-count a --machine-gib machine holds is extrapolated from the per-VM RSS (labelled "extrapolated").
+count a --machine-gib machine holds is extrapolated from the per-VM RSS (labelled "extrapolated"); the idle VMs' CPU
+use over 10 s is given per VM.
 """
 
 import argparse
@@ -59,6 +60,16 @@ def sandbox_rss(env: Environment, sid: str) -> int:
     """Resident bytes of one sandbox (see the module docstring)."""
     info = env.info(sid)
     return rss_bytes([info["pid"]] if info.get("vmm") else envtest.pids_in_pidns(info["pidns"]))
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds the processes used so far."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def mem_available() -> int:
@@ -112,12 +123,17 @@ def bench_concurrent(env: Environment, snap: str, count: int, machine_gib: float
     alive = sum(probe(env, sid) for sid in sids)
     per_vm = [sandbox_rss(env, sid) for sid in sids]
     dropped = before - mem_available()
+    pids = [env.info(sid)["pid"] for sid in sids]
+    cpu0, t0 = cpu_seconds(pids), time.perf_counter()
+    time.sleep(10)
+    idle = (cpu_seconds(pids) - cpu0) / (time.perf_counter() - t0) / count
     for sid in sids:
         env.close(sid)
     mean = statistics.fmean(per_vm)
     return [{"bench": "vm_sandbox", "backend": "vm", "metric": "concurrent", "vms": count, "answering": alive,
              "fork_all_s": round(wall, 1), "rss_sum_mib": round(sum(per_vm) / 2**20, 1),
-             "rss_mean_mib": round(mean / 2**20, 1), "mem_available_drop_mib": round(dropped / 2**20, 1)},
+             "rss_mean_mib": round(mean / 2**20, 1), "mem_available_drop_mib": round(dropped / 2**20, 1),
+             "idle_cpu_cores_per_vm": round(idle, 4)},
             {"bench": "vm_sandbox", "backend": "vm", "metric": "vms_per_machine", "label": "extrapolated",
              "machine_gib": machine_gib, "from": "machine RAM / mean RSS per VM (ignores the host's own use)",
              "vms": int(machine_gib * 2**30 // mean)}]

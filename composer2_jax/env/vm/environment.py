@@ -37,6 +37,7 @@ class VmEnvironment(Environment):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.pool.close()  # the bwrap warm pool (pool_size) is of no use here: every sandbox is a VM
         cfg = self.rt.config
         self.vmm = choose(cfg.vmm)
         self.spec = VmSpec(accel=self.vmm.accel, memory_mib=cfg.vm_memory_mib, cpus=cfg.vm_cpus,
@@ -102,10 +103,13 @@ class VmEnvironment(Environment):
             raise KeyError(f"{source!r} is neither a live sandbox nor a snapshot")
         if vsnap is not None:
             return self._start_vm(vsnap, policy, None, Episode(), profile, resources or Resources(), origin)
-        snap = self.snapshot(source)
+        snap = self.snapshot(source)  # a private one: its memory file is gone once the fork has loaded it
         episode = Episode(todos=[dict(t) for t in record.episode.todos])
-        return self._start_vm(self._snapshots[snap], policy or record.sandbox.policy, source, episode,
-                              record.profile, resources or record.resources, None)
+        try:
+            return self._start_vm(self._snapshots[snap], policy or record.sandbox.policy, source, episode,
+                                  record.profile, resources or record.resources, None)
+        finally:
+            self.delete_snapshot(snap)
 
     def restore(self, sid: str, snapshot: str) -> None:
         """Return a VM to a snapshot: files, memory and processes (an image snapshot: a cold boot, its entrypoint)."""

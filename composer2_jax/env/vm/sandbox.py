@@ -85,6 +85,7 @@ class VmSandbox:
         except (OSError, ValueError, VmError, SandboxError) as e:
             log = vm.log_tail()
             self.stop()
+            self.dead = f"its VM failed to start: {e}"
             raise SandboxError(f"VM sandbox {self.sid} failed to start after {time.monotonic() - started:.1f} s: "
                                f"{e}; {log}") from None
 

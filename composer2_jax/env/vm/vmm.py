@@ -43,9 +43,28 @@ class Vmm:
 
 
 def kvm_works(timeout_s: float = 20.0) -> tuple[bool, str]:
-    """Whether a KVM guest boots here: /dev/kvm opens and a probe guest prints its marker within timeout_s."""
+    """Whether a KVM guest boots here: /dev/kvm opens and a probe guest prints its marker within timeout_s.
+
+    The answer is kept for the process and, per boot of the host (/proc/sys/kernel/random/boot_id), in the VM cache.
+    """
     if "kvm" in _KVM_PROBE:
         return _KVM_PROBE["kvm"]
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        record = os.path.join(assets.cache_dir(), f"kvm-probe-{f.read().strip()}.json")
+    if os.path.exists(record):
+        with open(record) as f:
+            _KVM_PROBE["kvm"] = tuple(json.load(f))
+        return _KVM_PROBE["kvm"]
+    _KVM_PROBE["kvm"] = _probe_kvm(timeout_s)
+    os.makedirs(assets.cache_dir(), exist_ok=True)
+    with open(record + ".tmp", "w") as f:
+        json.dump(list(_KVM_PROBE["kvm"]), f)
+    os.replace(record + ".tmp", record)
+    return _KVM_PROBE["kvm"]
+
+
+def _probe_kvm(timeout_s: float) -> tuple[bool, str]:
+    """Boot the probe guest with KVM (see kvm_works)."""
     try:
         os.close(os.open("/dev/kvm", os.O_RDWR))
     except OSError as e:
@@ -61,7 +80,6 @@ def kvm_works(timeout_s: float = 20.0) -> tuple[bool, str]:
                       else f"a KVM guest exited without booting: {out[-300:]!r}")
         except subprocess.TimeoutExpired:
             result = (False, f"a KVM guest did not boot within {timeout_s:g} s (nested KVM hangs on this host)")
-    _KVM_PROBE["kvm"] = result
     return result
 
 
