@@ -167,8 +167,12 @@ def test_vm_forks_diverge_independently(env, warm):
     assert get(env, a, WEB_PORT, "/").startswith("failed")
     assert sh(env, b, "cat /srv/mine")[0] != 0
     assert get(env, warm["sid"], MEM_PORT, "/get") == f"{warm['token']} {warm['mem']}"  # the parent is untouched
-    env.close(a)
-    env.close(b)
+    snaps = set(env.snapshots())
+    c = env.fork(a)  # a fork of a live VM: its memory as it is now, files included
+    assert get(env, c, MEM_PORT, "/get").startswith("alpha ") and sh(env, c, "cat /srv/mine")[1] == "a\n"
+    assert set(env.snapshots()) == snaps  # the private snapshot it went through is not left behind
+    for sid in (a, b, c):
+        env.close(sid)
 
 
 @pytest.mark.slow
