@@ -176,7 +176,7 @@ def test_vm_forks_diverge_independently(env, warm):
 
 
 @pytest.mark.slow
-def test_vm_restore_after_a_destructive_command_brings_the_processes_back(env, warm):
+def test_vm_restore_after_a_destructive_command_brings_the_processes_back(env, image, warm):
     sid = env.fork(warm["snap"])
     code, _ = sh(env, sid, f"kill -9 {warm['web']} {warm['mem']}; rm -rf /srv /opt /app; sleep 1")
     assert code == 0
@@ -186,6 +186,8 @@ def test_vm_restore_after_a_destructive_command_brings_the_processes_back(env, w
     assert get(env, sid, WEB_PORT, "/index.html") == "served from /srv"
     assert started(env, sid, warm["web"]) == warm["ticks"][warm["web"]]
     assert sh(env, sid, "ls /app/inventory.py")[0] == 0
+    env.restore(sid, env.import_image(image))  # an image snapshot has no memory: a cold boot, no server
+    assert get(env, sid, WEB_PORT).startswith("failed") and sh(env, sid, "ls /srv/index.html")[0] != 0
     env.close(sid)
 
 
