@@ -77,6 +77,11 @@ class SandboxConfig:
     image_uid_base: int = 200_000  # host uid (and gid) of uid 0 in image sandboxes; they own the 65536 ids above it
     image_caps: tuple[str, ...] = DOCKER_CAPS  # capabilities of root in image sandboxes (in its user namespace)
     image_nested_userns: bool = False  # image sandboxes: allow nested user namespaces (only for tasks that ask)
+    backend: str = "bwrap"  # "bwrap": namespaces on the host kernel; "vm": every sandbox a VM (env/vm, docs/env.md)
+    vmm: str = "auto"  # vm backend: "auto" (qemu with KVM where it works, else TCG), "qemu-kvm" or "qemu-tcg"
+    vm_memory_mib: int = 512  # vm backend: guest RAM of a cold-booted VM (Resources.memory_bytes overrides it)
+    vm_cpus: int = 1  # vm backend: vCPUs per VM
+    vm_boot_timeout_s: float = 180.0  # vm backend: how long a cold boot may take to answer (TCG on a busy host)
 
     def __post_init__(self):
         if self.host_uid == 0 or self.host_gid == 0:
@@ -89,6 +94,11 @@ class SandboxConfig:
             raise ValueError(f"base_dir={self.base_dir!r} contains ':' or ','; overlay options cannot name it")
         if not 0 < self.proxy_port < 65536:
             raise ValueError(f"proxy_port={self.proxy_port}; expected 1..65535")
+        if self.backend not in ("bwrap", "vm"):
+            raise ValueError(f"backend={self.backend!r}; expected 'bwrap' or 'vm'")
+        if self.vm_memory_mib < 128 or self.vm_cpus < 1 or self.vm_boot_timeout_s <= 0:
+            raise ValueError(f"vm_memory_mib={self.vm_memory_mib}, vm_cpus={self.vm_cpus}, vm_boot_timeout_s="
+                             f"{self.vm_boot_timeout_s}; expected >= 128, >= 1 and > 0")
         if self.max_layers < 2 or self.pool_size < 0 or (self.image_pool_size or 0) < 0:
             raise ValueError(f"max_layers={self.max_layers}, pool_size={self.pool_size}, image_pool_size="
                              f"{self.image_pool_size}; expected >= 2, >= 0 and >= 0")

@@ -85,7 +85,16 @@ def _repo_dir(task: Any) -> str | None:
 
 
 class Environment:
-    """Creates and drives sandboxes; see the module docstring."""
+    """Creates and drives sandboxes; see the module docstring. With `SandboxConfig(backend="vm")` it is a
+    `vm.environment.VmEnvironment`: the same API, every sandbox a VM with memory snapshots (docs/env.md)."""
+
+    def __new__(cls, *args, **kwargs):
+        """An Environment, or a VmEnvironment when the config (argument 4 or config=) asks for the vm backend."""
+        config = kwargs.get("config", args[3] if len(args) > 3 else None)
+        if cls is Environment and config is not None and config.backend == "vm":
+            from composer2_jax.env.vm.environment import VmEnvironment
+            cls = VmEnvironment
+        return super().__new__(cls)
 
     def __init__(self, base_dir: str | None = None, limits: SandboxLimits | None = None,
                  policy: EgressPolicy | None = None, config: SandboxConfig | None = None,

@@ -17,8 +17,9 @@ One episode on one sandbox:
 5. Checkpoints (`run_episode(..., checkpoints=True)`): at every turn boundary the episode continues from (after a
    reply's tool observations) the sandbox's files are snapshotted and the harness state copied into a
    `TurnCheckpoint`; `resume_episode` continues from one on a fresh fork of its snapshot, with the token context,
-   turn count, todo list, summaries and effort so far restored exactly. Snapshots hold files, not processes: a
-   resumed branch has none of the processes the parent started (see docs/env.md).
+   turn count, todo list, summaries and effort so far restored exactly. Bubblewrap snapshots hold files, not
+   processes: a resumed branch has none of the processes the parent started; on the VM backend
+   (`SandboxConfig(backend="vm")`) snapshots hold memory, and a branch resumes with them running (docs/env.md).
 
 The context is the exact token sequence the model saw: the model's own sampled ids (never a re-rendering of them)
 interleaved with rendered prompts and observations. A policy is anything with

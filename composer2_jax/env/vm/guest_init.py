@@ -1,0 +1,155 @@
+"""pid 1 of a VM guest (stdlib only; started by the initramfs's /init, see env/vm/assets.py).
+
+It bridges the virtio-serial port named "rpc" to a socketpair and starts the sandbox agent (env/agent/main.py) on the
+other end, with the image's root filesystem at /.root: the agent then serves the host's tool RPC exactly as in a
+bubblewrap image sandbox. The agent is made a child subreaper, so background processes stay its descendants and its
+`sweep` reaps them. The bridge never passes an end of stream to the agent: while the host is not connected (between
+a memory snapshot and the fork that resumes it) reads from the port return nothing and the bridge waits, so the
+agent and every process of the guest resume where they were.
+
+With `vm.egress=PORT` on the kernel command line the guest has a network device whose only reachable address is the
+host's egress forward (10.0.2.100:PORT); the agent's egress socket is served here by connecting to it.
+"""
+
+import ctypes
+import glob
+import os
+import select
+import socket
+import sys
+import threading
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+EGRESS_SOCKET = "/run/egress.sock"
+FORWARD = ("10.0.2.100", 3128)
+
+
+def cmdline():
+    """key=value pairs of the kernel command line."""
+    with open("/proc/cmdline") as f:
+        return dict(item.split("=", 1) for item in f.read().split() if "=" in item)
+
+
+def find_port(name, timeout_s=30.0):
+    """/dev path of the virtio-serial port with this name."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for path in glob.glob("/sys/class/virtio-ports/*/name"):
+            with open(path) as f:
+                if f.read().strip() == name:
+                    return "/dev/" + os.path.basename(os.path.dirname(path))
+        time.sleep(0.05)
+    raise SystemExit(f"guest_init: no virtio-serial port named {name!r}")
+
+
+def port_to_socket(fd, sock):
+    """Copy the host's bytes to the agent; an unconnected host reads as nothing (never as an end of stream)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while True:
+        events = poller.poll(1000)
+        if not events or not events[0][1] & select.POLLIN:
+            time.sleep(0.02)
+            continue
+        try:
+            data = os.read(fd, 1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            time.sleep(0.02)
+            continue
+        sock.sendall(data)
+
+
+def socket_to_port(sock, fd):
+    """Copy the agent's bytes to the host (retrying while the host is not connected)."""
+    while True:
+        data = sock.recv(1 << 16)
+        if not data:
+            return
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view):]
+            except OSError:
+                time.sleep(0.02)
+
+
+def egress_bridge():
+    """Serve EGRESS_SOCKET: each connection is piped to the host's egress forward over the (restricted) network."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(EGRESS_SOCKET)
+    server.listen(64)
+    while True:
+        conn, _ = server.accept()
+        threading.Thread(target=_pipe_pair, args=(conn,), daemon=True).start()
+
+
+def _pipe_pair(conn):
+    """Join one agent connection to a TCP connection to the forward."""
+    try:
+        up = socket.create_connection(FORWARD, timeout=30)
+    except OSError:
+        conn.close()
+        return
+    up.settimeout(None)
+    for a, b in ((conn, up), (up, conn)):
+        threading.Thread(target=_copy, args=(a, b), daemon=True).start()
+
+
+def _copy(a, b):
+    """Copy a to b until either ends."""
+    try:
+        while True:
+            data = a.recv(1 << 16)
+            if not data:
+                break
+            b.sendall(data)
+    except OSError:
+        pass
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def start_agent(theirs, args):
+    """Fork the agent (a child subreaper) on the socketpair's other end; its pid."""
+    pid = os.fork()
+    if pid == 0:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        os.set_inheritable(theirs.fileno(), True)
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+        argv = [sys.executable, "-I", "-S", "/agent/main.py", str(theirs.fileno()), *args, "/.root"]
+        os.execve(sys.executable, argv, env)
+    return pid
+
+
+def main():
+    """Set the hostname, bridge the port, start the agent and reap until it exits (then power off)."""
+    opts = cmdline()
+    socket.sethostname(opts.get("vm.hostname", "sandbox"))
+    with open("/.root/etc/hosts", "w") as f:
+        f.write(f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+                f"127.0.1.1\t{opts.get('vm.hostname', 'sandbox')}\n")
+    fd = os.open(find_port("rpc"), os.O_RDWR)
+    ours, theirs = socket.socketpair()
+    proxy = opts.get("vm.egress")
+    if proxy:
+        os.makedirs("/run", exist_ok=True)
+        threading.Thread(target=egress_bridge, daemon=True).start()
+    agent = start_agent(theirs, [proxy or "0", EGRESS_SOCKET])
+    theirs.close()
+    threading.Thread(target=port_to_socket, args=(fd, ours), daemon=True).start()
+    threading.Thread(target=socket_to_port, args=(ours, fd), daemon=True).start()
+    while True:
+        pid, _ = os.wait()
+        if pid == agent:
+            os.sync()
+            ctypes.CDLL(None).reboot(0x4321FEDC)  # RB_POWER_OFF
+
+
+if __name__ == "__main__":
+    main()
