@@ -24,6 +24,7 @@ stops the sandbox's processes and restarts its entrypoint: snapshots are of file
 from __future__ import annotations
 
 import atexit
+import collections
 import copy
 import dataclasses
 import os
@@ -48,6 +49,8 @@ from composer2_jax.env.sandbox import Sandbox, SandboxError
 from composer2_jax.env.tool_schemas import tool_specs
 from composer2_jax.env.tools import Episode, ToolContext, call_tool
 from composer2_jax.env.transfer import pack_parts
+
+CLOSED_KEPT = 4096  # records of closed sandboxes kept readable (a long RL run closes millions: bounded, not all)
 
 
 @dataclasses.dataclass
@@ -104,7 +107,8 @@ class Environment:
             self.rt.proxy.mirrors = mirrors
         self._env = command_env(config)
         self._records: dict[str, _Record] = {}
-        self._closed: dict[str, _Record] = {}
+        # closed sandboxes' records (episode, egress log, disk figures stay readable), the newest CLOSED_KEPT
+        self._closed: collections.OrderedDict[str, _Record] = collections.OrderedDict()
         self._snapshots: dict[str, Chain] = {}
         self._origins: dict[str, Chain] = {}  # snapshot id -> the chain its sandbox started on (fork keep_origin)
         self._profiles: dict[str, ImageProfile] = {}  # snapshot id -> profile, for snapshots of images
@@ -219,6 +223,8 @@ class Environment:
             if record is None:
                 raise KeyError(f"no live sandbox {sid!r}")
             self._closed[sid] = record
+            while len(self._closed) > CLOSED_KEPT:
+                self._closed.popitem(last=False)
         record.sandbox.close()
         self._gc()
         return record.episode.to_dict()
