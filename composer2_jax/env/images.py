@@ -86,6 +86,12 @@ BUILDRT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "buildrt.py")
 LOCAL_PREFIX = "localhost/composer2"
 
 
+def build_env() -> dict:
+    """podman build's environment: this process's, with TMPDIR=/var/tmp (buildah puts each RUN step's bundle there,
+    and runc, as the step's unprivileged root, must be able to reach it: a host TMPDIR under a 0700 dir it cannot)."""
+    return {**os.environ, "TMPDIR": "/var/tmp"}
+
+
 class UnsupportedImage(ValueError):
     """The Dockerfile needs something this builder cannot provide (an unmappable base); the message says what."""
 
@@ -375,7 +381,7 @@ class ImageBuilder:
             try:
                 argv = [*self._podman_build(), "-f", df.name, "-t", name,
                         *[f"--build-arg={k}={v}" for k, v in plan.build_args], plan.context]
-                self._run_networked(argv, log, f"podman build of {plan.context}", timeout_s)
+                self._run_networked(argv, log, f"podman build of {plan.context}", timeout_s, build_env())
             finally:
                 os.unlink(df.name)
             mappings = tuple(base_images.describe(ref, r) for ref, r in plan.bases)
@@ -392,7 +398,7 @@ class ImageBuilder:
             try:
                 Path(work, "Dockerfile").write_text(recipe.dockerfile(root))
                 argv = [*self._podman_build(), "-t", name, work]
-                self._run_networked(argv, log, f"building base {name}")
+                self._run_networked(argv, log, f"building base {name}", env=build_env())
             finally:
                 shutil.rmtree(work, ignore_errors=True)
         return name
@@ -455,7 +461,8 @@ class ImageBuilder:
             self._proxy = EgressProxy()
         return self._proxy
 
-    def _run_networked(self, argv: list[str], log: str, what: str, timeout_s: float | None = None) -> None:
+    def _run_networked(self, argv: list[str], log: str, what: str, timeout_s: float | None = None,
+                       env: dict | None = None) -> None:
         """Run argv inside buildnet.py: a fresh network namespace reaching only the registry policy's hosts."""
         proxy, route = self._egress(), f"build-{secrets.token_hex(6)}"
         # In the system's temp dir, not the cache: a Unix socket's path must fit in 107 bytes, a cache path need not.
@@ -464,7 +471,7 @@ class ImageBuilder:
         proxy.add(route, sock, self.policy, 0, 0)
         try:
             self._run([sys.executable, "-I", "-S", BUILDNET, sock, str(_free_port()), "--", *argv], log, what,
-                      timeout_s=timeout_s)
+                      timeout_s=timeout_s, env=env)
         finally:
             events = proxy.log(route).events()
             proxy.remove(route)
