@@ -87,3 +87,32 @@ def test_snapshots_of_one_lineage_share_one_budget_and_the_fifth_is_refused(tmp_
         assert tree_bytes(layers) <= start + MiB
     finally:
         env.shutdown()
+
+
+def test_image_sandbox_snapshots_share_the_budget_of_their_storage_limit():
+    """The issue's setting: an image sandbox with storage_mb = 32 (Resources.storage_bytes)."""
+    import shutil
+    from pathlib import Path
+
+    from composer2_jax.env.images import ImageBuilder
+
+    missing = [b for b in ("podman", "runc", "debootstrap") if shutil.which(b) is None]
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but images cannot be built here: {missing} missing")
+        pytest.skip(f"{missing} not installed (tests/run.sh installs them)")
+    builder = ImageBuilder()
+    try:
+        image = builder.build(Path(__file__).parent / "data" / "harbor" / "apt-pytest" / "environment")
+    finally:
+        builder.close()
+    with Environment(pool_size=0, limits=SandboxLimits(timeout_s=60)) as env:
+        sid = env.fork(env.import_image(image), resources=Resources(storage_bytes=STORAGE))
+        for i in range(4):
+            write(env, sid, f"/app/f{i}", 30)
+            env.snapshot(sid)
+        disk = env.disk(sid)
+        assert disk["budget_bytes"] == 4 * STORAGE and 4 * 30 * MiB <= disk["used_bytes"] <= 4 * STORAGE
+        write(env, sid, "/app/f4", 30)
+        with pytest.raises(DiskBudgetExceeded, match=f"budget {4 * STORAGE} bytes"):
+            env.snapshot(sid)
