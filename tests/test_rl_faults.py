@@ -236,3 +236,12 @@ def test_a_rollout_worker_killed_mid_episode_reruns_its_episodes_none_counted_tw
         assert c.get("rollout_restarts", 0) >= 1 and c["episodes_retried"] >= 1
         _check_accounting(trainer, c, produced, 5)
         assert env.sandboxes() == []
+
+
+@needs_sandbox
+def test_each_episode_record_reports_its_lineages_layer_store_growth(tmp_path):
+    with Environment(pool_size=2, limits=SandboxLimits(timeout_s=30)) as env:
+        trainer, c, produced = _run(env, tmp_path, rollout_fault_at=None, steps=1)
+        assert produced and all(r.disk is not None for r in produced)
+        for r in produced:  # grading froze the episode's writes into a layer of its lineage
+            assert r.disk["budget_bytes"] == 4 * SandboxLimits().disk_bytes and r.disk["added_bytes"] > 0
