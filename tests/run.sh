@@ -5,19 +5,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # bubblewrap: the sandboxes of composer2_jax.env are real Linux namespaces; setpriv (util-linux) starts them as
-# an unprivileged uid. podman + debootstrap build the images of Dockerfile tasks (composer2_jax.env.images): bases
+# an unprivileged uid. podman + runc + debootstrap build the images of Dockerfile tasks (composer2_jax.env.images): bases
 # are bootstrapped from Debian's archive and cached in $COMPOSER2_IMAGE_CACHE (default /var/cache/composer2/images),
 # so only the first run on a machine builds them (a few minutes). The desktop image (Chromium, Xvfb, openbox: ~234 MB
 # of Debian packages) is built the same way by the slow step's tests/test_env_desktop.py; the host needs nothing more.
-# qemu-system-x86, qemu-utils, busybox-static and cpio run the VM backend (composer2_jax.env.vm: QEMU with TCG where KVM does not work); its Debian kernel is fetched with
-# apt-get download into $COMPOSER2_VM_CACHE (default /var/cache/composer2/vm), so apt's lists must be current.
+# runc runs each RUN step of an image build in its own user namespace (env/buildrt.py). qemu-system-x86, qemu-utils,
+# busybox-static and cpio run the VM backend (composer2_jax.env.vm: QEMU with TCG where KVM does not work); its Debian
+# kernel is fetched with apt-get download into $COMPOSER2_VM_CACHE (default /var/cache/composer2/vm), so apt's lists must be current.
 if ! command -v bwrap >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1 || ! command -v podman >/dev/null 2>&1 \
-    || ! command -v debootstrap >/dev/null 2>&1 || ! command -v qemu-system-x86_64 >/dev/null 2>&1 \
-    || ! command -v qemu-img >/dev/null 2>&1 || ! command -v busybox >/dev/null 2>&1 || ! command -v cpio >/dev/null 2>&1; then
+    || ! command -v debootstrap >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1 \
+    || ! command -v qemu-system-x86_64 >/dev/null 2>&1 || ! command -v qemu-img >/dev/null 2>&1 \
+    || ! command -v busybox >/dev/null 2>&1 || ! command -v cpio >/dev/null 2>&1; then
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap util-linux podman debootstrap \
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap util-linux podman runc debootstrap \
     qemu-system-x86 qemu-utils busybox-static cpio >/dev/null
 fi
 python -m pip install -q -r requirements-dev.txt

@@ -33,7 +33,7 @@ ON_CI = os.environ.get("CI") == "true"
 def _tools_problem() -> str | None:
     """Why this host cannot build images (None if it can)."""
     problem = envtest.host_problem()
-    missing = [b for b in ("podman", "debootstrap") if shutil.which(b) is None]
+    missing = [b for b in ("podman", "runc", "debootstrap") if shutil.which(b) is None]
     return problem or (f"{', '.join(missing)} not installed (tests/run.sh installs them)" if missing else None)
 
 

@@ -86,6 +86,7 @@ class Trial:
     steps: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # per-step results of a multi-step task
     limits: dict[str, str] = dataclasses.field(default_factory=dict)  # how cpus/memory/storage were enforced
     image: dict[str, Any] = dataclasses.field(default_factory=dict)  # image key, base mappings, whether cached
+    disk: dict[str, Any] = dataclasses.field(default_factory=dict)  # its sandbox lineage's layer-store growth
     # phase -> its egress events: "agent", "verifier" (multi-step tasks: "agent:<step>", "verifier:<step>")
     egress: dict[str, list[dict]] = dataclasses.field(default_factory=dict)
 
@@ -360,6 +361,8 @@ def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: C
                 env.close(sid)
             except KeyError:
                 pass
+            if hasattr(env, "disk"):  # what the trial's snapshots and forks added to the layer store (env/budget.py)
+                trial.disk = env.disk(sid)
             try:
                 for event in env.egress_log(sid):
                     trial.egress.setdefault(event.get("phase") or "agent", []).append(event)

@@ -6,6 +6,7 @@ a policy-enforcing HTTP(S) proxy, and a tool-call RPC whose JSON schemas are sha
 See docs/env.md for the design.
 """
 
+from composer2_jax.env.budget import DiskBudgetExceeded
 from composer2_jax.env.client import EnvironmentClient
 from composer2_jax.env.config import SandboxConfig, SandboxLimits
 from composer2_jax.env.egress_policy import EgressPolicy
@@ -18,6 +19,7 @@ from composer2_jax.env.tool_schemas import TODO_STATUSES, TOOL_NAMES, tool_specs
 __all__ = [
            "TODO_STATUSES",
            "TOOL_NAMES",
+           "DiskBudgetExceeded",
            "EgressPolicy",
            "Environment",
            "EnvironmentClient",

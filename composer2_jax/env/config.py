@@ -30,6 +30,7 @@ class SandboxLimits:
     tmp_bytes: int = 256 * MiB  # per sandbox: size of each of /tmp and /dev/shm
     sandbox_memory_bytes: int = 8 * GiB  # per sandbox: cgroup memory limit (when the host offers cgroups)
     sandbox_cpu_s: float = 3600.0  # per sandbox: CPU seconds all commands may use, checked before each command
+    lineage_disk_factor: float = 4.0  # per lineage: default disk budget of its snapshot layers = this x storage limit
     read_bytes: int = 256 * KiB  # per tool call: most bytes read_file returns
     list_entries: int = 1000  # per tool call: most entries list_dir returns
     grep_results: int = 200  # per tool call: most matches grep returns
@@ -139,6 +140,8 @@ class Resources:
     cpus: float | None = None  # CPU bandwidth in cores (cgroup cpu quota); None: not limited
     memory_bytes: int | None = None  # memory cgroup limit; None: SandboxLimits.sandbox_memory_bytes
     storage_bytes: int | None = None  # size of the tmpfs holding the sandbox's writable layer; None: disk_bytes
+    disk_budget_bytes: int | None = None  # layers its lineage's snapshots may add (env/budget.py); None: the
+    # storage limit x SandboxLimits.lineage_disk_factor
 
     def __post_init__(self):
         for field in dataclasses.fields(self):

@@ -24,14 +24,17 @@ stops the sandbox's processes and restarts its entrypoint: snapshots are of file
 from __future__ import annotations
 
 import atexit
+import collections
 import copy
 import dataclasses
 import os
 import secrets
 import threading
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
+from composer2_jax.env.budget import Lineage, tree_bytes
 from composer2_jax.env.bwrap import command_env
 from composer2_jax.env.changes import WorkspaceChanges, layer_changes
 from composer2_jax.env.config import Resources, SandboxConfig, SandboxLimits
@@ -47,6 +50,8 @@ from composer2_jax.env.tool_schemas import tool_specs
 from composer2_jax.env.tools import Episode, ToolContext, call_tool
 from composer2_jax.env.transfer import pack_parts
 
+CLOSED_KEPT = 4096  # records of closed sandboxes kept readable (a long RL run closes millions: bounded, not all)
+
 
 @dataclasses.dataclass
 class _Record:
@@ -60,6 +65,7 @@ class _Record:
     resources: Resources = dataclasses.field(default_factory=Resources)  # per-sandbox limits (image sandboxes)
     origin: Chain = ()  # the chain the sandbox was started or restored on: its changes are what lies above it
     egress_seen: int = 0  # egress events before this seq were already shown in an observation
+    lineage: Lineage | None = None  # the disk budget its snapshots and forks share (env/budget.py)
 
 
 def with_egress(obs: Observation, events: list[dict]) -> Observation:
@@ -110,10 +116,13 @@ class Environment:
             self.rt.proxy.mirrors = mirrors
         self._env = command_env(config)
         self._records: dict[str, _Record] = {}
-        self._closed: dict[str, _Record] = {}
+        # closed sandboxes' records (episode, egress log, disk figures stay readable), the newest CLOSED_KEPT
+        self._closed: collections.OrderedDict[str, _Record] = collections.OrderedDict()
         self._snapshots: dict[str, Chain] = {}
         self._origins: dict[str, Chain] = {}  # snapshot id -> the chain its sandbox started on (fork keep_origin)
         self._profiles: dict[str, ImageProfile] = {}  # snapshot id -> profile, for snapshots of images
+        self._lineages: dict[str, Lineage] = {}  # snapshot id -> the lineage of the sandbox it was taken of
+        self._every_lineage: weakref.WeakSet[Lineage] = weakref.WeakSet()  # gc'd layers are forgotten by each
         self._lock = threading.Lock()
         self.pool = SandboxPool(self.rt, config.pool_size)
         self._image_pool: SandboxPool | None = None  # started on the first image import
@@ -172,17 +181,18 @@ class Environment:
             profile = self._profiles.get(source)
             record = self._records.get(source)
             origin = self._origins.get(source) if keep_origin else None
+            lineage = self._lineages.get(source)
             if chain is not None:
                 self.rt.layers.pin(chain)
         if chain is not None:
-            return self._start(chain, policy, None, Episode(), profile, resources or Resources(), origin, net)
+            return self._start(chain, policy, None, Episode(), profile, resources or Resources(), origin, net, lineage)
         if record is None:
             raise KeyError(f"{source!r} is neither a live sandbox nor a snapshot")
         with record.sandbox.lock:
             chain = self._freeze(record)  # pinned until _start registers the fork
         episode = Episode(todos=[dict(t) for t in record.episode.todos])
         return self._start(chain, policy or record.sandbox.policy, source, episode, record.profile,
-                           resources or record.resources, net=record.sandbox.net)
+                           resources or record.resources, net=record.sandbox.net, lineage=record.lineage)
 
     def snapshot(self, sid: str) -> str:
         """Freeze the sandbox's files as a snapshot id (its later writes do not change the snapshot)."""
@@ -193,6 +203,7 @@ class Environment:
         snap = self._register_snapshot(chain)
         with self._lock:
             self._origins[snap] = origin
+            self._lineages[snap] = record.lineage
         if record.profile is not None:
             with self._lock:
                 self._profiles[snap] = record.profile
@@ -225,6 +236,8 @@ class Environment:
             if record is None:
                 raise KeyError(f"no live sandbox {sid!r}")
             self._closed[sid] = record
+            while len(self._closed) > CLOSED_KEPT:
+                self._closed.popitem(last=False)
         record.sandbox.close()
         self._gc()
         return record.episode.to_dict()
@@ -236,6 +249,7 @@ class Environment:
                 raise KeyError(f"no snapshot {snapshot!r}")
             self._profiles.pop(snapshot, None)
             self._origins.pop(snapshot, None)
+            self._lineages.pop(snapshot, None)
         self._gc()
 
     # ---------------------------------------------------------------------------------------- tools & state
@@ -394,7 +408,8 @@ class Environment:
         record = self._record(sid)
         sbx = record.sandbox
         return {"sid": sid, "pid": sbx.pid, "pidns": sbx.pidns, "alive": sbx.alive(), "chain": list(sbx.chain or ()),
-                "cgroups": list(sbx.cgroup_dirs), "parent": record.parent, "policy": sbx.policy.to_dict()}
+                "cgroups": list(sbx.cgroup_dirs), "parent": record.parent, "policy": sbx.policy.to_dict(),
+                "disk": record.lineage.report()}
 
     def sandboxes(self) -> list[str]:
         """Ids of the live sandboxes."""
@@ -434,10 +449,11 @@ class Environment:
 
     def _start(self, chain: Chain, policy: EgressPolicy | None, parent: str | None, episode: Episode,
                profile: ImageProfile | None = None, resources: Resources | None = None,
-               origin: Chain | None = None, net=None) -> str:
+               origin: Chain | None = None, net=None, lineage: Lineage | None = None) -> str:
         """Take a started sandbox (a fresh one inside `net`, if given), mount chain as its workspace (or root
-        filesystem) and register it."""
+        filesystem) and register it (in the given lineage, else a new one with the resources' budget)."""
         pool = self.pool if profile is None else self._image_pool
+        resources = resources or Resources()
         try:
             if net is not None and profile is None:
                 raise ValueError("a shared network (net=) is for image sandboxes; this snapshot is a workspace one")
@@ -446,8 +462,8 @@ class Environment:
                 sbx = self.rt.spawner.submit(fresh.start).result()
             else:
                 sbx = pool.take(policy or self.policy)
-            record = _Record(sbx, episode, self.rt.proxy.log(sbx.sid), parent, profile, resources or Resources(),
-                             tuple(chain if origin is None else origin))
+            record = _Record(sbx, episode, self.rt.proxy.log(sbx.sid), parent, profile, resources,
+                             tuple(chain if origin is None else origin), lineage=lineage or self._lineage(resources))
             try:
                 sbx.mount(chain, record.resources.storage_bytes)
                 self._boot(record)
@@ -497,14 +513,31 @@ class Environment:
         return ToolContext(record.sandbox, record.episode, self.limits, env, user=profile.user, confined=False,
                            rlimits=rlimits)
 
+    def _lineage(self, resources: Resources) -> Lineage:
+        """A new lineage: the resources' disk budget, else lineage_disk_factor x their (or the default) storage."""
+        storage = resources.storage_bytes or self.limits.disk_bytes
+        lineage = Lineage(resources.disk_budget_bytes or int(self.limits.lineage_disk_factor * storage))
+        with self._lock:
+            self._every_lineage.add(lineage)
+        return lineage
+
+    def disk(self, sid: str) -> dict:
+        """The sandbox's lineage disk figures (env/budget.py): budget, bytes its snapshot layers use, layers."""
+        return self._record(sid, closed_ok=True).lineage.report()
+
     def _freeze(self, record: _Record) -> Chain:
-        """Freeze a sandbox's upper layer (its lock held) and remount it; the new chain, pinned until committed."""
+        """Freeze a sandbox's upper layer (its lock held) and remount it; the new chain, pinned until committed.
+        DiskBudgetExceeded (before anything is copied) if its lineage cannot take the layer."""
         sbx = record.sandbox
         sbx.sweep()
+        size = tree_bytes(sbx.upper_dir()) if os.listdir(sbx.upper_dir()) else 0
+        if size:
+            record.lineage.check(size, f"snapshot of sandbox {sbx.sid}")
         frozen = self.rt.layers.freeze(sbx.upper_dir(), sbx.chain)
         if frozen == sbx.chain:
             self.rt.layers.pin(frozen)
             return frozen
+        record.lineage.charge(frozen[0], size)
         chain = frozen
         own = [layer for layer in chain if not layer.startswith("I")]  # snapshot layers (image layers stay shared)
         if len(own) > self.rt.config.max_layers:
@@ -512,6 +545,7 @@ class Environment:
                 chain = self.rt.layers.squash(chain, self.rt.mountd)
             else:
                 chain = (self.rt.layers.merge(tuple(own)),) + tuple(layer for layer in chain if layer.startswith("I"))
+            record.lineage.charge(chain[0], tree_bytes(self.rt.layers.path(chain[0])))
             self.rt.layers.commit(frozen[:1])  # the squashed-away top layer is garbage once unused
         sbx.mount(chain, record.resources.storage_bytes)
         self._boot(record)
@@ -549,4 +583,7 @@ class Environment:
         with self._lock:
             live = {layer for chain in self._snapshots.values() for layer in chain}
             live |= {layer for r in self._records.values() for layer in (r.sandbox.chain or ())}
-        self.rt.layers.gc(live)
+            lineages = list(self._every_lineage)
+        deleted = set(self.rt.layers.gc(live))
+        for lineage in lineages:
+            lineage.forget(deleted)

@@ -14,16 +14,26 @@ as uid-shifted overlay layers that image sandboxes stack under their own copy-on
 3. If builds/<key>.json and its exported layers exist, that is the Image: no podman, no subprocess at all.
 4. Otherwise, under a per-key file lock: make the bases (debootstrap --variant=minbase of the Debian release,
    the host's extra CA certificates added, `podman import`; then the recipe's own Dockerfile), then
-   `podman build --isolation chroot --pull=never` the rewritten Dockerfile. Every networked step runs in
-   `buildnet.py`: a fresh network namespace whose only way out is this builder's EgressProxy, so builds reach the
-   package registries of `REGISTRY_POLICY` and nothing else, and the log lists every request.
+   `podman build` the rewritten Dockerfile (RUN steps: below). Every networked step runs in `buildnet.py`: a
+   fresh network namespace whose only way out is this builder's EgressProxy, so builds reach the package
+   registries of `REGISTRY_POLICY` and nothing else, and the log lists every request.
 5. Export: each podman layer's diff directory is copied once (cp -a keeps overlay whiteouts, opaque-dir xattrs,
    hard links and device nodes) into layers/<uid_base>/<layer> with every owner shifted by uid_base, so image uid 0
    is host uid uid_base: the id range an image sandbox's user namespace maps (SandboxConfig.image_uid_base).
    Layers are shared by every image built on them; a fork of an image sandbox copies nothing.
 
-`podman run` is not used (it fails on these hosts: cgroups hybrid mode, RLIMIT_NOFILE); sandboxes run the layers
-with bubblewrap. Image metadata (ENV, ENTRYPOINT, CMD, WORKDIR, USER) comes from `podman image inspect`.
+RUN steps (a Dockerfile is a stranger's code): `podman build --isolation oci --runtime <buildrt.py> --network host
+--userns-uid-map 0:B:65536` (B = BuildIsolation.uid_base, 300000 by default, disjoint from the sandboxes' range).
+Each step is a runc container in its own user namespace (root inside is host uid B: no host uid 0, no file of
+host root's reachable), pivot_root'ed into the step's root (a chroot escape lands in the image), with podman's
+seccomp profile and Docker's default capabilities, and shares buildnet's network namespace (the egress proxy is
+its only way out). buildrt.py refuses a step spec whose id maps reach host ids below B, sets no_new_privs and the
+sandbox limits (memory and pids cgroups, open files, file size: `SandboxLimits`), and shifts the step's written
+ids back to image ids before podman commits the layer (the layers of COPY, ADD and WORKDIR keep host ids B + n:
+the export shifts them, `shift_ownership`). crun is not used (it refuses cgroups in hybrid mode);
+`podman run` is not used: sandboxes run the layers with bubblewrap. Debootstrap and its chrooted steps still run
+as host root: they run Debian's own packages from the policy's mirror, no task code. Image metadata (ENV,
+ENTRYPOINT, CMD, WORKDIR, USER) comes from `podman image inspect`.
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ import itertools
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -49,11 +60,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from composer2_jax.env import base_images, dockerfile
+from composer2_jax.env.config import SandboxLimits
 from composer2_jax.env.egress import EgressProxy
 from composer2_jax.env.egress_policy import EgressPolicy
 
-BUILDER_VERSION = 2  # part of every key: bump when a change of this module changes what a build produces
-# (2: build-host facts scrubbed from debootstrapped roots, see scrub_host_facts)
+BUILDER_VERSION = 3  # part of every key: bump when a change of this module changes what a build produces
+# (2: build-host facts scrubbed from debootstrapped roots, see scrub_host_facts; 3: RUN steps in a user namespace)
 CACHE_ENV = "COMPOSER2_IMAGE_CACHE"
 # What a command chrooted into a freshly bootstrapped root runs with: nothing of the build host's environment (a host
 # TMPDIR, say, names a directory the root does not have: update-ca-certificates' mktemp failed on it)
@@ -70,7 +82,14 @@ REGISTRY_HOSTS = (
 REGISTRY_POLICY = EgressPolicy(allow_hosts=REGISTRY_HOSTS, allow_ports=(80, 443),
                                allow_methods=("GET", "HEAD", "CONNECT"))
 BUILDNET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "buildnet.py")
+BUILDRT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "buildrt.py")
 LOCAL_PREFIX = "localhost/composer2"
+
+
+def build_env() -> dict:
+    """podman build's environment: this process's, with TMPDIR=/var/tmp (buildah puts each RUN step's bundle there,
+    and runc, as the step's unprivileged root, must be able to reach it: a host TMPDIR under a 0700 dir it cannot)."""
+    return {**os.environ, "TMPDIR": "/var/tmp"}
 
 
 class UnsupportedImage(ValueError):
@@ -106,6 +125,26 @@ class ImageConfig:
     def from_dict(cls, d: Mapping) -> ImageConfig:
         """Inverse of to_dict."""
         return cls(tuple(tuple(p) for p in d["env"]), tuple(d["entrypoint"]), tuple(d["cmd"]), d["workdir"], d["user"])
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildIsolation:
+    """How the RUN steps of a build are confined (see the module docstring, "RUN steps")."""
+
+    uid_base: int = 300_000  # host uid of a RUN step's root: the build's user namespace maps 0..65535 here
+    runc: str = "runc"  # the OCI runtime buildrt.py hands each checked, tightened step spec to
+    limits: SandboxLimits = SandboxLimits()  # sandbox_memory_bytes, processes, open_files, file_size_bytes apply
+
+    def __post_init__(self):
+        if self.uid_base < ID_RANGE or self.uid_base + ID_RANGE > 1 << 31:
+            raise ValueError(f"BuildIsolation.uid_base={self.uid_base}; expected a host uid >= {ID_RANGE} with "
+                             f"{ID_RANGE} ids above it free")
+
+    def policy(self) -> dict:
+        """What buildrt.py enforces on each step's spec."""
+        lim = self.limits
+        return {"min_host_id": self.uid_base, "memory_bytes": lim.sandbox_memory_bytes, "pids": lim.processes,
+                "open_files": lim.open_files, "file_size_bytes": lim.file_size_bytes}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,23 +199,30 @@ def context_digest(context: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def shift_ownership(top: str, base: int) -> None:
+def shift_ownership(top: str, base: int, build_base: int | None = None) -> None:
     """Add `base` to the owner and group of every entry under top (no symlink followed); setuid/setgid bits kept.
 
-    An id outside 0..65535 cannot be mapped into the sandbox's user namespace and is an error naming the path.
+    Ids in build_base..build_base+65535 (what podman's COPY, ADD and WORKDIR steps wrote as the build's user
+    namespace's ids, see BuildIsolation) are image ids shifted by build_base: they are shifted back first. Any
+    other id outside 0..65535 cannot be mapped into the sandbox's user namespace and is an error naming the path.
     Hard-linked inodes are shifted once.
     """
     walk = ((dirpath, dirnames + filenames) for dirpath, dirnames, filenames in os.walk(top))
     seen: set[tuple[int, int]] = set()
+
+    def image_id(i: int) -> int:
+        return i - build_base if build_base is not None and build_base <= i < build_base + ID_RANGE else i
+
     for path in itertools.chain([top], (os.path.join(d, n) for d, names in walk for n in names)):
         st = os.lstat(path)
         if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
             if (st.st_dev, st.st_ino) in seen:
                 continue
             seen.add((st.st_dev, st.st_ino))
-        if st.st_uid >= ID_RANGE or st.st_gid >= ID_RANGE:
+        uid, gid = image_id(st.st_uid), image_id(st.st_gid)
+        if uid >= ID_RANGE or gid >= ID_RANGE:
             raise ImageError(f"{path} is owned by {st.st_uid}:{st.st_gid}; image ids must be below {ID_RANGE}")
-        os.lchown(path, st.st_uid + base, st.st_gid + base)
+        os.lchown(path, uid + base, gid + base)
         if stat.S_ISREG(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
             os.chmod(path, stat.S_IMODE(st.st_mode))  # chown cleared them
 
@@ -241,7 +287,8 @@ class ImageBuilder:
     def __init__(self, cache_dir: str | os.PathLike | None = None, policy: EgressPolicy = REGISTRY_POLICY,
                  uid_base: int = 200_000, ca_dir: str | None = "/usr/local/share/ca-certificates",
                  mirror: str = "http://deb.debian.org/debian", podman: str = "podman",
-                 debootstrap: str = "debootstrap", timeout_s: float = 1800.0):
+                 debootstrap: str = "debootstrap", timeout_s: float = 1800.0,
+                 isolation: BuildIsolation = BuildIsolation()):
         self.cache = os.path.realpath(cache_dir or default_cache_dir())
         if any(c in self.cache for c in ":,"):
             raise ValueError(f"image cache {self.cache!r} contains ':' or ','; overlay options cannot name it")
@@ -249,6 +296,10 @@ class ImageBuilder:
             raise ValueError(f"uid_base={uid_base}; expected a positive host uid with {ID_RANGE} ids above it free")
         self.policy, self.uid_base, self.ca_dir, self.mirror = policy, uid_base, ca_dir, mirror
         self.podman, self.debootstrap, self.timeout_s = podman, debootstrap, timeout_s
+        if uid_base <= isolation.uid_base < uid_base + ID_RANGE or isolation.uid_base <= uid_base < \
+                isolation.uid_base + ID_RANGE:
+            raise ValueError(f"build uid base {isolation.uid_base} overlaps the sandboxes' id range at {uid_base}")
+        self.isolation = isolation
         self.layer_root = os.path.join(self.cache, "layers", str(uid_base))
         for sub in ("builds", "logs", "locks", "work"):
             os.makedirs(os.path.join(self.cache, sub), mode=0o700, exist_ok=True)
@@ -328,9 +379,9 @@ class ImageBuilder:
                                              delete=False) as df:
                 df.write(plan.dockerfile)
             try:
-                argv = [self.podman, "build", "--isolation", "chroot", "--pull=never", "--layers", "-f", df.name,
-                        "-t", name, *[f"--build-arg={k}={v}" for k, v in plan.build_args], plan.context]
-                self._run_networked(argv, log, f"podman build of {plan.context}", timeout_s)
+                argv = [*self._podman_build(), "-f", df.name, "-t", name,
+                        *[f"--build-arg={k}={v}" for k, v in plan.build_args], plan.context]
+                self._run_networked(argv, log, f"podman build of {plan.context}", timeout_s, build_env())
             finally:
                 os.unlink(df.name)
             mappings = tuple(base_images.describe(ref, r) for ref, r in plan.bases)
@@ -346,8 +397,8 @@ class ImageBuilder:
             work = tempfile.mkdtemp(prefix="base-", dir=os.path.join(self.cache, "work"))
             try:
                 Path(work, "Dockerfile").write_text(recipe.dockerfile(root))
-                argv = [self.podman, "build", "--isolation", "chroot", "--pull=never", "--layers", "-t", name, work]
-                self._run_networked(argv, log, f"building base {name}")
+                argv = [*self._podman_build(), "-t", name, work]
+                self._run_networked(argv, log, f"building base {name}", env=build_env())
             finally:
                 shutil.rmtree(work, ignore_errors=True)
         return name
@@ -384,13 +435,34 @@ class ImageBuilder:
 
     # ------------------------------------------------------------------------------------------------ running
 
+    def _podman_build(self) -> list[str]:
+        """`podman build` with every RUN step in a user namespace, checked and tightened by buildrt.py (see the
+        module docstring); the step shares buildnet's network namespace, whose only way out is the egress proxy."""
+        runc = shutil.which(self.isolation.runc)
+        if runc is None:
+            raise ImageError(f"the OCI runtime {self.isolation.runc!r} is not installed (Debian: apt-get install -y "
+                             "runc)")
+        policy = json.dumps(self.isolation.policy(), sort_keys=True)
+        script = (f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -I -S {shlex.quote(BUILDRT)} {shlex.quote(runc)}"
+                  f" {shlex.quote(policy)} -- \"$@\"\n")
+        path = os.path.join(self.cache, "work", f"buildrt-{hashlib.sha256(script.encode()).hexdigest()[:16]}.sh")
+        if not os.path.exists(path):
+            tmp = f"{path}.{secrets.token_hex(4)}"
+            Path(tmp).write_text(script)
+            os.chmod(tmp, 0o755)
+            os.replace(tmp, path)
+        ids = f"0:{self.isolation.uid_base}:{ID_RANGE}"
+        return [self.podman, "build", "--isolation", "oci", "--runtime", path, "--network", "host",
+                f"--userns-uid-map={ids}", f"--userns-gid-map={ids}", "--pull=never", "--layers"]
+
     def _egress(self) -> EgressProxy:
         """The builder's egress proxy (started on first use)."""
         if self._proxy is None:
             self._proxy = EgressProxy()
         return self._proxy
 
-    def _run_networked(self, argv: list[str], log: str, what: str, timeout_s: float | None = None) -> None:
+    def _run_networked(self, argv: list[str], log: str, what: str, timeout_s: float | None = None,
+                       env: dict | None = None) -> None:
         """Run argv inside buildnet.py: a fresh network namespace reaching only the registry policy's hosts."""
         proxy, route = self._egress(), f"build-{secrets.token_hex(6)}"
         # In the system's temp dir, not the cache: a Unix socket's path must fit in 107 bytes, a cache path need not.
@@ -399,7 +471,7 @@ class ImageBuilder:
         proxy.add(route, sock, self.policy, 0, 0)
         try:
             self._run([sys.executable, "-I", "-S", BUILDNET, sock, str(_free_port()), "--", *argv], log, what,
-                      timeout_s=timeout_s)
+                      timeout_s=timeout_s, env=env)
         finally:
             events = proxy.log(route).events()
             proxy.remove(route)
@@ -422,7 +494,7 @@ class ImageBuilder:
                 proc = subprocess.Popen(argv, stdin=stdin if stdin is not None else subprocess.DEVNULL, stdout=f,
                                         stderr=subprocess.STDOUT, start_new_session=True, env=env)
             except FileNotFoundError:
-                raise ImageError(f"{what}: {argv[0]!r} is not installed (Debian: apt-get install -y podman "
+                raise ImageError(f"{what}: {argv[0]!r} is not installed (Debian: apt-get install -y podman runc "
                                  "debootstrap)") from None
             try:
                 proc.wait(timeout=timeout_s)
@@ -485,7 +557,7 @@ class ImageBuilder:
             cp = subprocess.run(["cp", "-a", "--no-dereference", f"{diff}/.", tmp], capture_output=True, check=False)
             if cp.returncode != 0:
                 raise ImageError(f"copying layer {diff} failed: {cp.stderr.decode(errors='replace').strip()}")
-            shift_ownership(tmp, self.uid_base)
+            shift_ownership(tmp, self.uid_base, self.isolation.uid_base)
             os.rename(tmp, dest)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)

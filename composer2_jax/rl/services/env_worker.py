@@ -186,6 +186,10 @@ class EnvWorker:
                 self.images().close(opened)
             else:
                 _close_quietly(self.env, sid)
+        disk = None
+        if hasattr(self.env, "disk"):  # what the episode's checkpoints and grading fork added to the layer store
+            with contextlib.suppress(KeyError):
+                disk = self.env.disk(sid)
         breakdown = compute_reward(outcome, self.reward_cfg)
         routing = routing_fn(result.episode) if routing_fn is not None else [None] * len(result.episode.segments)
         return EpisodeRecord(
@@ -195,7 +199,7 @@ class EnvWorker:
             tool_calls=len(result.tool_calls), malformed=result.malformed,
             generated_tokens=result.generated_tokens - (0 if checkpoint is None else checkpoint.generated_tokens),
             wall_s=result.wall_s, grade_s=grade.wall_s, admitted_version=admitted_version,
-            source=task.source, harness=result if checkpoints or checkpoint is not None else None)
+            source=task.source, harness=result if checkpoints or checkpoint is not None else None, disk=disk)
 
     def release(self, checkpoints: Sequence[TurnCheckpoint]) -> int:
         """Delete the snapshots of checkpoints (a tree group is done with them); how many were still held."""

@@ -36,6 +36,7 @@ class EpisodeRecord:
     admitted_version: int  # weight version when the group was admitted (the staleness bound starts here)
     source: str = "toy"  # the task's curriculum entry (rl/sources.py)
     harness: Any = None  # the harness's EpisodeResult when kept (branching rollouts: checkpoints, tool-call records)
+    disk: dict | None = None  # its sandbox lineage's layer-store figures (env/budget.py: budget, bytes added)
 
     @property
     def min_version(self) -> int:
