@@ -208,7 +208,7 @@ def test_suite_table_measures_a_reference_change(tmp_path):
 def test_no_constant_answer_passes_a_v1_task():
     """A child answering one constant everywhere fails every v1 task (some expected value is not a constant)."""
     from composer2_jax.bench import verdict
-    from composer2_jax.bench import verdict_runner as vr
+    from composer2_jax.verify import verdict_runner as vr
 
     for t in SUITE.tasks:
         expected = verdict.load_expected(t.tests_dir)
@@ -217,7 +217,7 @@ def test_no_constant_answer_passes_a_v1_task():
 
 
 def test_f1_bound_of_label_specs():
-    from composer2_jax.bench import verdict_runner as vr
+    from composer2_jax.verify import verdict_runner as vr
 
     labels = [True] * 10 + [False] * 90
     spec = {"version": 1, "probes": {"d": {"labels": labels, "f1": 0.9}}}

@@ -4,7 +4,7 @@ For a module M with a test file Lib/test/test_M.py on this machine, each candida
 F of M that test_M.py mentions. The task repository holds `vendored/M.py` with F deleted; the instruction gives
 F's signature and docstring; the hidden check runs the TestCase classes of test_M.py that mention F (with
 `import M` rewritten to `from vendored import M`) in the verdict runner's isolated child with F traced, and
-compares each test's trace of F's calls with the original module's (bench/verdict_runner.py); the oracle puts the
+compares each test's trace of F's calls with the original module's (verify/verdict_runner.py); the oracle puts the
 original module back. A candidate is kept only if, under the sandbox's interpreter, the kept classes pass on the
 original module and fail without F, and the recorded check fails without F.
 

@@ -18,7 +18,7 @@ installed on the interpreter can never shadow it) with F deleted; the package's 
 removed from it. The instruction gives F's signature and docstring. The hidden check is the stdlib generator's
 (bench/generate.py): the verdict runner's isolated child runs the kept TestCase classes of the test module with F
 traced and answers each test's trace; the trusted parent compares them with the traces of the original package
-(sha256) — the tests' own pass/fail, exit statuses and files count for nothing (bench/verdict_runner.py). A
+(sha256) — the tests' own pass/fail, exit statuses and files count for nothing (verify/verdict_runner.py). A
 candidate is kept only if, under the sandbox's interpreter, its classes pass on the original package and fail
 without F, and the recorded check fails without F. Task names: `pkg<version>-P-M-F`.
 """

@@ -1,4 +1,4 @@
-"""Verdicts outside the code's reach: the host side of the verdict runner (bench/verdict_runner.py).
+"""Verdicts outside the code's reach: the host side of the verdict runner (verify/verdict_runner.py).
 
 A task of this project carries, in tests/: verdict_runner.py (a byte-identical copy of the canonical one),
 check.json (what to ask the code under test), probes.py (child-side probes; no expected values), optionally
@@ -19,7 +19,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from composer2_jax.bench import verdict_runner as vr
+from composer2_jax.verify import verdict_runner as vr
 
 RUNNER = Path(vr.__file__).resolve()
 GUARD = RUNNER.with_name("verifier_guard.py")  # installed as sitecustomize.py for every verifier

@@ -1,6 +1,6 @@
 """Authoring verdict-runner checks: refresh every task's copy of the runner, record the hidden values.
 
-    python -m composer2_jax.bench.verdict_record sync                  # copy bench/verdict_runner.py over stale copies
+    python -m composer2_jax.bench.verdict_record sync                  # copy verify/verdict_runner.py over stale copies
     python -m composer2_jax.bench.verdict_record record TASK_DIR ...   # expected.json from the oracle's answers
 
 `record` runs the task's oracle in a sandbox, collects the runner's answers (through the same grading path as
@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from composer2_jax.bench import verdict_runner as vr
 from composer2_jax.bench.grade import pack_dir, read_verifier_files, run_verifier, unpack_command, upload_commands
 from composer2_jax.bench.verdict import HOST_ONLY, RUNNER, RUNNER_NAME, VerdictError
+from composer2_jax.verify import verdict_runner as vr
 
 
 def task_dirs(root: Path) -> list[Path]:

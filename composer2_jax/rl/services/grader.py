@@ -7,7 +7,7 @@ from outside the sandbox through /proc, never through a symlink → keep the lin
 host. RL grades every rollout, so the per-episode cost matters: one interpreter start, as before. The agent's
 processes are gone in the fork, the check never existed in the workspace it could see or edit, and the code under
 test only ever answers with values
-(bench/verdict_runner.py): its exit status, output, files and patches are not part of the verdict.
+(verify/verdict_runner.py): its exit status, output, files and patches are not part of the verdict.
 """
 
 from __future__ import annotations
