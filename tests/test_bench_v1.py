@@ -10,8 +10,8 @@ import pytest
 from composer2_jax.bench import sdist_repo, validate
 from composer2_jax.bench.negatives import FOLDER, negatives
 from composer2_jax.bench.task import load_suite
-from composer2_jax.bench.verdict import HOST_ONLY, RUNNER
 from composer2_jax.env.transfer import pack_dir
+from composer2_jax.verify.verdict import HOST_ONLY, RUNNER
 from tests.markers import needs_sandbox
 
 SUITE = load_suite("v1")
@@ -207,7 +207,7 @@ def test_suite_table_measures_a_reference_change(tmp_path):
 
 def test_no_constant_answer_passes_a_v1_task():
     """A child answering one constant everywhere fails every v1 task (some expected value is not a constant)."""
-    from composer2_jax.bench import verdict
+    from composer2_jax.verify import verdict
     from composer2_jax.verify import verdict_runner as vr
 
     for t in SUITE.tasks:

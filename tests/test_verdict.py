@@ -1,4 +1,4 @@
-"""Verdicts outside the code's reach (verify/verdict_runner.py, bench/verdict.py): the value encoding and the
+"""Verdicts outside the code's reach (verify/verdict_runner.py, verify/verdict.py): the value encoding and the
 judge by hand-computed cases, the runner's protocol against children that misbehave (on the host, with probes that
 stay inside their own process tree), and the zoo of forging policies (bench/forging.py) graded in real sandboxes
 by the real graders: every policy scores 0 on every task kind and the oracle scores 1.
@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from composer2_jax.bench import forging, verdict, verdict_record
+from composer2_jax.bench import forging, verdict_record
 from composer2_jax.env import testing as envtest
+from composer2_jax.verify import verdict
 from composer2_jax.verify import verdict_runner as vr
 from tests.markers import needs_sandbox
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from composer2_jax.bench.grade import pack_dir, read_verifier_files, run_verifier, unpack_command, upload_commands
-from composer2_jax.bench.verdict import HOST_ONLY, RUNNER, RUNNER_NAME, VerdictError
 from composer2_jax.verify import verdict_runner as vr
+from composer2_jax.verify.verdict import HOST_ONLY, RUNNER, RUNNER_NAME, VerdictError
 
 
 def task_dirs(root: Path) -> list[Path]:

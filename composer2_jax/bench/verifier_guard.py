@@ -3,7 +3,7 @@
 A third-party test.sh typically runs `python -m pytest` or `python -m unittest` from the repository root, where
 the current directory comes first on sys.path, so a workspace `unittest.py`, `pytest.py` or `json.py` would be
 imported instead of the real one and could report whatever it likes. The graders put this file first on the
-verifier's PYTHONPATH (bench/verdict.py `verifier_env`); it runs at interpreter start-up, before the current
+verifier's PYTHONPATH (verify/verdict.py `verifier_env`); it runs at interpreter start-up, before the current
 directory is added to sys.path, and puts a finder in front of all others that resolves every standard-library
 module but `test` and the test runners' own packages (`PROTECTED`) from the interpreter's own folders only.
 Modules of the repository under test stay importable as usual; a repository module named like a standard-library

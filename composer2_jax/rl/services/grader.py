@@ -15,13 +15,13 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from composer2_jax.bench import verdict
 from composer2_jax.bench.grade import WORKSPACE, fresh_dirs, read_file
 from composer2_jax.bench.grade import grade as harbor_grade
 from composer2_jax.rl import pkg_tasks
 from composer2_jax.rl.rewards import TestResult
 from composer2_jax.rl.sources import HarborTask, family_module
 from composer2_jax.rl.tasks import CodingTask
+from composer2_jax.verify import verdict
 
 
 @dataclasses.dataclass(frozen=True)
