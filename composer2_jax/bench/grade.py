@@ -20,7 +20,7 @@ read from outside.
    is configured for and the mirror map, whatever [environment] allow_internet gave the agent; the mirror CA and
    proxy settings inside) for the run of the test script only.
    Run the test script under the verifier timeout (not capped by the tool-call limit) through `Environment.exec`,
-   with bench/verifier_guard.py first on PYTHONPATH (the workspace cannot shadow the standard library or a test
+   with verify/guard.py first on PYTHONPATH (the workspace cannot shadow the standard library or a test
    runner; no user site): image tasks `/tests/test.sh` (made executable, as Harbor does) in the working directory as
    [verifier] user, with [environment] env + [verifier] env; workspace tasks `bash $TESTS_DIR/test.sh` from
    /workspace with the runner's scrub switch on.
@@ -226,7 +226,7 @@ class Layout(NamedTuple):
 
     tests: str  # Harbor's /tests
     logs: str  # Harbor's /logs; the verifier writes verifier/reward.txt (or answers.json) under it
-    site: str  # bench/verifier_guard.py goes here as sitecustomize.py, first on the verifier's PYTHONPATH
+    site: str  # verify/guard.py goes here as sitecustomize.py, first on the verifier's PYTHONPATH
     output: str  # the test script's stdout + stderr, under logs/verifier
 
 

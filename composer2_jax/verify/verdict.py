@@ -22,7 +22,7 @@ from pathlib import Path
 from composer2_jax.verify import verdict_runner as vr
 
 RUNNER = Path(vr.__file__).resolve()
-GUARD = RUNNER.with_name("verifier_guard.py")  # installed as sitecustomize.py for every verifier
+GUARD = RUNNER.with_name("guard.py")  # installed as sitecustomize.py for every verifier
 RUNNER_NAME = RUNNER.name
 HOST_ONLY = (vr.EXPECTED, "negatives")  # what of tests/ the graders keep on the host (hidden values, negatives)
 ANSWERS_LIMIT = 8 << 20  # most bytes of answers.json the host reads
@@ -157,7 +157,7 @@ def judge_direct(raw: bytes | None, run: DirectRun, expected: dict) -> Verdict:
 
 
 def guard_dir(tests_dir: str) -> str:
-    """Where the graders put bench/verifier_guard.py as sitecustomize.py, beside a grading's tests dir."""
+    """Where the graders put verify/guard.py as sitecustomize.py, beside a grading's tests dir."""
     return f"{tests_dir.rstrip('/').rpartition('/')[0]}/site"
 
 
