@@ -16,7 +16,7 @@ read from outside.
    /tmp (their root is read-only). Whatever the agent wrote into its own tests/ or reward files plays no part. A
    task judged by the verdict runner (verify/verdict.py) gets its tests/ without expected.json: the hidden values
    stay on the host.
-3. Image tasks: switch the sandbox to the verifier's network (bench/verifier_net.py: the package registries this host
+3. Image tasks: switch the sandbox to the verifier's network (verify/network.py: the package registries this host
    is configured for and the mirror map, whatever [environment] allow_internet gave the agent; the mirror CA and
    proxy settings inside) for the run of the test script only.
    Run the test script under the verifier timeout (not capped by the tool-call limit) through `Environment.exec`,
@@ -48,10 +48,10 @@ import stat
 import time
 from typing import Any, NamedTuple
 
-from composer2_jax.bench import verifier_net
 from composer2_jax.bench.task import Step, Task, resolve_env
 from composer2_jax.env.bwrap import IMAGE_ROOT
 from composer2_jax.env.transfer import pack_dir  # noqa: F401  (agents and verdict_record import it from here)
+from composer2_jax.verify import network as verifier_net
 from composer2_jax.verify import verdict
 
 VERIFIER_ROOT = "/tmp"  # workspace tasks: fresh verifier dirs go here (their root is read-only; /tmp is their own)

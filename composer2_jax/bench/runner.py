@@ -313,7 +313,7 @@ def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: C
         sid = env.fork(snap, policy=agent_policy(task, run_policy),
                        resources=resources_of(task) if task.is_image else None)
         if hasattr(env, "set_phase"):
-            env.set_phase(sid, "agent")  # allow_internet's policy; the verifier's phase is bench/verifier_net.py's
+            env.set_phase(sid, "agent")  # allow_internet's policy; the verifier's phase is verify/network.py's
         if task.is_image:
             trial.limits = env.enforcement(sid)
             env.exec(sid, "mkdir -p /logs/agent /logs/verifier /logs/artifacts && chmod 777 /logs/agent "
