@@ -4,7 +4,7 @@
     python -m composer2_jax.bench.verdict_record record TASK_DIR ...   # expected.json from the oracle's answers
 
 `record` runs the task's oracle in a sandbox, collects the runner's answers (through the same grading path as
-bench/grade.py) and writes tests/expected.json: exact values, or check.json's `match` templates (approx, sha256),
+verify/grade.py) and writes tests/expected.json: exact values, or check.json's `match` templates (approx, sha256),
 overridden by values setup.py's `expected(ctx)` computes from trusted code (labels of generated logs). Read the
 diff before committing it. `record_local` does the same on this host for a generator whose code is trusted.
 """
@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from composer2_jax.bench.grade import pack_dir, read_verifier_files, run_verifier, unpack_command, upload_commands
 from composer2_jax.verify import verdict_runner as vr
+from composer2_jax.verify.grade import pack_dir, read_verifier_files, run_verifier, unpack_command, upload_commands
 from composer2_jax.verify.verdict import HOST_ONLY, RUNNER, RUNNER_NAME, VerdictError
 
 
