@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from composer2_jax.bench import forging, verdict_record
+from composer2_jax.bench import forging
 from composer2_jax.env import testing as envtest
+from composer2_jax.verify import record as verdict_record
 from composer2_jax.verify import verdict
 from composer2_jax.verify import verdict_runner as vr
 from tests.markers import needs_sandbox

@@ -1,7 +1,6 @@
 """The benchmark: Harbor-layout tasks, the suite runner, pass@k reports, task generation (verification: verify/).
 
     task.py           the task format and loader (Harbor folders; Docker-only tasks load as `Unsupported`)
-    verdict_record.py authoring checks: syncing the runner's copies, recording hidden values from the oracle
     forging.py        a zoo of forging policies (benchmarks/forging.py grades them on every task kind)
     agents.py         oracle / null / broken / tamper scripted agents and `model:CKPT`, all harness Policies
     engine_policy.py  the inference engine as a batched Policy; loading it from a training checkpoint

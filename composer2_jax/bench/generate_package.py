@@ -40,8 +40,9 @@ import textwrap
 import zipfile
 from pathlib import Path
 
-from composer2_jax.bench import generate, verdict_record
+from composer2_jax.bench import generate
 from composer2_jax.env.config import SandboxConfig
+from composer2_jax.verify import record as verdict_record
 from composer2_jax.verify import verdict
 
 GENERATOR_VERSION = 1

@@ -8,7 +8,7 @@ Under this project's graders (verify/grade.py, rl/services/grader.py) expected.j
 the grader installs tests/ without it, reads the answers the runner wrote ($LOGS_DIR/verifier/answers.json)
 from outside the sandbox, and judges them here, in a process that never executes task code.
 
-Authoring (refreshing the runner's copies, recording hidden values) is bench/verdict_record.py.
+Authoring (refreshing the runner's copies, recording hidden values) is verify/record.py.
 
 docs/benchmark.md ("Verdicts") gives the file formats, the spec kinds and what a policy can and cannot forge.
 """
@@ -72,11 +72,11 @@ def load_expected(tests_dir: Path) -> dict | None:
         return None
     if (tests_dir / RUNNER_NAME).read_bytes() != RUNNER.read_bytes():
         raise VerdictError(f"{tests_dir / RUNNER_NAME} differs from {RUNNER}; run "
-                           "`python -m composer2_jax.bench.verdict_record sync`")
+                           "`python -m composer2_jax.verify.record sync`")
     path = tests_dir / vr.EXPECTED
     if not path.is_file():
         raise VerdictError(f"{tests_dir}: the verdict runner is installed but {vr.EXPECTED} is missing; expected "
-                           "the hidden values (`python -m composer2_jax.bench.verdict_record record TASK_DIR`)")
+                           "the hidden values (`python -m composer2_jax.verify.record record TASK_DIR`)")
     try:
         expected = json.loads(path.read_text())
     except ValueError as e:

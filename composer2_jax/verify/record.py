@@ -1,7 +1,7 @@
 """Authoring verdict-runner checks: refresh every task's copy of the runner, record the hidden values.
 
-    python -m composer2_jax.bench.verdict_record sync                  # copy verify/verdict_runner.py over stale copies
-    python -m composer2_jax.bench.verdict_record record TASK_DIR ...   # expected.json from the oracle's answers
+    python -m composer2_jax.verify.record sync                  # copy verify/verdict_runner.py over stale copies
+    python -m composer2_jax.verify.record record TASK_DIR ...   # expected.json from the oracle's answers
 
 `record` runs the task's oracle in a sandbox, collects the runner's answers (through the same grading path as
 verify/grade.py) and writes tests/expected.json: exact values, or check.json's `match` templates (approx, sha256),
@@ -149,7 +149,7 @@ def trusted_expected(tests_dir: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: see the module docstring."""
-    p = argparse.ArgumentParser(prog="python -m composer2_jax.bench.verdict_record",
+    p = argparse.ArgumentParser(prog="python -m composer2_jax.verify.record",
                                 description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("sync", help="refresh every task's copy of the runner")
