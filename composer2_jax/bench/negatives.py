@@ -3,7 +3,7 @@
 A task of suite v1 ships, in tests/negatives/, at least three unified diffs (`NAME.patch`, paths relative to the
 repository root, `patch -p1`) that look like a fix or a feature and are wrong: the symptom treated instead of the
 cause, one case of several fixed, the right change in the wrong layer. The graders keep tests/negatives/ on the
-host (bench/verdict.HOST_ONLY), so an agent never sees them. The negative agent drives the harness exactly as the
+host (verify/verdict.HOST_ONLY), so an agent never sees them. The negative agent drives the harness exactly as the
 oracle does (upload, apply through run_terminal_cmd, submit), so a negative is graded like any final workspace;
 bench/validate.py requires every one of them to score 0.
 """
