@@ -4,6 +4,7 @@ task as a slow test; the suite's shape (negatives, pinned real releases, instruc
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -59,7 +60,7 @@ def test_task_folder(task):
         # the shared script itself, or — a task that writes data after the build — a copy of it next to generate.py
         copy = t.generator.parent / "sdist_repo.py"
         fetcher = copy if copy.is_file() else t.generator
-        assert fetcher.read_bytes() == (RUNNER.parent / "sdist_repo.py").read_bytes(), task
+        assert fetcher.read_bytes() == Path(sdist_repo.__file__).read_bytes(), task
         pin = json.loads((t.repo_source / sdist_repo.PIN).read_text())
         assert set(pin) == {"package", "version", "file", "sha256"} and len(pin["sha256"]) == 64, pin
         shipped = sorted(p.name for p in t.repo_source.iterdir())
