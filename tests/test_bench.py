@@ -380,7 +380,7 @@ def test_evaluate_cli_writes_record_report_and_plot(tmp_path):
 
 
 def test_generator_rewrites_imports_and_deletes_whole_functions():
-    from composer2_jax.bench import generate as gen
+    from composer2_jax.bench.authoring import generate_stdlib as gen
 
     src = "import os\nimport textwrap\nfrom textwrap import dedent, fill\nimport textwrap as tw\nx = textwrap.fill\n"
     out = gen.rewrite_imports(src, "textwrap")
@@ -406,7 +406,7 @@ def _write_pair(module_source):
 
 @needs_sandbox
 def test_generated_task_oracle_passes_and_null_fails(env, tmp_path):
-    from composer2_jax.bench import generate as gen
+    from composer2_jax.bench.authoring import generate_stdlib as gen
 
     if gen.find_sources("fnmatch", gen.stdlib_dirs()) is None:
         pytest.skip("no Lib/test/test_fnmatch.py on this machine")

@@ -136,7 +136,7 @@ def test_harbor_tasks_run_grade_and_reward_through_the_env_worker(env, tmp_path,
 
 
 def _stdlib_tests() -> bool:
-    from composer2_jax.bench import generate
+    from composer2_jax.bench.authoring import generate_stdlib as generate
 
     return any((d / "test" / "test_shlex.py").is_file() for d in generate.stdlib_dirs())
 

@@ -16,9 +16,9 @@ the package mentions inside a unittest TestCase class (test modules: `test_*.py`
 The task repository holds the whole package renamed `vendored_P` (absolute imports of P rewritten, so a copy of P
 installed on the interpreter can never shadow it) with F deleted; the package's test modules that mention F are
 removed from it. The instruction gives F's signature and docstring. The hidden check is the stdlib generator's
-(bench/generate.py): the verdict runner's isolated child runs the kept TestCase classes of the test module with F
-traced and answers each test's trace; the trusted parent compares them with the traces of the original package
-(sha256) — the tests' own pass/fail, exit statuses and files count for nothing (verify/verdict_runner.py). A
+(bench/authoring/generate_stdlib.py): the verdict runner's isolated child runs the kept TestCase classes of the test
+module with F traced and answers each test's trace; the trusted parent compares them with the traces of the original
+package (sha256) — the tests' own pass/fail, exit statuses and files count for nothing (verify/verdict_runner.py). A
 candidate is kept only if, under the sandbox's interpreter, its classes pass on the original package and fail
 without F, and the recorded check fails without F. Task names: `pkg<version>-P-M-F`.
 """
@@ -40,7 +40,7 @@ import textwrap
 import zipfile
 from pathlib import Path
 
-from composer2_jax.bench import generate
+from composer2_jax.bench.authoring import generate_stdlib as generate
 from composer2_jax.env.config import SandboxConfig
 from composer2_jax.verify import record as verdict_record
 from composer2_jax.verify import verdict
@@ -255,7 +255,8 @@ def candidates(pkg: Package, min_lines: int = 4, max_lines: int = 60) -> list[Ca
 
 
 def _test_cases(test_source: str) -> list[tuple[str, str]]:
-    """(name, source) of the top-level TestCase-like classes of a test module (bench/generate.py `test_classes`)."""
+    """(name, source) of the top-level TestCase-like classes of a test module (authoring/generate_stdlib.py
+    `test_classes`)."""
     try:
         tree = ast.parse(test_source)
     except SyntaxError:

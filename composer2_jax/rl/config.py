@@ -164,7 +164,7 @@ class SourcesConfig:
     eval_tasks: int = 16  # held-out tasks per Harbor source per evaluation (the toy family uses rl.eval_tasks)
     generated_count: int = 200  # tasks a generated:DIR source writes into an empty DIR
     generated_seed: int = 0  # order in which the generator tries candidates
-    generated_modules: tuple[str, ...] = ()  # modules to delete functions from (() = bench/generate.py MODULES)
+    generated_modules: tuple[str, ...] = ()  # modules to delete functions from (() = generate_stdlib.MODULES)
     generated_dirs: tuple[str, ...] = ()  # folders holding M.py and test/test_M.py (() = the stdlib)
     generated_per_module: int = 2  # most tasks per module (raise it, with more modules, for hundreds of tasks)
     # pure-Python packages to delete functions from instead of the stdlib (bench/generate_package.py): importable

@@ -5,8 +5,8 @@
                         read and fix each failing module, re-run); needs run_terminal_cmd in env.tools
     suite:VERSION|DIR   Harbor-format task folders (benchmarks/tasks/VERSION or any folder of task folders)
     generated:DIR       feature-deletion tasks in DIR, generated there on first use: from the standard library
-                        (bench/generate.py), or from any pure-Python package (`sources.generated_packages`:
-                        bench/generate_package.py)
+                        (bench/authoring/generate_stdlib.py), or from any pure-Python package
+                        (`sources.generated_packages`: bench/generate_package.py)
 
 A curriculum is comma-separated sources with weights, `toy@2,suite:v0@1,generated:runs/gen@1` (weight 1 when
 omitted): each group's source is drawn with probability ∝ its weight, then a task of that source (each source's
@@ -151,7 +151,7 @@ def generated_tasks(spec: SourceSpec, split: str, heldout_frac: float, count: in
                     packages: Sequence[str] = ()) -> SourceTasks:
     """The feature-deletion tasks in the spec's folder (generated there first when it holds none): from `packages`
     (any pure-Python package: an importable name, a folder, a wheel or an sdist; bench/generate_package.py) when
-    given, else from standard-library `modules` and their Lib/test tests (bench/generate.py)."""
+    given, else from standard-library `modules` and their Lib/test tests (bench/authoring/generate_stdlib.py)."""
     folder = Path(spec.arg)
     if not folder.is_dir() or not any((p / "instruction.md").is_file() for p in folder.iterdir()):
         folder.mkdir(parents=True, exist_ok=True)
@@ -161,7 +161,7 @@ def generated_tasks(spec: SourceSpec, split: str, heldout_frac: float, count: in
             written = generate_package.generate_tasks(folder, count, tuple(packages), seed, per_module=per_module)
             what = f"packages {list(packages)}"
         else:
-            from composer2_jax.bench import generate
+            from composer2_jax.bench.authoring import generate_stdlib as generate
 
             written = generate.generate(folder, count, seed, tuple(modules) or generate.MODULES, list(dirs) or None,
                                         per_module=per_module)

@@ -8,7 +8,7 @@ compares each test's trace of F's calls with the original module's (verify/verdi
 original module back. A candidate is kept only if, under the sandbox's interpreter, the kept classes pass on the
 original module and fail without F, and the recorded check fails without F.
 
-    python -m composer2_jax.bench.generate --out benchmarks/tasks/v0 --count 10 --seed 0
+    python -m composer2_jax.bench.authoring.generate_stdlib --out benchmarks/tasks/v0 --count 10 --seed 0
 
 Task names carry the generator version (`gen1-M-F`), so a changed generator never silently replaces old tasks.
 """
@@ -261,7 +261,7 @@ def instruction(cand: Candidate) -> str:
 def task_toml(cand: Candidate, classes: tuple[str, ...], python: str) -> str:
     """task.toml of a generated task (Harbor keys, generator provenance in [metadata])."""
     tags = ", ".join(f'"{t}"' for t in ("generated", "stdlib", "feature-deletion", cand.module))
-    return (f'version = "1.0"\n\n[metadata]\nauthor_name = "composer2_jax.bench.generate"\n'
+    return (f'version = "1.0"\n\n[metadata]\nauthor_name = "composer2_jax.bench.authoring.generate_stdlib"\n'
             f'difficulty = "{difficulty(cand)}"\ncategory = "feature-deletion"\ntags = [{tags}]\n'
             f'generator = "stdlib-deletion"\ngenerator_version = {GENERATOR_VERSION}\n'
             f'source = "{cand.source}"\ntest_source = "{cand.test_file}"\nfunction = "{cand.function}"\n'
@@ -335,7 +335,8 @@ def write_verified(pool: list, out: Path, count: int, seed: int, per_module: int
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: see the module docstring."""
-    p = argparse.ArgumentParser(prog="python -m composer2_jax.bench.generate", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m composer2_jax.bench.authoring.generate_stdlib",
+                                description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="suite folder to write task folders into")
     p.add_argument("--count", type=int, default=10, help="tasks to write")
     p.add_argument("--seed", type=int, default=0, help="order in which candidates are tried")
