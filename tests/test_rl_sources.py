@@ -181,7 +181,7 @@ def test_short_rl_run_on_a_mixed_curriculum_logs_every_reward_term(tmp_path):
 # ------------------------------------------------------------------------------------------------ any package
 
 def test_a_package_is_opened_by_name_folder_or_archive_and_must_be_pure_python(tmp_path):
-    from composer2_jax.bench import generate_package as gp
+    from composer2_jax.bench.authoring import generate_package as gp
 
     pasta = gp.open_package("pasta")  # installed (google-pasta): unittest tests beside its modules
     assert pasta.name == "pasta" and (pasta.root / "__init__.py").is_file()
@@ -210,7 +210,7 @@ def test_a_package_is_opened_by_name_folder_or_archive_and_must_be_pure_python(t
 
 
 def test_package_imports_are_renamed_to_the_vendored_copy():
-    from composer2_jax.bench.generate_package import rename_imports
+    from composer2_jax.bench.authoring.generate_package import rename_imports
 
     src = ("import pasta\nimport pasta.base.ast_utils\nfrom pasta.augment import rename\n  from pasta import x\n"
            "import pasta.base as pb\nimport pastary\ns = '''\nimport a\n'''\n")

@@ -167,8 +167,8 @@ class SourcesConfig:
     generated_modules: tuple[str, ...] = ()  # modules to delete functions from (() = generate_stdlib.MODULES)
     generated_dirs: tuple[str, ...] = ()  # folders holding M.py and test/test_M.py (() = the stdlib)
     generated_per_module: int = 2  # most tasks per module (raise it, with more modules, for hundreds of tasks)
-    # pure-Python packages to delete functions from instead of the stdlib (bench/generate_package.py): importable
-    # names, package folders, wheels or sdists; () = the stdlib modules above
+    # pure-Python packages to delete functions from instead of the stdlib (bench/authoring/generate_package.py):
+    # importable names, package folders, wheels or sdists; () = the stdlib modules above
     generated_packages: tuple[str, ...] = ()
 
     def __post_init__(self):

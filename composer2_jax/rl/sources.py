@@ -6,7 +6,7 @@
     suite:VERSION|DIR   Harbor-format task folders (benchmarks/tasks/VERSION or any folder of task folders)
     generated:DIR       feature-deletion tasks in DIR, generated there on first use: from the standard library
                         (bench/authoring/generate_stdlib.py), or from any pure-Python package
-                        (`sources.generated_packages`: bench/generate_package.py)
+                        (`sources.generated_packages`: bench/authoring/generate_package.py)
 
 A curriculum is comma-separated sources with weights, `toy@2,suite:v0@1,generated:runs/gen@1` (weight 1 when
 omitted): each group's source is drawn with probability ∝ its weight, then a task of that source (each source's
@@ -150,13 +150,13 @@ def generated_tasks(spec: SourceSpec, split: str, heldout_frac: float, count: in
                     modules: Sequence[str] = (), dirs: Sequence[str] = (), per_module: int = 2,
                     packages: Sequence[str] = ()) -> SourceTasks:
     """The feature-deletion tasks in the spec's folder (generated there first when it holds none): from `packages`
-    (any pure-Python package: an importable name, a folder, a wheel or an sdist; bench/generate_package.py) when
-    given, else from standard-library `modules` and their Lib/test tests (bench/authoring/generate_stdlib.py)."""
+    (any pure-Python package: an importable name, a folder, a wheel or an sdist; bench/authoring/generate_package.py)
+    when given, else from standard-library `modules` and their Lib/test tests (bench/authoring/generate_stdlib.py)."""
     folder = Path(spec.arg)
     if not folder.is_dir() or not any((p / "instruction.md").is_file() for p in folder.iterdir()):
         folder.mkdir(parents=True, exist_ok=True)
         if packages:
-            from composer2_jax.bench import generate_package
+            from composer2_jax.bench.authoring import generate_package
 
             written = generate_package.generate_tasks(folder, count, tuple(packages), seed, per_module=per_module)
             what = f"packages {list(packages)}"

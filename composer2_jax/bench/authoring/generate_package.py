@@ -1,7 +1,8 @@
 """Feature-deletion tasks from any pure-Python package on disk and its own unittest tests (issue 17).
 
-    python -m composer2_jax.bench.generate_package --out runs/gen_pkg --package pasta --count 10
-    python -m composer2_jax.bench.generate_package --out runs/gen_pkg --package dist/more-itertools-10.5.0.tar.gz
+    python -m composer2_jax.bench.authoring.generate_package --out runs/gen_pkg --package pasta --count 10
+    python -m composer2_jax.bench.authoring.generate_package --out runs/gen_pkg \
+        --package dist/more-itertools-10.5.0.tar.gz
 
 A package is named by one of (`open_package`):
   NAME                an importable top-level package (site-packages or anywhere on this interpreter's path);
@@ -379,7 +380,7 @@ def instruction(cand: Candidate) -> str:
 def task_toml(cand: Candidate, classes: tuple[str, ...], python: str) -> str:
     """task.toml of a task (Harbor keys, generator provenance in [metadata])."""
     tags = ", ".join(f'"{t}"' for t in ("generated", "package", "feature-deletion", cand.package.name))
-    return (f'version = "1.0"\n\n[metadata]\nauthor_name = "composer2_jax.bench.generate_package"\n'
+    return (f'version = "1.0"\n\n[metadata]\nauthor_name = "composer2_jax.bench.authoring.generate_package"\n'
             f'difficulty = "{generate.difficulty(cand)}"\ncategory = "feature-deletion"\ntags = [{tags}]\n'
             f'generator = "package-deletion"\ngenerator_version = {GENERATOR_VERSION}\n'
             f'package = {json.dumps(cand.package.origin)}\nsource = "{cand.source}"\n'
@@ -421,7 +422,7 @@ def generate_tasks(out_dir: str | os.PathLike, count: int, packages: tuple[str, 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: see the module docstring."""
-    p = argparse.ArgumentParser(prog="python -m composer2_jax.bench.generate_package",
+    p = argparse.ArgumentParser(prog="python -m composer2_jax.bench.authoring.generate_package",
                                 description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="suite folder to write task folders into")
     p.add_argument("--package", action="append", required=True, help="NAME, DIR[::NAME], wheel or sdist (repeat)")
