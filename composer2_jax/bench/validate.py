@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from composer2_jax.bench import agents
-from composer2_jax.bench.negatives import negative_factory, negatives
+from composer2_jax.bench.authoring.negatives import negative_factory, negatives
 from composer2_jax.bench.runner import SnapshotCache, Trial, run_trial
 from composer2_jax.bench.task import Suite, Task, load_suite
 from composer2_jax.data import tokenizer as tk
