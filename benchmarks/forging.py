@@ -1,10 +1,10 @@
 """Forging policies against every task kind, JSON lines: can a policy pass a hidden check without doing the task?
 
     python -m benchmarks.forging [--policies atexit,os_exit] [--tasks bug-config-equals,...] [--workers 4]
-    python -m benchmarks.forging --generated runs/gen_pkg   (also every task of a generated folder: bench/generate*.py)
+    python -m benchmarks.forging --generated runs/gen_pkg   (also every task of a folder from bench/authoring/)
 
-Every policy of `composer2_jax.bench.forging` is applied to the starting repository of every task and the result is
-graded by the real graders in real sandboxes: the RL toy family (`rl/tasks.py`) through the RL grader
+Every policy of `composer2_jax.bench.authoring.forgeries` is applied to the starting repository of every task and the
+result is graded by the real graders in real sandboxes: the RL toy family (`rl/tasks.py`) through the RL grader
 (`rl/services/grader.py`) and as Harbor folders through the benchmark grader (`verify/grade.py`), and every task of
 suite v0 through the benchmark grader (and, with `--generated DIR`, every task of that folder). One line per
 grading, then one summary line per policy, then the table kept in docs/benchmark.md (passes out of tasks; every cell
@@ -23,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from composer2_jax.bench import forging
+from composer2_jax.bench.authoring import forgeries as forging
 from composer2_jax.bench.task import Task, load_suite
 from composer2_jax.env import Environment, SandboxLimits
 from composer2_jax.rl import tasks as rl_tasks

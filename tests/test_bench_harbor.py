@@ -282,7 +282,7 @@ def test_the_verifier_sees_the_agents_files_and_none_of_its_processes(bench_env,
 def test_agent_processes_cannot_forge_a_third_party_verdict(bench_env, snapshots, name):
     """Background, ptrace and mid-grading rewrite policies started in the agent's turn, against Harbor test.sh
     scripts we do not control, three times each: never a pass (the null agent scores 0 on both)."""
-    from composer2_jax.bench import forging
+    from composer2_jax.bench.authoring import forgeries as forging
     from composer2_jax.verify.grade import grade
 
     task = load_task(HARBOR / name)

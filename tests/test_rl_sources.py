@@ -227,7 +227,7 @@ def test_tasks_generated_from_an_installed_package_grade_oracle_1_and_forgers_0(
     """The feature-deletion generator on a real third-party package (google-pasta, installed): the task's hidden
     check is the package's own tests with the function traced, judged outside the code's reach; the oracle scores
     1, the untouched start and forging policies 0, through the RL source and the EnvWorker."""
-    from composer2_jax.bench import forging
+    from composer2_jax.bench.authoring import forgeries as forging
     from composer2_jax.rl.services.grader import grade_episode
 
     spec = sources.SourceSpec("generated", str(tmp_path / "gen"), 1.0)

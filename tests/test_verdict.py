@@ -1,7 +1,7 @@
 """Verdicts outside the code's reach (verify/verdict_runner.py, verify/verdict.py): the value encoding and the
 judge by hand-computed cases, the runner's protocol against children that misbehave (on the host, with probes that
-stay inside their own process tree), and the zoo of forging policies (bench/forging.py) graded in real sandboxes
-by the real graders: every policy scores 0 on every task kind and the oracle scores 1.
+stay inside their own process tree), and the zoo of forging policies (bench/authoring/forgeries.py) graded in real
+sandboxes by the real graders: every policy scores 0 on every task kind and the oracle scores 1.
 """
 
 import json
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from composer2_jax.bench import forging
+from composer2_jax.bench.authoring import forgeries as forging
 from composer2_jax.env import testing as envtest
 from composer2_jax.verify import record as verdict_record
 from composer2_jax.verify import verdict
