@@ -2,8 +2,8 @@
 
 Run: python -m benchmarks.release_diff OLD.tar.gz NEW.tar.gz PATH [PATH ...] > solution/upstream.patch
 
-Both sdists are unpacked as bench/sdist_repo.py unpacks a starting repository (top folder stripped, build metadata
-dropped); the output is `git diff --no-index` of the named paths (files or folders, relative to the release's
+Both sdists are unpacked as bench/authoring/sdist_repo.py unpacks a starting repository (top folder stripped, build
+metadata dropped); the output is `git diff --no-index` of the named paths (files or folders, relative to the release's
 root) with a/ and b/ prefixes, ready for `patch -p1` in the earlier release's tree. Binary files are refused.
 """
 
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-from composer2_jax.bench import sdist_repo
+from composer2_jax.bench.authoring import sdist_repo
 
 
 def release_diff(old: str, new: str, paths: list[str]) -> str:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from composer2_jax.bench import sdist_repo, validate
+from composer2_jax.bench import validate
+from composer2_jax.bench.authoring import sdist_repo
 from composer2_jax.bench.authoring.negatives import FOLDER, negatives
 from composer2_jax.bench.task import load_suite
 from composer2_jax.env.transfer import pack_dir
