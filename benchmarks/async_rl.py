@@ -42,8 +42,8 @@ import numpy as np
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.episode import Episode, Segment, Turn
 from composer2_jax.rl.config import LoopConfig, RLConfig
+from composer2_jax.rl.records import Counters, EpisodeRecord, GroupRecord, summarize_groups
 from composer2_jax.rl.services.local import LocalOrchestrator
-from composer2_jax.rl.services.records import Counters, EpisodeRecord, GroupRecord, summarize_groups
 from composer2_jax.rl.services.rollout import Generation
 from composer2_jax.rl.services.sampler import TaskSampler
 from composer2_jax.rl.services.weights import Weights, WeightStore

@@ -108,9 +108,9 @@ def eta_part(args) -> None:
     from composer2_jax.data import tokenizer as tk
     from composer2_jax.env import Environment
     from composer2_jax.rl import orchestrator
+    from composer2_jax.rl.records import Counters
     from composer2_jax.rl.services.env_worker import env_worker_for
     from composer2_jax.rl.services.local import LocalOrchestrator
-    from composer2_jax.rl.services.records import Counters
     from composer2_jax.rl.services.rollout import RolloutWorker
     from composer2_jax.rl.services.testing import micro_model_config
     from composer2_jax.rl.services.weights import WeightStore

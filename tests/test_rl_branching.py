@@ -226,7 +226,7 @@ def test_a_tree_episode_that_fills_its_context_ends_instead_of_summarising():
 
 
 def useful_group(tree, successes):
-    from composer2_jax.rl.services.records import EpisodeRecord, GroupRecord
+    from composer2_jax.rl.records import EpisodeRecord, GroupRecord
 
     eps = [EpisodeRecord(None, [], "t", "easy", s, s, 0.0, {}, "submitted", 1, 0, 0, 1, 0.0, 0.0, 0)
            for s in successes]
@@ -235,7 +235,7 @@ def useful_group(tree, successes):
 
 def test_useful_samples_count_leaves_that_train_a_pass_fail_signal():
     from composer2_jax.episode import Turn
-    from composer2_jax.rl.services.records import useful_samples
+    from composer2_jax.rl.records import useful_samples
     from composer2_jax.rl.tree import GroupTree, TreeNode
 
     def turn():
@@ -313,10 +313,10 @@ def test_tree_groups_run_through_the_embedded_loop_and_pack(tmp_path, rule):
     from composer2_jax.env import Environment, SandboxLimits
     from composer2_jax.rl import tasks
     from composer2_jax.rl.config import LoopConfig, RLConfig
+    from composer2_jax.rl.records import Counters
     from composer2_jax.rl.rewards import RewardConfig
     from composer2_jax.rl.services.env_worker import EnvWorker
     from composer2_jax.rl.services.local import LocalOrchestrator
-    from composer2_jax.rl.services.records import Counters
     from composer2_jax.rl.services.sampler import TaskSampler
     from composer2_jax.rl.services.testing import CountingTrainer, ScriptedRollout
     from composer2_jax.rl.services.trainer import training_items

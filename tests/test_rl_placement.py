@@ -136,9 +136,9 @@ def test_short_rl_loop_in_each_placement(placement, tmp_path):
     from composer2_jax import schema
     from composer2_jax.env import Environment
     from composer2_jax.rl import orchestrator
+    from composer2_jax.rl.records import Counters
     from composer2_jax.rl.services.env_worker import env_worker_for
     from composer2_jax.rl.services.local import LocalOrchestrator
-    from composer2_jax.rl.services.records import Counters
     from tests.test_rl_ray import micro_config
 
     c = micro_config(tmp_path)

@@ -23,13 +23,13 @@ from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.episode import Episode, Segment, Turn
 from composer2_jax.rl import tasks
 from composer2_jax.rl.config import LoopConfig, RLConfig
+from composer2_jax.rl.records import Counters, GroupRecord
 from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.services.buffer import GroupBuffer
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.services.grader import grade_task
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.oracle import write_oracle_transcripts
-from composer2_jax.rl.services.records import Counters, GroupRecord
 from composer2_jax.rl.services.routing import CallRecord, episode_routing, pack_routing, segment_routing
 from composer2_jax.rl.services.sampler import TaskSampler
 from composer2_jax.rl.services.staleness import StalenessGate, is_fresh
@@ -114,7 +114,7 @@ def test_gate_admits_up_to_version_plus_eta_plus_one_batches():
 
 def _record(version):
     """An EpisodeRecord-like object whose trained tokens carry `version`."""
-    from composer2_jax.rl.services.records import EpisodeRecord
+    from composer2_jax.rl.records import EpisodeRecord
 
     seg = Segment((Turn("system", (1,), False), Turn("message", (2, 3), True, (-0.5, -0.5), version)))
     return EpisodeRecord(Episode((seg,), 1.0), [None], "t", "easy", 1.0, 1.0, 0.0, {}, "submitted", 1, 0, 0, 2, 0.0,

@@ -14,7 +14,7 @@ from composer2_jax.data import tokenizer as tk
 from composer2_jax.episode import SegmentBuilder
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl import orchestrator
-from composer2_jax.rl.services.records import EpisodeRecord, GroupRecord
+from composer2_jax.rl.records import EpisodeRecord, GroupRecord
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutPolicy, RolloutWorker
 from composer2_jax.rl.services.routing import episode_routing
 from composer2_jax.rl.services.testing import micro_model_config
@@ -271,9 +271,9 @@ def test_a_summarizing_episode_trains_both_segments_with_the_episodes_advantage(
     from composer2_jax.env import Environment, SandboxLimits
     from composer2_jax.env.harness import HarnessConfig
     from composer2_jax.rl import tasks
+    from composer2_jax.rl.records import summarize_groups
     from composer2_jax.rl.rewards import RewardConfig
     from composer2_jax.rl.services.env_worker import EnvWorker
-    from composer2_jax.rl.services.records import summarize_groups
     from composer2_jax.rl.services.testing import ScriptedRollout
     from composer2_jax.rl.services.trainer import group_advantages
 
@@ -387,10 +387,10 @@ def test_the_trainer_steps_on_branched_tree_groups(tmp_path):
     from composer2_jax.rl import tasks
     from composer2_jax.rl.branching import TreeConfig
     from composer2_jax.rl.config import LoopConfig, RLConfig
+    from composer2_jax.rl.records import Counters
     from composer2_jax.rl.rewards import RewardConfig
     from composer2_jax.rl.services.env_worker import EnvWorker
     from composer2_jax.rl.services.local import LocalOrchestrator
-    from composer2_jax.rl.services.records import Counters
     from composer2_jax.rl.services.sampler import TaskSampler
     from composer2_jax.rl.services.testing import ScriptedRollout
 

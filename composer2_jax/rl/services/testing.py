@@ -16,7 +16,7 @@ import numpy as np
 
 from composer2_jax.bench.agents import call
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.rl.services.records import GroupRecord, summarize_groups
+from composer2_jax.rl.records import GroupRecord, summarize_groups
 from composer2_jax.rl.services.rollout import Generation
 from composer2_jax.rl.services.staleness import is_fresh
 from composer2_jax.rl.services.weights import Weights, WeightStore

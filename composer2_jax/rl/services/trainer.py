@@ -30,7 +30,7 @@ from composer2_jax.model import context_parallel as cp
 from composer2_jax.model.layer_plan import moe_layer_ids
 from composer2_jax.model.mtp import layout_context
 from composer2_jax.rl.advantages import dr_grpo_advantages
-from composer2_jax.rl.services.records import GroupRecord, summarize_groups
+from composer2_jax.rl.records import GroupRecord, summarize_groups
 from composer2_jax.rl.services.rl_step import make_logprob_fn, make_update_fn
 from composer2_jax.rl.services.routing import pack_routing
 from composer2_jax.rl.services.weight_delta import delta_stats
