@@ -271,11 +271,11 @@ def test_a_summarizing_episode_trains_both_segments_with_the_episodes_advantage(
     from composer2_jax.env import Environment, SandboxLimits
     from composer2_jax.env.harness import HarnessConfig
     from composer2_jax.rl import tasks
+    from composer2_jax.rl.advantages import group_advantages
     from composer2_jax.rl.records import summarize_groups
     from composer2_jax.rl.rewards import RewardConfig
     from composer2_jax.rl.services.env_worker import EnvWorker
     from composer2_jax.rl.services.testing import ScriptedRollout
-    from composer2_jax.rl.services.trainer import group_advantages
 
     oc = OptimConfig(lr=3e-2, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
     tr = Trainer(CFG, oc, TrainerConfig(rows=2, seq_len=512, router_replay=False), seed=3)

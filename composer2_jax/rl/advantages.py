@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from composer2_jax.losses.rl import check_token_shapes, kl_k1
+from composer2_jax.rl.records import GroupRecord
 
 Array = jax.Array
 
@@ -154,3 +155,10 @@ def gae_advantages(
     _, adv_TB = jax.lax.scan(step, init, (rewards.T, values.T, m.T, seg.T), reverse=True)
     adv_BT = adv_TB.T
     return adv_BT, jnp.where(m, adv_BT + values, 0.0)
+
+
+def group_advantages(groups: list[GroupRecord]) -> list[float]:
+    """Dr. GRPO advantage of every episode, groups flattened in order."""
+    rewards = np.asarray([r for g in groups for r in g.rewards], np.float32)
+    ids = np.asarray([i for i, g in enumerate(groups) for _ in g.episodes], np.int32)
+    return [float(a) for a in np.asarray(dr_grpo_advantages(rewards, ids, num_groups=len(groups)))]
