@@ -23,11 +23,11 @@ from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.episode import Episode, Segment, Turn
 from composer2_jax.rl import tasks
 from composer2_jax.rl.config import LoopConfig, RLConfig
+from composer2_jax.rl.grading import grade_task
 from composer2_jax.rl.records import Counters, GroupRecord
 from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.services.buffer import GroupBuffer
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.services.grader import grade_task
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.oracle import write_oracle_transcripts
 from composer2_jax.rl.services.routing import CallRecord, episode_routing, pack_routing, segment_routing

@@ -228,7 +228,7 @@ def test_tasks_generated_from_an_installed_package_grade_oracle_1_and_forgers_0(
     check is the package's own tests with the function traced, judged outside the code's reach; the oracle scores
     1, the untouched start and forging policies 0, through the RL source and the EnvWorker."""
     from composer2_jax.bench.authoring import forgeries as forging
-    from composer2_jax.rl.services.grader import grade_episode
+    from composer2_jax.rl.grading import grade_episode
 
     spec = sources.SourceSpec("generated", str(tmp_path / "gen"), 1.0)
     got = sources.generated_tasks(spec, "train", 0.0, 1, 0, packages=("pasta",), per_module=1)

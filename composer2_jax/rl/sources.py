@@ -17,7 +17,7 @@ tasks cycle in their own seeded order). Every source has a train and a held-out 
 - the toy and pkg families split by content (rl/tasks.py, rl/pkg_tasks.py `split_of`).
 Groups, staleness, grading and evaluation are the same for every source: a task of any source is an `RLTask`
 (id, instruction, difficulty, source, starting repository) that the env worker grades through its source's
-verdict (rl/services/grader.py `grade_episode`). Suite tasks that need an image, several steps or are not
+verdict (rl/grading.py `grade_episode`). Suite tasks that need an image, several steps or are not
 runnable here are skipped and counted (`SourceTasks.skipped`).
 """
 

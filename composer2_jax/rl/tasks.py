@@ -24,7 +24,7 @@ hidden check, and its transcripts are kept unverified, as demonstrations usually
 error rate and RL, which sees the check's verdict, has to rise above its teacher.
 
 Tasks are plain data (`CodingTask`): the RL environment workers grade them in a fresh sandbox fork with the check
-copied in only then (`rl/services/grader.py`); `write_suite` writes the same tasks as Harbor folders, so the
+copied in only then (`rl/grading.py`); `write_suite` writes the same tasks as Harbor folders, so the
 benchmark runner (`experiments/evaluate.py --suite DIR`) grades them through test.sh with the same check.
 """
 

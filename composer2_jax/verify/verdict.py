@@ -4,7 +4,7 @@ A task of this project carries, in tests/: verdict_runner.py (a byte-identical c
 check.json (what to ask the code under test), probes.py (child-side probes; no expected values), optionally
 setup.py (parent-side fixtures), and expected.json (the hidden values). Its test.sh runs the runner from the
 repository root. Under a third-party Harbor runner that is the whole story (the runner judges in the sandbox).
-Under this project's graders (verify/grade.py, rl/services/grader.py) expected.json never enters the sandbox:
+Under this project's graders (verify/grade.py, rl/grading.py) expected.json never enters the sandbox:
 the grader installs tests/ without it, reads the answers the runner wrote ($LOGS_DIR/verifier/answers.json)
 from outside the sandbox, and judges them here, in a process that never executes task code.
 
