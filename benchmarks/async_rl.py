@@ -42,10 +42,10 @@ import numpy as np
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.episode import Episode, Segment, Turn
 from composer2_jax.rl.config import LoopConfig, RLConfig
+from composer2_jax.rl.curriculum import TaskSampler
 from composer2_jax.rl.records import Counters, EpisodeRecord, GroupRecord, summarize_groups
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.rollout import Generation
-from composer2_jax.rl.services.sampler import TaskSampler
 from composer2_jax.rl.services.weights import Weights, WeightStore
 from composer2_jax.rl.tasks import task_set
 

@@ -313,11 +313,11 @@ def test_tree_groups_run_through_the_embedded_loop_and_pack(tmp_path, rule):
     from composer2_jax.env import Environment, SandboxLimits
     from composer2_jax.rl import tasks
     from composer2_jax.rl.config import LoopConfig, RLConfig
+    from composer2_jax.rl.curriculum import TaskSampler
     from composer2_jax.rl.records import Counters
     from composer2_jax.rl.rewards import RewardConfig
     from composer2_jax.rl.services.env_worker import EnvWorker
     from composer2_jax.rl.services.local import LocalOrchestrator
-    from composer2_jax.rl.services.sampler import TaskSampler
     from composer2_jax.rl.services.testing import CountingTrainer, ScriptedRollout
     from composer2_jax.rl.services.trainer import training_items
     from composer2_jax.rl.services.weights import WeightStore

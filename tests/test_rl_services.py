@@ -23,6 +23,7 @@ from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.episode import Episode, Segment, Turn
 from composer2_jax.rl import tasks
 from composer2_jax.rl.config import LoopConfig, RLConfig
+from composer2_jax.rl.curriculum import TaskSampler
 from composer2_jax.rl.grading import grade_task
 from composer2_jax.rl.records import Counters, GroupRecord
 from composer2_jax.rl.rewards import RewardConfig
@@ -31,7 +32,6 @@ from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.oracle import write_oracle_transcripts
 from composer2_jax.rl.services.routing import CallRecord, episode_routing, pack_routing, segment_routing
-from composer2_jax.rl.services.sampler import TaskSampler
 from composer2_jax.rl.services.staleness import StalenessGate, is_fresh
 from composer2_jax.rl.services.testing import CountingTrainer, FaultyEnv, ScriptedRollout
 from composer2_jax.rl.services.weight_delta import apply_delta, delta_stats, encode_delta, full_bytes

@@ -387,11 +387,11 @@ def test_the_trainer_steps_on_branched_tree_groups(tmp_path):
     from composer2_jax.rl import tasks
     from composer2_jax.rl.branching import TreeConfig
     from composer2_jax.rl.config import LoopConfig, RLConfig
+    from composer2_jax.rl.curriculum import TaskSampler
     from composer2_jax.rl.records import Counters
     from composer2_jax.rl.rewards import RewardConfig
     from composer2_jax.rl.services.env_worker import EnvWorker
     from composer2_jax.rl.services.local import LocalOrchestrator
-    from composer2_jax.rl.services.sampler import TaskSampler
     from composer2_jax.rl.services.testing import ScriptedRollout
 
     harness = HarnessConfig(max_turns=4, max_new_tokens=192, max_total_tokens=1024, context_budget=2048,

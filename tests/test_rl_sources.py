@@ -15,9 +15,9 @@ from composer2_jax.env import Environment, SandboxLimits
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import orchestrator, sources
 from composer2_jax.rl.config import RLExperimentConfig
+from composer2_jax.rl.curriculum import CurriculumSampler, TaskSampler
 from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.services.sampler import CurriculumSampler, TaskSampler
 from experiments import rl as rl_experiment
 from tests.markers import needs_sandbox
 

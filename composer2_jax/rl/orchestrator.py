@@ -28,6 +28,7 @@ from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import sources
 from composer2_jax.rl.config import RLExperimentConfig
+from composer2_jax.rl.curriculum import CurriculumSampler
 from composer2_jax.rl.plots import plot_curves
 from composer2_jax.rl.records import Counters
 from composer2_jax.rl.rewards import TERMS
@@ -35,7 +36,6 @@ from composer2_jax.rl.services.env_worker import EnvWorker, env_worker_for, sand
 from composer2_jax.rl.services.evaluator import EvalService, Evaluator
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutWorker
-from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import PolicyLaw, Trainer
 from composer2_jax.rl.services.weights import WeightStore
 from composer2_jax.train.checkpoint import Checkpointer

@@ -36,12 +36,12 @@ import numpy as np
 from composer2_jax.env.harness import TurnCheckpoint
 from composer2_jax.rl.branching import Branch, grow_tree
 from composer2_jax.rl.config import RLConfig
+from composer2_jax.rl.curriculum import CurriculumSampler
 from composer2_jax.rl.records import Counters, EpisodeRecord, GroupRecord
 from composer2_jax.rl.services.buffer import GroupBuffer
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.services.rollout import RolloutPolicy, RolloutWorker, episode_policy
 from composer2_jax.rl.services.routing import CallRecord, episode_routing
-from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.staleness import StalenessGate
 from composer2_jax.rl.services.trainer import Trainer
 from composer2_jax.rl.services.weights import WeightStore

@@ -30,11 +30,11 @@ import ray
 
 from composer2_jax.env.harness import TurnCheckpoint
 from composer2_jax.rl.config import RayConfig, RLExperimentConfig
+from composer2_jax.rl.curriculum import CurriculumSampler
 from composer2_jax.rl.records import Counters, EpisodeRecord
 from composer2_jax.rl.services.device_sync import DeviceWeightSender, check_one_job
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.ray_actors import EnvActor, RegistryPublisher, RolloutActor, WeightRegistry
-from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import Trainer
 from composer2_jax.rl.services.weights import WeightStore
 from composer2_jax.train import distributed
