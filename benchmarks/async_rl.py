@@ -42,7 +42,7 @@ import numpy as np
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.episode import Episode, Segment, Turn
 from composer2_jax.rl.config import LoopConfig, RLConfig
-from composer2_jax.rl.curriculum import TaskSampler
+from composer2_jax.rl.curriculum import TaskCurriculum
 from composer2_jax.rl.records import Counters, EpisodeRecord, GroupRecord, summarize_groups
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.rollout import Generation
@@ -144,7 +144,7 @@ def simulate(eta: int, args) -> dict:
     trainer = SimTrainer(args.train_ms / 1000, progress)
     rl = RLConfig(eta=eta, samples=args.samples, steps=args.steps, groups_per_batch=args.groups,
                   loop=LoopConfig(episode_threads=args.slots * (eta + 2), max_retries=0, take_timeout_s=600))
-    orch = LocalOrchestrator(trainer, rollout, SimEnvWorker(progress, args.seed), TaskSampler(task_set(64, 0)), rl,
+    orch = LocalOrchestrator(trainer, rollout, SimEnvWorker(progress, args.seed), TaskCurriculum(task_set(64, 0)), rl,
                              store, counters)
     t0, times = time.monotonic(), []
     history = orch.run(on_version=lambda m: times.append(time.monotonic() - t0))

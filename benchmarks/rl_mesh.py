@@ -139,7 +139,7 @@ def eta_part(args) -> None:
         stamps = []
         with Environment(pool_size=run.env.pool_size, limits=orchestrator.sandbox_limits(run.env)) as env:
             orch = LocalOrchestrator(trainer, rollout, env_worker_for(run, env, tokenizer),
-                                     orchestrator.training_sampler(run), run.rl, store, counters)
+                                     orchestrator.training_curriculum(run), run.rl, store, counters)
             t0 = time.perf_counter()
             history = orch.run(lambda m: stamps.append(time.perf_counter()))
         episodes = [m["batch/episodes"] for m in history]

@@ -34,7 +34,7 @@ from composer2_jax.env import Environment
 from composer2_jax.rl import orchestrator, tasks
 from composer2_jax.rl.branching import TreeConfig
 from composer2_jax.rl.config import LoopConfig
-from composer2_jax.rl.curriculum import TaskSampler
+from composer2_jax.rl.curriculum import TaskCurriculum
 from composer2_jax.rl.records import Counters, GroupRecord, summarize_groups, useful_samples
 from composer2_jax.rl.services.env_worker import env_worker_for, sandbox_limits
 from composer2_jax.rl.services.local import LocalOrchestrator
@@ -94,7 +94,7 @@ def one_mode(run, env, tok, model, params, router, num_moe, mode: str, rule: str
     worker = env_worker_for(run, env, tok)
     t0 = time.monotonic()
     try:
-        LocalOrchestrator(trainer, rollout, worker, TaskSampler(task_list, seed), rl, store, counters).run()
+        LocalOrchestrator(trainer, rollout, worker, TaskCurriculum(task_list, seed), rl, store, counters).run()
     finally:
         worker.close()
     wall = time.monotonic() - t0

@@ -313,7 +313,7 @@ def test_tree_groups_run_through_the_embedded_loop_and_pack(tmp_path, rule):
     from composer2_jax.env import Environment, SandboxLimits
     from composer2_jax.rl import tasks
     from composer2_jax.rl.config import LoopConfig, RLConfig
-    from composer2_jax.rl.curriculum import TaskSampler
+    from composer2_jax.rl.curriculum import TaskCurriculum
     from composer2_jax.rl.records import Counters
     from composer2_jax.rl.rewards import RewardConfig
     from composer2_jax.rl.services.env_worker import EnvWorker
@@ -333,7 +333,7 @@ def test_tree_groups_run_through_the_embedded_loop_and_pack(tmp_path, rule):
                       tree=TreeConfig(initial=2, branches=2, token_budget=600, node_choice=rule),
                       loop=LoopConfig(episode_threads=4, max_retries=1, take_timeout_s=120))
         trainer = CountingTrainer(eta=1)
-        orch = LocalOrchestrator(trainer, ScriptedRollout(store, p_correct=0.5, seed=3), worker, TaskSampler(hard),
+        orch = LocalOrchestrator(trainer, ScriptedRollout(store, p_correct=0.5, seed=3), worker, TaskCurriculum(hard),
                                  rl, store, counters)
         orch.run()
         assert trainer.version == 2 and trainer.violations == 0

@@ -156,7 +156,7 @@ def test_short_rl_loop_in_each_placement(placement, tmp_path):
                             vocab_limit=trainer.law.vocab_limit)
     with Environment(pool_size=run.env.pool_size, limits=orchestrator.sandbox_limits(run.env)) as env:
         orch = LocalOrchestrator(trainer, rollout, env_worker_for(run, env, tokenizer),
-                                 orchestrator.training_sampler(run), run.rl, store, counters)
+                                 orchestrator.training_curriculum(run), run.rl, store, counters)
         history = orch.run()
     assert trainer.version == 2 and [m["version"] for m in history] == [1, 2]
     assert all(m["staleness_max"] <= 1 for m in history) and counters.get("episodes_done") >= 2 * 2 * 2

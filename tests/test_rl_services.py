@@ -23,7 +23,7 @@ from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.episode import Episode, Segment, Turn
 from composer2_jax.rl import tasks
 from composer2_jax.rl.config import LoopConfig, RLConfig
-from composer2_jax.rl.curriculum import TaskSampler
+from composer2_jax.rl.curriculum import TaskCurriculum
 from composer2_jax.rl.grading import grade_task
 from composer2_jax.rl.records import Counters, GroupRecord
 from composer2_jax.rl.rewards import RewardConfig
@@ -369,7 +369,7 @@ def run_loop(env, tmp_path, eta, steps=4, fault=None, faulty_env=None, latency=N
                        repo_root=tmp_path)
     rl = RLConfig(eta=eta, samples=samples, steps=steps, groups_per_batch=groups,
                   loop=LoopConfig(episode_threads=8, max_retries=1, take_timeout_s=120))
-    orch = LocalOrchestrator(trainer, rollout, worker, TaskSampler(tasks.task_set(40, 0)), rl, store, counters)
+    orch = LocalOrchestrator(trainer, rollout, worker, TaskCurriculum(tasks.task_set(40, 0)), rl, store, counters)
     history = orch.run(on_version=(lambda m: fault(rollout, m)) if fault else None)
     return trainer, counters, history
 
@@ -458,7 +458,7 @@ def test_every_version_logs_the_acceptance_of_the_drafts_made_since_the_last(env
     rl = RLConfig(eta=0, samples=2, steps=3, groups_per_batch=2,
                   loop=LoopConfig(episode_threads=4, max_retries=1, take_timeout_s=120))
     orch = LocalOrchestrator(CountingTrainer(0), DraftingRollout(store, p_correct=0.6), worker,
-                             TaskSampler(tasks.task_set(40, 0)), rl, store, counters)
+                             TaskCurriculum(tasks.task_set(40, 0)), rl, store, counters)
     history = orch.run()
     assert [m["rollout/acceptance"] for m in history] == [0.5] * 3
     assert sum(m["rollout/drafted"] for m in history) <= counters.get("rollout_drafted")
@@ -487,7 +487,7 @@ def test_training_continues_while_an_evaluation_is_in_progress(env, tmp_path):
     rl = RLConfig(eta=1, samples=2, steps=4, groups_per_batch=2,
                   loop=LoopConfig(episode_threads=8, max_retries=1, take_timeout_s=120))
     orch = LocalOrchestrator(trainer, ScriptedRollout(store, p_correct=0.6), worker,
-                             TaskSampler(tasks.task_set(40, 0)), rl, store, counters)
+                             TaskCurriculum(tasks.task_set(40, 0)), rl, store, counters)
     busy_at_version = []
     history = orch.run(on_version=lambda m: busy_at_version.append(service.busy.is_set()))
     release.set()

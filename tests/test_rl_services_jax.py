@@ -387,7 +387,7 @@ def test_the_trainer_steps_on_branched_tree_groups(tmp_path):
     from composer2_jax.rl import tasks
     from composer2_jax.rl.branching import TreeConfig
     from composer2_jax.rl.config import LoopConfig, RLConfig
-    from composer2_jax.rl.curriculum import TaskSampler
+    from composer2_jax.rl.curriculum import TaskCurriculum
     from composer2_jax.rl.records import Counters
     from composer2_jax.rl.rewards import RewardConfig
     from composer2_jax.rl.services.env_worker import EnvWorker
@@ -410,7 +410,7 @@ def test_the_trainer_steps_on_branched_tree_groups(tmp_path):
                       tree=TreeConfig(initial=2, branches=2, token_budget=500, node_choice="uniform"),
                       loop=LoopConfig(episode_threads=4, max_retries=1, take_timeout_s=300))
         history = LocalOrchestrator(trainer, ScriptedRollout(store, p_correct=0.5, seed=5), worker,
-                                    TaskSampler(hard), rl, store, counters).run()
+                                    TaskCurriculum(hard), rl, store, counters).run()
     (group,), = consumed
     assert any(len(kids) > 1 for n, kids in group.tree.children.items() if n != group.tree.root)  # mid-episode
     sampled = sum(len(t.tokens) for n in group.tree.nodes.values() for t in n.turns if t.trainable)

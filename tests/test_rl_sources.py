@@ -15,7 +15,7 @@ from composer2_jax.env import Environment, SandboxLimits
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import orchestrator, sources
 from composer2_jax.rl.config import RLExperimentConfig
-from composer2_jax.rl.curriculum import CurriculumSampler, TaskSampler
+from composer2_jax.rl.curriculum import Curriculum, TaskCurriculum
 from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.services.env_worker import EnvWorker
 from experiments import rl as rl_experiment
@@ -59,7 +59,7 @@ def test_run_config_selects_sources_and_held_out_sets():
     c = rl_experiment.get_config("toy")  # as `--config.tasks=toy@3,suite:v0@1 --config.sources.eval_tasks=4` sets it
     c.tasks, c.sources.eval_tasks = "toy@3,suite:v0@1", 4
     run = orchestrator.rl_config(c)
-    sampler = orchestrator.training_sampler(run)
+    sampler = orchestrator.training_curriculum(run)
     drawn = collections.Counter(sampler.next().source for _ in range(400))
     assert set(drawn) == {"toy", "suite:v0"} and 0.68 < drawn["toy"] / 400 < 0.82  # ∝ 3 : 1
     held = orchestrator.heldout_tasks(run)
@@ -78,15 +78,15 @@ def test_a_task_held_out_by_one_source_is_never_trained_from_another(tmp_path):
     c.tasks = f"generated:{folder}"
     c.sources.update(heldout_frac=0.0, heldout_versions=("v0",), eval_tasks=4)
     run = orchestrator.rl_config(c)
-    assert [t.task.name for t in orchestrator.training_sampler(run).tasks[0]] == ["gen9-other"]
+    assert [t.task.name for t in orchestrator.training_curriculum(run).tasks[0]] == ["gen9-other"]
     assert collections.Counter(t.source for t in orchestrator.heldout_tasks(run)) == {"suite:v0": 4}
 
 
 def test_sampler_is_weighted_resumable_and_one_source_keeps_the_old_order():
     a, b = [f"a{i}" for i in range(7)], [f"b{i}" for i in range(3)]
-    s = CurriculumSampler([(a, 1.0), (b, 1.0)], seed=5)
+    s = Curriculum([(a, 1.0), (b, 1.0)], seed=5)
     first = [s.next() for _ in range(50)]
-    resumed = CurriculumSampler([(a, 1.0), (b, 1.0)], seed=5, position=20)
+    resumed = Curriculum([(a, 1.0), (b, 1.0)], seed=5, position=20)
     assert [resumed.next() for _ in range(30)] == first[20:]
     drawn_b = [x for x in first if x.startswith("b")]
     assert sorted(drawn_b[:3]) == b and sorted(drawn_b[3:6]) == b  # each source cycles through all its tasks
@@ -95,10 +95,10 @@ def test_sampler_is_weighted_resumable_and_one_source_keeps_the_old_order():
         order = list(range(7))
         random.Random(f"5-{epoch}").shuffle(order)
         old += [a[i] for i in order]
-    t = TaskSampler(a, seed=5)
+    t = TaskCurriculum(a, seed=5)
     assert [t.next() for _ in range(21)] == old
     with pytest.raises(ValueError, match="empty"):
-        CurriculumSampler([(a, 1.0), ([], 1.0)])
+        Curriculum([(a, 1.0), ([], 1.0)])
 
 
 # ------------------------------------------------------------------------------------------------ through EnvWorker

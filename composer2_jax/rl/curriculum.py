@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 
-class CurriculumSampler:
+class Curriculum:
     """Hands out tasks of weighted sources (rl/sources.py): the source of draw p is a seeded choice ∝ weight, then
     the next task of that source's own epoch order (each epoch a fresh seeded permutation). `position` (draws so
     far) is the whole state: a resumed sampler replays the source choices up to it."""
@@ -55,10 +55,10 @@ class CurriculumSampler:
         return self.tasks[s][i]
 
 
-class TaskSampler(CurriculumSampler):
+class TaskCurriculum(Curriculum):
     """One task list cycled epoch by epoch (a curriculum of one source)."""
 
     def __init__(self, tasks: Sequence[Any], seed: int = 0, position: int = 0):
         if not tasks:
-            raise ValueError("TaskSampler needs at least one task")
+            raise ValueError("TaskCurriculum needs at least one task")
         super().__init__([(tasks, 1.0)], seed, position)

@@ -28,7 +28,7 @@ from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import sources
 from composer2_jax.rl.config import RLExperimentConfig
-from composer2_jax.rl.curriculum import CurriculumSampler
+from composer2_jax.rl.curriculum import Curriculum
 from composer2_jax.rl.plots import plot_curves
 from composer2_jax.rl.records import Counters
 from composer2_jax.rl.rewards import TERMS
@@ -103,7 +103,7 @@ def source_tasks(run: RLExperimentConfig, spec: sources.SourceSpec, split: str) 
                                    sc.generated_packages)
 
 
-def training_sampler(run: RLExperimentConfig, position: int = 0) -> CurriculumSampler:
+def training_curriculum(run: RLExperimentConfig, position: int = 0) -> Curriculum:
     """The curriculum of `run.tasks` over the train splits, resumed at `position`. A Harbor task whose name is held
     out by any source (a generated copy of a held-out suite task, say) is not trained on."""
     held = {t.task.name for t in _heldout_all(run) if isinstance(t, sources.HarborTask)}
@@ -117,7 +117,7 @@ def training_sampler(run: RLExperimentConfig, position: int = 0) -> CurriculumSa
         log.info("task source %s: %d training tasks, %d skipped, %d held out elsewhere", spec.name, len(train),
                  len(got.skipped), len(got.tasks) - len(train))
         entries.append((train, spec.weight))
-    return CurriculumSampler(entries, run.seed, position)
+    return Curriculum(entries, run.seed, position)
 
 
 def _heldout_specs(run: RLExperimentConfig) -> list[sources.SourceSpec]:
@@ -171,7 +171,7 @@ def start_state(run: RLExperimentConfig, trainer: Trainer, ckpt: Checkpointer) -
     return {}
 
 
-def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, sampler: CurriculumSampler,
+def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, sampler: Curriculum,
          run: RLExperimentConfig) -> None:
     """Checkpoint the train state with the loop state (version, counters, sampler position)."""
     data = {"version": trainer.version, "counters": counters.snapshot(), "sampler_position": sampler.position}
@@ -204,7 +204,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
                         processes={0} if started is not None else None)
     saved = start_state(run, trainer, ckpt)
     counters = Counters(saved.get("counters"))
-    sampler = training_sampler(run, saved.get("sampler_position", 0))
+    sampler = training_curriculum(run, saved.get("sampler_position", 0))
     writer = MetricWriter(workdir / "logs", enabled=run.log.write)
     stop_id = end_token_id(tokenizer)
     check_shapes(run.harness, run.rollout, run.trainer.seq_len, tokenizer)
@@ -269,7 +269,7 @@ def start_evaluator(run: RLExperimentConfig, tokenizer: tk.Tokenizer, store: Wei
     return service
 
 
-def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: CurriculumSampler,
+def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: Curriculum,
              stop_id: int, counters: Counters, on_version, store: WeightStore | None = None,
              started: tuple | None = None) -> list[dict[str, Any]]:
     """The loop on the configured backend: 'local' (threads in this process) or 'ray' (actors); the trainer

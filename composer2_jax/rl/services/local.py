@@ -36,7 +36,7 @@ import numpy as np
 from composer2_jax.env.harness import TurnCheckpoint
 from composer2_jax.rl.branching import Branch, grow_tree
 from composer2_jax.rl.config import RLConfig
-from composer2_jax.rl.curriculum import CurriculumSampler
+from composer2_jax.rl.curriculum import Curriculum
 from composer2_jax.rl.records import Counters, EpisodeRecord, GroupRecord
 from composer2_jax.rl.services.buffer import GroupBuffer
 from composer2_jax.rl.services.env_worker import EnvWorker
@@ -120,7 +120,7 @@ class _DropStreak:
 class LocalOrchestrator:
     """Runs the RL loop in this process; `run(on_version)` trains until version `rl.steps`."""
 
-    def __init__(self, trainer: Trainer, rollout: RolloutWorker, env_worker: EnvWorker, sampler: CurriculumSampler,
+    def __init__(self, trainer: Trainer, rollout: RolloutWorker, env_worker: EnvWorker, sampler: Curriculum,
                  rl: RLConfig, store: WeightStore, counters: Counters):
         self.trainer, self.rollout, self.env_worker, self.sampler = trainer, rollout, env_worker, sampler
         self.rl, self.lc, self.store, self.counters = rl, rl.loop, store, counters

@@ -30,7 +30,7 @@ import ray
 
 from composer2_jax.env.harness import TurnCheckpoint
 from composer2_jax.rl.config import RayConfig, RLExperimentConfig
-from composer2_jax.rl.curriculum import CurriculumSampler
+from composer2_jax.rl.curriculum import Curriculum
 from composer2_jax.rl.records import Counters, EpisodeRecord
 from composer2_jax.rl.services.device_sync import DeviceWeightSender, check_one_job
 from composer2_jax.rl.services.local import LocalOrchestrator
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 class RayOrchestrator(LocalOrchestrator):
     """The embedded orchestrator with episodes executed on Ray actors."""
 
-    def __init__(self, run: RLExperimentConfig, trainer: Trainer, sampler: CurriculumSampler, counters: Counters,
+    def __init__(self, run: RLExperimentConfig, trainer: Trainer, sampler: Curriculum, counters: Counters,
                  stop_id: int, store: WeightStore | None = None, started: tuple | None = None):
         """`started`: (registry, rollout actors) from `join_device_sync_job` (weight_sync='device'); else both are
         created here."""
