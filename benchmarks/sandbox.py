@@ -242,7 +242,7 @@ def bench_images(n: int, pool: int) -> list[dict]:
 
 def bench_turn_checkpoints(repo: str, episodes: int, turns: int) -> list[dict]:
     """Per-turn checkpoint cost inside harness episodes, and the episode wall time with and without checkpoints."""
-    from composer2_jax.bench.agents import ScriptedPolicy, call
+    from composer2_jax.bench.policies import ScriptedPolicy, call
     from composer2_jax.data.tokenizer import ByteTokenizer
     from composer2_jax.env.harness import HarnessConfig, run_episode
 

@@ -1,4 +1,4 @@
-"""Benchmark infrastructure: the Harbor-layout loader, pass@k, reports, grading isolation and the runner's agents."""
+"""Benchmark infrastructure: the Harbor-layout loader, pass@k, reports, grading isolation and the runner's policies."""
 
 import itertools
 import json
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from composer2_jax.bench import agents, metrics, report
+from composer2_jax.bench import metrics, policies, report
 from composer2_jax.bench.engine_policy import EnginePolicy
 from composer2_jax.bench.runner import SnapshotCache, run_suite
 from composer2_jax.bench.task import Suite, Task, TaskError, Unsupported, load_suite, load_task
@@ -228,14 +228,14 @@ def test_report_files_and_index_keyed_by_suite_version(tmp_path):
 
 def test_agent_specs(tmp_path):
     with pytest.raises(ValueError, match="expected one of oracle, null, broken, tamper or model:CHECKPOINT"):
-        agents.make_agent("human")
+        policies.make_agent("human")
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        agents.make_agent(f"model:{tmp_path}/none")
-    assert agents.describe("model:runs/x/ckpt") == "model-runs_x_ckpt"
-    assert agents.fit_context(HarnessConfig(max_new_tokens=1000, summary_tokens=500), 4096).context_budget == 2584
-    assert agents.fit_context(HarnessConfig(max_new_tokens=100), 1 << 20).context_budget == 32_768
+        policies.make_agent(f"model:{tmp_path}/none")
+    assert policies.describe("model:runs/x/ckpt") == "model-runs_x_ckpt"
+    assert policies.fit_context(HarnessConfig(max_new_tokens=1000, summary_tokens=500), 4096).context_budget == 2584
+    assert policies.fit_context(HarnessConfig(max_new_tokens=100), 1 << 20).context_budget == 32_768
     with pytest.raises(ValueError, match="max_new_tokens=5000 / summary_tokens=2048 do not fit the model's context"):
-        agents.fit_context(HarnessConfig(max_new_tokens=5000), 4096)
+        policies.fit_context(HarnessConfig(max_new_tokens=5000), 4096)
 
 
 def _toy_engine(max_len: int = 64, chunk: int = 16, page_size: int = 8, vocab_size: int = 272):
@@ -282,7 +282,7 @@ def test_engine_policy_with_a_real_model_through_the_harness():
     engine = _toy_engine(max_len=6144, chunk=512, page_size=64, vocab_size=512)  # ~5k tokens of tool schemas
     tok = tk.ByteTokenizer()
     policy = EnginePolicy(engine, tok.special_id(tk.IM_END), policy_version=5, vocab_limit=tok.vocab_size)
-    config = agents.fit_context(HarnessConfig(max_turns=1, max_new_tokens=12, summary_tokens=8), policy.max_context)
+    config = policies.fit_context(HarnessConfig(max_turns=1, max_new_tokens=12, summary_tokens=8), policy.max_context)
     r = run_episode(FakeEnv(), "sbx", "Say hi.", policy, tok, config)
     assert r.turns == 1 and 1 <= r.generated_tokens <= 12
     trained = [t for t in r.episode.turns if t.trainable]
@@ -305,7 +305,7 @@ def env():
 
 def run(env, root, agent, config=HarnessConfig(max_turns=12), **kw):
     suite = load_suite(root) if not isinstance(root, Suite) else root
-    return run_suite(env, suite, agents.make_agent(agent, config).factory, workers=2, config=config, **kw)
+    return run_suite(env, suite, policies.make_agent(agent, config).factory, workers=2, config=config, **kw)
 
 
 @needs_sandbox

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from composer2_jax.bench import agents
+from composer2_jax.bench import policies
 from composer2_jax.bench.runner import SnapshotCache, min_reward_miss, run_suite
 from composer2_jax.bench.task import (
     Task,
@@ -177,7 +177,7 @@ def snapshots(bench_env):
 def run(env, snapshots, root, agent, tmp_path=None):
     """Trials of every task under root, by name."""
     config = HarnessConfig(max_turns=12)
-    trials = run_suite(env, load_suite(root), agents.make_agent(agent, config).factory, workers=2, config=config,
+    trials = run_suite(env, load_suite(root), policies.make_agent(agent, config).factory, workers=2, config=config,
                        snapshots=snapshots, log_dir=tmp_path)
     return {t.task: t for t in trials}
 

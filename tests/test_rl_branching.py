@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from composer2_jax.bench.agents import call
+from composer2_jax.bench.policies import call
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env.harness import Completion, HarnessConfig, fork_checkpoint, resume_episode, run_episode
 from composer2_jax.env.observation import Observation

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pytest
 
-from composer2_jax.bench.agents import ScriptedPolicy, call
+from composer2_jax.bench.policies import ScriptedPolicy, call
 from composer2_jax.bench.task import load_suite
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.data.chat import render_chat
@@ -344,7 +344,7 @@ def test_imperfect_teacher_transcripts_are_kept_unverified(worker, tmp_path):
 
 @needs_sandbox
 def test_suite_folders_load_and_grade_with_the_benchmark_runner(env, tmp_path):
-    from composer2_jax.bench.agents import scripted_factory
+    from composer2_jax.bench.policies import scripted_factory
     from composer2_jax.bench.runner import run_suite
     from composer2_jax.rl.services.tool_view import ToolView
 

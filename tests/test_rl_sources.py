@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from composer2_jax.bench.agents import scripted_factory
+from composer2_jax.bench.policies import scripted_factory
 from composer2_jax.bench.task import load_suite
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment, SandboxLimits

@@ -2,7 +2,7 @@
 
     task.py           the task format and loader (Harbor folders; Docker-only tasks load as `Unsupported`)
     forging.py        a zoo of forging policies (benchmarks/forging.py grades them on every task kind)
-    agents.py         oracle / null / broken / tamper scripted agents and `model:CKPT`, all harness Policies
+    policies.py       oracle / null / broken / tamper scripted policies and `model:CKPT` (the `--agent` specs)
     engine_policy.py  the inference engine as a batched Policy; loading it from a training checkpoint
     runner.py         trials in parallel sandboxes forked from one snapshot per task
     metrics.py        unbiased pass@k (Chen et al. 2021) and per task / category / difficulty aggregates

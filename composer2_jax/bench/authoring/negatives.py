@@ -14,7 +14,7 @@ import io
 import tarfile
 from pathlib import Path
 
-from composer2_jax.bench.agents import ScriptedPolicy, call
+from composer2_jax.bench.policies import ScriptedPolicy, call
 from composer2_jax.bench.task import Task
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env.harness import HarnessConfig, Policy

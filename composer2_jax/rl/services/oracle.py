@@ -1,7 +1,7 @@
 """SFT warm-start data: the oracle solves generated tasks through the real harness and sandboxes; its transcripts
 become chat JSONL (`{"messages": [...]}` per line, the format `experiments/sft.py` reads).
 
-The oracle is a scripted harness Policy (bench/agents.py ScriptedPolicy) replaying `rl.tasks.oracle_replies`: its
+The oracle is a scripted harness Policy (bench/policies.py ScriptedPolicy) replaying `rl.tasks.oracle_replies`: its
 tool calls run in forked sandboxes and the observations in the transcript are the sandbox's real answers. Each
 transcript is kept only if the hidden check passes on the final workspace — or, for an imperfect teacher
 (`error_rate` > 0, `rl.tasks.teacher_op`), if it failed by the teacher's deliberate wrong operator: demonstrations
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from composer2_jax.bench.agents import ScriptedPolicy
+from composer2_jax.bench.policies import ScriptedPolicy
 from composer2_jax.rl import pkg_tasks
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.tasks import CodingTask, oracle_reads, oracle_replies, oracle_summary, teacher_flaws, teacher_op

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from composer2_jax.bench.agents import call
+from composer2_jax.bench.policies import call
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.rl.records import GroupRecord, summarize_groups
 from composer2_jax.rl.services.rollout import Generation

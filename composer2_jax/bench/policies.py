@@ -1,4 +1,4 @@
-"""Agents the runner can drive through the harness: scripted ones (oracle, null, broken, tamper) and a model.
+"""Policies the runner drives through the harness (`--agent`): scripted (oracle, null, broken, tamper) and a model.
 
 Every agent is a `harness.Policy`: it continues token contexts, so scripted agents exercise exactly the path a
 model takes (render → generate → decode → parse_assistant → Environment.call). An agent spec names one:
