@@ -32,12 +32,12 @@ import numpy as np
 import optax
 
 from benchmarks.common import add_strict_flag, apply_strict, emit
-from composer2_jax.config import get_model_config
 from composer2_jax.infer import Engine, SamplingParams
 from composer2_jax.infer.testing import random_variables
 from composer2_jax.losses.mtp import MTPLossConfig
 from composer2_jax.model import Transformer
 from composer2_jax.model.mtp import mtp_batch
+from composer2_jax.model_config import get_model_config
 from composer2_jax.train import optim
 from composer2_jax.train.state import TrainState, logical_axes
 from composer2_jax.train.step import StepConfig, make_train_step, mtp_loss_sums

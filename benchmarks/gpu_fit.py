@@ -129,8 +129,8 @@ def train(preset=TRAIN_GPU["preset"], seq_len=TRAIN_GPU["seq_len"], batch=TRAIN_
 def moe_layer():
     """benchmarks/moe.py --gpu: the MoE layer fwd+bwd at its GPU sizes (dropless, padded grouped matmul)."""
     from benchmarks.moe import PRESETS
-    from composer2_jax.config import get_model_config
     from composer2_jax.model.moe import MoE
+    from composer2_jax.model_config import get_model_config
 
     p = PRESETS["gpu"]["layer"]
     cfg = get_model_config("toy", hidden_size=p["d"], moe_intermediate_size=p["f"], n_routed_experts=p["e"],
@@ -157,10 +157,10 @@ def decode_static(batch=DECODE_GPU["batch"], prompt_len=DECODE_GPU["prompt_len"]
                   new_tokens=DECODE_GPU["new_tokens"], num_draft=DECODE_GPU["num_draft"], mtp_layers=None):
     """benchmarks/decode.py --gpu (the suite's decode stage): the static Engine's one program — prefill, drafts and
     the device loop of rounds — for gpu_small bf16 with `num_draft` MTP depths, greedy, no stop sequences."""
-    from composer2_jax.config import get_model_config
     from composer2_jax.infer import SamplingParams
     from composer2_jax.infer.engine import generate_tokens
     from composer2_jax.model import Transformer
+    from composer2_jax.model_config import get_model_config
 
     cfg = get_model_config("gpu_small", num_mtp_layers=num_draft if mtp_layers is None else mtp_layers,
                            dtype="bfloat16", param_dtype="bfloat16", remat_policy="none", moe_gmm_impl="padded")

@@ -84,8 +84,8 @@ def load(path: str, mode: str) -> dict:
     import jax
 
     from composer2_jax import sharding as shd
-    from composer2_jax.config import preset
     from composer2_jax.model import Transformer
+    from composer2_jax.model_config import preset
     from composer2_jax.train import init_from, optim
     from composer2_jax.train.state import abstract_train_state
 

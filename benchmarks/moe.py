@@ -28,10 +28,10 @@ import numpy as np
 from flax import linen as nn
 
 from benchmarks.common import add_strict_flag, apply_strict, emit
-from composer2_jax.config import get_model_config
 from composer2_jax.model.grouped_matmul import grouped_matmul, round_up, tile_rows
 from composer2_jax.model.layers import MLP
 from composer2_jax.model.moe import MoE
+from composer2_jax.model_config import get_model_config
 
 PRESETS = {
     "cpu": dict(rows=8192, d=256, f=128, experts=(8, 32), dtype="float32",

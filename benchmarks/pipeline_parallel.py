@@ -38,10 +38,10 @@ from flax import linen as nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from composer2_jax import sharding as shd
-from composer2_jax.config import get_model_config
 from composer2_jax.losses.lm import chunked_cross_entropy
 from composer2_jax.model import Transformer
 from composer2_jax.model.pipeline import bubble_fraction
+from composer2_jax.model_config import get_model_config
 from composer2_jax.train.state import activate
 
 

@@ -341,7 +341,7 @@ def model_step_config(smoke: bool, seq: int):
     """The model step's config: gpu_small (toy in --smoke), ring kernel = one fused block on one device."""
     import dataclasses
 
-    from composer2_jax.config import get_model_config
+    from composer2_jax.model_config import get_model_config
 
     cfg = get_model_config("toy" if smoke else "gpu_small", attention_kernel="ring", remat_policy="full",
                            dtype="bfloat16")

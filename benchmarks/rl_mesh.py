@@ -35,11 +35,11 @@ import jax
 import numpy as np
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import get_model_config
 from composer2_jax.infer import SamplingParams
 from composer2_jax.infer.engine import param_shardings
 from composer2_jax.infer.rollout_engine import EngineConfig, RolloutEngine
 from composer2_jax.infer.testing import random_variables
+from composer2_jax.model_config import get_model_config
 
 AXES = dict(stage=1, data=1, fsdp=1, expert=1, tensor=1, context=1)
 

@@ -43,12 +43,12 @@ import time
 
 import numpy as np
 
-from composer2_jax.config import get_model_config
 from composer2_jax.infer import Engine, SamplingParams
 from composer2_jax.infer.paged_cache import bytes_per_token
 from composer2_jax.infer.rollout_engine import EngineConfig, RolloutEngine
 from composer2_jax.infer.testing import random_variables
 from composer2_jax.model.layers import dtype_of
+from composer2_jax.model_config import get_model_config
 from composer2_jax.params import count_params
 
 

@@ -24,8 +24,8 @@ import numpy as np
 from benchmarks.common import add_strict_flag, apply_strict, emit
 from composer2_jax import chips
 from composer2_jax import sharding as shd
-from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
+from composer2_jax.model_config import get_model_config
 from composer2_jax.params import count_params
 from composer2_jax.train import optim
 from composer2_jax.train.checkpoint import Checkpointer

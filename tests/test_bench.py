@@ -239,9 +239,9 @@ def test_agent_specs(tmp_path):
 
 
 def _toy_engine(max_len: int = 64, chunk: int = 16, page_size: int = 8, vocab_size: int = 272):
-    from composer2_jax.config import get_model_config
     from composer2_jax.infer.rollout_engine import EngineConfig, RolloutEngine
     from composer2_jax.infer.testing import random_variables
+    from composer2_jax.model_config import get_model_config
 
     cfg = get_model_config("toy", num_layers=1, num_mtp_layers=0, vocab_size=vocab_size, max_position_embeddings=6144)
     variables = random_variables(cfg, seed=0)

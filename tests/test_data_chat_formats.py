@@ -254,7 +254,7 @@ def test_check_vocab_names_both_sizes(kimi_dir):
 
 
 def test_real_presets_default_to_their_tokenizer_family():
-    from composer2_jax.config import PRESETS
+    from composer2_jax.model_config import PRESETS
 
     assert set(tk.PRESET_TOKENIZER) == set(PRESETS)
     assert tk.preset_tokenizer("kimi_k2_5", "/ckpt").name == "kimi"

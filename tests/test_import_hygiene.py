@@ -33,7 +33,7 @@ SCRIPT = textwrap.dedent("""
     for m in {modules!r}:
         importlib.import_module(m)
     import jax, jax.numpy as jnp
-    from composer2_jax.config import get_model_config
+    from composer2_jax.model_config import get_model_config
     from composer2_jax.model import Transformer
     cfg = get_model_config("toy")
     tok = jnp.zeros((1, 16), jnp.int32)

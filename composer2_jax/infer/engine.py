@@ -41,11 +41,11 @@ import numpy as np
 from flax import linen as nn
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import ModelConfig
 from composer2_jax.infer import kv_cache, sampler, speculative
 from composer2_jax.infer.forward import TrunkOut, head, trunk
 from composer2_jax.model.layer_plan import moe_layer_ids
 from composer2_jax.model.layers import dtype_of
+from composer2_jax.model_config import ModelConfig
 
 
 @dataclasses.dataclass(frozen=True)

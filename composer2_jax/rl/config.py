@@ -11,11 +11,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from composer2_jax.config import ModelConfig
-from composer2_jax.config import preset as model_preset
 from composer2_jax.data.tokenizer import TokenizerConfig
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.losses.rl import PolicyLossConfig
+from composer2_jax.model_config import ModelConfig
+from composer2_jax.model_config import preset as model_preset
 from composer2_jax.rl.branching import TreeConfig
 from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.services.rollout import RolloutConfig
@@ -236,7 +236,7 @@ class RLExperimentConfig:
     """Stage 4: asynchronous RL from the SFT warm start (the schema of experiments/rl.py's config)."""
 
     preset: str = "toy"  # which architecture/run-size preset this config was built from
-    model: ModelConfig = model_preset("toy")  # the architecture (composer2_jax/config.py)
+    model: ModelConfig = model_preset("toy")  # the architecture (composer2_jax/model_config.py)
     optim: OptimConfig = OptimConfig()  # the trainer's optimizer (train/optim.py)
     tokenizer: TokenizerConfig = TokenizerConfig()  # byte | tiktoken, and its file
     workdir: str = "runs/toy/rl"  # checkpoints/, logs/ and curves.png; an existing checkpoint there is resumed

@@ -29,7 +29,7 @@ _HARD = re.compile(r"In calc\.py, (\w+) should return a (\S) b")
 def micro_model_config(**overrides):
     """A two-layer MoE (one dense, one routed layer) small enough to compile in seconds; byte-tokenizer vocab; no MTP
     modules unless `num_mtp_layers` says so (the RL loss trains the trunk)."""
-    from composer2_jax.config import get_model_config
+    from composer2_jax.model_config import get_model_config
 
     kw = dict(vocab_size=tk.ByteTokenizer().vocab_size, hidden_size=32, num_layers=2, num_heads=2, q_lora_rank=16,
               kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8, intermediate_size=64,

@@ -22,13 +22,13 @@ import jax
 import numpy as np
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import ModelConfig
 from composer2_jax.episode import Segment
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.model import Transformer
 from composer2_jax.model import context_parallel as cp
 from composer2_jax.model.layer_plan import moe_layer_ids
 from composer2_jax.model.mtp import layout_context
+from composer2_jax.model_config import ModelConfig
 from composer2_jax.rl.advantages import group_advantages
 from composer2_jax.rl.records import GroupRecord, summarize_groups
 from composer2_jax.rl.services.rl_step import make_logprob_fn, make_update_fn
