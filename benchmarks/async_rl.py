@@ -41,9 +41,9 @@ import numpy as np
 
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.episode import Episode, Segment, Turn
-from composer2_jax.rl.config import LoopConfig, RLConfig
 from composer2_jax.rl.curriculum import TaskCurriculum
 from composer2_jax.rl.records import Counters, EpisodeRecord, GroupRecord, summarize_groups
+from composer2_jax.rl.run_config import LoopConfig, RLConfig
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.rollout import Generation
 from composer2_jax.rl.services.weights import Weights, WeightStore

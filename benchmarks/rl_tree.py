@@ -33,9 +33,9 @@ from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment
 from composer2_jax.rl import orchestrator, tasks
 from composer2_jax.rl.branching import TreeConfig
-from composer2_jax.rl.config import LoopConfig
 from composer2_jax.rl.curriculum import TaskCurriculum
 from composer2_jax.rl.records import Counters, GroupRecord, summarize_groups, useful_samples
+from composer2_jax.rl.run_config import LoopConfig
 from composer2_jax.rl.services.env_worker import env_worker_for, sandbox_limits
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.rollout import RolloutWorker

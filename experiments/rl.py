@@ -27,8 +27,8 @@ from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl import orchestrator, sources
-from composer2_jax.rl.config import EnvConfig, RLConfig, RLExperimentConfig, WarmStartConfig
 from composer2_jax.rl.rewards import TERMS, RewardConfig
+from composer2_jax.rl.run_config import EnvConfig, RLConfig, RLExperimentConfig, WarmStartConfig
 from composer2_jax.rl.services.env_worker import env_worker_for
 from composer2_jax.rl.services.oracle import write_oracle_transcripts
 from composer2_jax.rl.services.rollout import RolloutConfig
@@ -39,7 +39,7 @@ from experiments import base, sft
 
 
 def get_config(preset: str = "toy"):
-    """RL config: the preset's model and optimizer, plus the RL services' sections (rl/config.py)."""
+    """RL config: the preset's model and optimizer, plus the RL services' sections (rl/run_config.py)."""
     toy = preset == "toy"
     stage = base.base_stage(preset)
     # Adam moves every weight by ~lr per update whatever the gradient's size: on the toy, 3e-4 degrades the policy

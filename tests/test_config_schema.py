@@ -12,8 +12,8 @@ from composer2_jax import schema
 from composer2_jax.data.pipeline import DataConfig
 from composer2_jax.data.sources import SourceConfig
 from composer2_jax.model_config import PRESETS, ModelConfig, RopeScaling, preset
-from composer2_jax.rl.config import RLExperimentConfig
 from composer2_jax.rl.orchestrator import rl_config
+from composer2_jax.rl.run_config import RLExperimentConfig
 from composer2_jax.train.loop import StageConfig, stage_config
 from experiments import base
 

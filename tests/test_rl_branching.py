@@ -196,7 +196,7 @@ def test_bad_trees_and_configs_are_refused():
         TreeConfig(node_choice="best")
     with pytest.raises(ValueError, match="token_budget=0"):
         TreeConfig(token_budget=0)
-    from composer2_jax.rl.config import RLConfig
+    from composer2_jax.rl.run_config import RLConfig
 
     with pytest.raises(ValueError, match="group_mode='forest'; expected one of"):
         RLConfig(group_mode="forest")
@@ -204,7 +204,7 @@ def test_bad_trees_and_configs_are_refused():
     summarised = dataclasses.replace(a.result, summaries=1)
     with pytest.raises(ValueError, match="branch 0 summarised its context 1 time"):
         assemble([Branch(summarised, 0.0)])
-    from composer2_jax.rl.config import RLExperimentConfig
+    from composer2_jax.rl.run_config import RLExperimentConfig
 
     with pytest.raises(ValueError, match=r"group_mode='tree' with harness.max_summaries=8: .* expected "
                                          r"harness.max_summaries=0"):
@@ -312,10 +312,10 @@ def test_concurrent_first_episodes_of_a_task_import_its_repository_once(tmp_path
 def test_tree_groups_run_through_the_embedded_loop_and_pack(tmp_path, rule):
     from composer2_jax.env import Environment, SandboxLimits
     from composer2_jax.rl import tasks
-    from composer2_jax.rl.config import LoopConfig, RLConfig
     from composer2_jax.rl.curriculum import TaskCurriculum
     from composer2_jax.rl.records import Counters
     from composer2_jax.rl.rewards import RewardConfig
+    from composer2_jax.rl.run_config import LoopConfig, RLConfig
     from composer2_jax.rl.services.env_worker import EnvWorker
     from composer2_jax.rl.services.local import LocalOrchestrator
     from composer2_jax.rl.services.testing import CountingTrainer, ScriptedRollout

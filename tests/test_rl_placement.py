@@ -14,7 +14,7 @@ import pytest
 
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.infer.testing import random_variables
-from composer2_jax.rl.config import RLConfig, RLExperimentConfig, check_placement
+from composer2_jax.rl.run_config import RLConfig, RLExperimentConfig, check_placement
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutWorker
 from composer2_jax.rl.services.testing import micro_model_config
 from composer2_jax.rl.services.trainer import Trainer, TrainerConfig

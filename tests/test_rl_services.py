@@ -22,11 +22,11 @@ from composer2_jax.env import testing as envtest
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.episode import Episode, Segment, Turn
 from composer2_jax.rl import tasks
-from composer2_jax.rl.config import LoopConfig, RLConfig
 from composer2_jax.rl.curriculum import TaskCurriculum
 from composer2_jax.rl.grading import grade_task
 from composer2_jax.rl.records import Counters, GroupRecord
 from composer2_jax.rl.rewards import RewardConfig
+from composer2_jax.rl.run_config import LoopConfig, RLConfig
 from composer2_jax.rl.services.buffer import GroupBuffer
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.services.local import LocalOrchestrator

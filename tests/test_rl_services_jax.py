@@ -386,10 +386,10 @@ def test_the_trainer_steps_on_branched_tree_groups(tmp_path):
     from composer2_jax.env.harness import HarnessConfig
     from composer2_jax.rl import tasks
     from composer2_jax.rl.branching import TreeConfig
-    from composer2_jax.rl.config import LoopConfig, RLConfig
     from composer2_jax.rl.curriculum import TaskCurriculum
     from composer2_jax.rl.records import Counters
     from composer2_jax.rl.rewards import RewardConfig
+    from composer2_jax.rl.run_config import LoopConfig, RLConfig
     from composer2_jax.rl.services.env_worker import EnvWorker
     from composer2_jax.rl.services.local import LocalOrchestrator
     from composer2_jax.rl.services.testing import ScriptedRollout

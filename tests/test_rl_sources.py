@@ -14,9 +14,9 @@ from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment, SandboxLimits
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import orchestrator, sources
-from composer2_jax.rl.config import RLExperimentConfig
 from composer2_jax.rl.curriculum import Curriculum, TaskCurriculum
 from composer2_jax.rl.rewards import RewardConfig
+from composer2_jax.rl.run_config import RLExperimentConfig
 from composer2_jax.rl.services.env_worker import EnvWorker
 from experiments import rl as rl_experiment
 from tests.markers import needs_sandbox

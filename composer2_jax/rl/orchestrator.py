@@ -1,7 +1,7 @@
 """The RL run: config → services → the loop (embedded threads, or Ray actors) → metrics, checkpoints, plots.
 
     run_rl(config)   config: the ConfigDict of experiments/rl.py, frozen here (`rl_config`) into the
-                     RLExperimentConfig every service receives (rl/config.py)
+                     RLExperimentConfig every service receives (rl/run_config.py)
 
 Start: the trainer takes the SFT weights (`init_from`) as version 0, with the model config they recorded (YaRN,
 MTP depth, vocabulary; changed only by the RL config's explicit model edits: train/loop.inherited_model), or
@@ -27,11 +27,11 @@ from composer2_jax.data.chat import end_token_id
 from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import sources
-from composer2_jax.rl.config import RLExperimentConfig
 from composer2_jax.rl.curriculum import Curriculum
 from composer2_jax.rl.plots import plot_curves
 from composer2_jax.rl.records import Counters
 from composer2_jax.rl.rewards import TERMS
+from composer2_jax.rl.run_config import RLExperimentConfig
 from composer2_jax.rl.services.env_worker import EnvWorker, env_worker_for, sandbox_limits
 from composer2_jax.rl.services.evaluator import EvalService, Evaluator
 from composer2_jax.rl.services.local import LocalOrchestrator

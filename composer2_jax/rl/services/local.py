@@ -35,9 +35,9 @@ import numpy as np
 
 from composer2_jax.env.harness import TurnCheckpoint
 from composer2_jax.rl.branching import Branch, grow_tree
-from composer2_jax.rl.config import RLConfig
 from composer2_jax.rl.curriculum import Curriculum
 from composer2_jax.rl.records import Counters, EpisodeRecord, GroupRecord
+from composer2_jax.rl.run_config import RLConfig
 from composer2_jax.rl.services.buffer import GroupBuffer
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.services.rollout import RolloutPolicy, RolloutWorker, episode_policy

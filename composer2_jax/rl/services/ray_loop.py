@@ -29,9 +29,9 @@ import jax
 import ray
 
 from composer2_jax.env.harness import TurnCheckpoint
-from composer2_jax.rl.config import RayConfig, RLExperimentConfig
 from composer2_jax.rl.curriculum import Curriculum
 from composer2_jax.rl.records import Counters, EpisodeRecord
+from composer2_jax.rl.run_config import RayConfig, RLExperimentConfig
 from composer2_jax.rl.services.device_sync import DeviceWeightSender, check_one_job
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.ray_actors import EnvActor, RegistryPublisher, RolloutActor, WeightRegistry
