@@ -22,9 +22,9 @@ from composer2_jax.bench import policies
 from composer2_jax.bench.runner import SnapshotCache, run_suite
 from composer2_jax.bench.task import load_suite
 from composer2_jax.env import EgressPolicy, Environment, SandboxConfig, SandboxLimits
-from composer2_jax.env.config import Resources
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.env.images import ImageBuilder
+from composer2_jax.env.sandbox_config import Resources
 from composer2_jax.verify import network as verifier_net
 from tests.test_env_images import ON_CI, PROBLEM, needs_images
 

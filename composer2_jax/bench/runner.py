@@ -29,7 +29,6 @@ from typing import Any
 
 from composer2_jax.bench.task import Step, Suite, Task, TaskError, resolve_env
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.env.config import Resources
 from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.harness import (
     EpisodeResult,
@@ -38,6 +37,7 @@ from composer2_jax.env.harness import (
     run_episode,
     transcript_jsonl,
 )
+from composer2_jax.env.sandbox_config import Resources
 from composer2_jax.verify.grade import Grade, grade, scalar_reward
 
 log = logging.getLogger(__name__)
