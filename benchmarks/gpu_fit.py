@@ -158,7 +158,7 @@ def decode_static(batch=DECODE_GPU["batch"], prompt_len=DECODE_GPU["prompt_len"]
     """benchmarks/decode.py --gpu (the suite's decode stage): the static Engine's one program — prefill, drafts and
     the device loop of rounds — for gpu_small bf16 with `num_draft` MTP depths, greedy, no stop sequences."""
     from composer2_jax.infer import SamplingParams
-    from composer2_jax.infer.engine import generate_tokens
+    from composer2_jax.infer.static_engine import generate_tokens
     from composer2_jax.model import Transformer
     from composer2_jax.model_config import get_model_config
 

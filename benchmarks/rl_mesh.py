@@ -36,8 +36,8 @@ import numpy as np
 
 from composer2_jax import sharding as shd
 from composer2_jax.infer import SamplingParams
-from composer2_jax.infer.engine import param_shardings
 from composer2_jax.infer.rollout_engine import EngineConfig, RolloutEngine
+from composer2_jax.infer.static_engine import param_shardings
 from composer2_jax.infer.testing import random_variables
 from composer2_jax.model_config import get_model_config
 

@@ -69,7 +69,7 @@ from flax import linen as nn
 
 from composer2_jax import sharding as shd
 from composer2_jax.infer import paged_cache, sampler
-from composer2_jax.infer.engine import (
+from composer2_jax.infer.static_engine import (
     Completion,
     SamplingParams,
     moe_layers,
