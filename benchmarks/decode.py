@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from benchmarks.common import add_strict_flag, apply_strict, emit
+from benchmarks.perf.common import add_strict_flag, apply_strict, emit
 from composer2_jax.infer import Engine, SamplingParams
 from composer2_jax.infer.testing import random_variables
 from composer2_jax.losses.mtp import MTPLossConfig

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks.common import add_strict_flag, apply_strict, emit
+from benchmarks.perf.common import add_strict_flag, apply_strict, emit
 from composer2_jax.model import grouped_matmul, kernels
 
 OPTIONAL = ("grain", "seqio", "tensorboardX", "tiktoken", "ml_collections", "orbax.checkpoint", "optax", "flax")

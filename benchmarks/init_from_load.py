@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks.common import emit
+from benchmarks.perf.common import emit
 
 
 def _rss_mb() -> float:

@@ -11,7 +11,7 @@ Records:
                   ratio_to_dense = dense time / grouped time (1.0 = as fast as a dense matmul; goal ≥ 0.85 on H200)
   moe_layer       forward+backward of the MoE layer (routing, dispatch, routed + shared experts) against a dense SwiGLU
                   FFN of the same active FLOPs (width (k + shared)·F): ratio_to_dense = dense time / MoE time
-Every line carries the kernel paths its work took (benchmarks/common.py); strict kernels are on by default, so a
+Every line carries the kernel paths its work took (benchmarks/perf/common.py); strict kernels are on by default, so a
 padded grouped matmul whose expert overflows its slots is an error, never a ragged_dot time labelled padded.
 Ratios are measured side by side in one run. Nothing beyond jax and flax is imported (the device image has no
 ml_collections or grain: tests/test_import_hygiene.py).
@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from benchmarks.common import add_strict_flag, apply_strict, emit
+from benchmarks.perf.common import add_strict_flag, apply_strict, emit
 from composer2_jax.model.grouped_matmul import grouped_matmul, round_up, tile_rows
 from composer2_jax.model.layers import MLP
 from composer2_jax.model.moe import MoE

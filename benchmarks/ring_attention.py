@@ -6,7 +6,7 @@
   python benchmarks/ring_attention.py --gpu --smoke   # the --gpu code path at toy sizes (runs on CPU)
 
 GPU lines use `get_block_kernel('auto')` (cuDNN on GPU; on CPU, in --smoke, the XLA block) under strict kernels
-(benchmarks/common.py): a cuDNN fallback is an error, and every line carries the kernel paths it took.
+(benchmarks/perf/common.py): a cuDNN fallback is an error, and every line carries the kernel paths it took.
 
 CPU lines (fwd+bwd, fp32, XLA block kernel):
   balance_analytic   slowest/mean block work per device, zigzag vs contiguous (goal ≤ 1.10)
@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchmarks.common import add_strict_flag, apply_strict, emit
+from benchmarks.perf.common import add_strict_flag, apply_strict, emit
 from composer2_jax.model import context_parallel as cp
 from composer2_jax.model import kernels
 from composer2_jax.model.ring_attention import (

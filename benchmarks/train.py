@@ -21,7 +21,7 @@ import time
 import jax
 import numpy as np
 
-from benchmarks.common import add_strict_flag, apply_strict, emit
+from benchmarks.perf.common import add_strict_flag, apply_strict, emit
 from composer2_jax import chips
 from composer2_jax import sharding as shd
 from composer2_jax.model import Transformer
