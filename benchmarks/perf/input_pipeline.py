@@ -1,6 +1,6 @@
 """Input-pipeline throughput: packed tokens per second (wall) and per CPU-second (≈ per core), JSON lines.
 
-    python -m benchmarks.data [--batches 40] [--seq_len 2048] [--batch_size 8]
+    python -m benchmarks.perf.input_pipeline [--batches 40] [--seq_len 2048] [--batch_size 8]
 
 Byte tokenizer; one line per (corpus, threads) setting: the stdlib corpus (whole files, mean ~17 KB) and the same
 text cut into 256-character documents (per-document overhead dominates), each inline, with background batch
