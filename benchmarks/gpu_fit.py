@@ -150,12 +150,12 @@ def moe_layer():
 
 
 DECODE_GPU = dict(batch=16, prompt_len=512, new_tokens=64, num_draft=2)  # the suite's decode stage, largest draft
-# (tests/test_gpu_fit.py checks these against benchmarks/gpu_suite.py and benchmarks/decode.py)
+# (tests/test_gpu_fit.py checks these against benchmarks/gpu_suite.py and benchmarks/perf/decode.py)
 
 
 def decode_static(batch=DECODE_GPU["batch"], prompt_len=DECODE_GPU["prompt_len"],
                   new_tokens=DECODE_GPU["new_tokens"], num_draft=DECODE_GPU["num_draft"], mtp_layers=None):
-    """benchmarks/decode.py --gpu (the suite's decode stage): the static Engine's one program — prefill, drafts and
+    """benchmarks/perf/decode.py --gpu (the suite's decode stage): the static Engine's one program — prefill, drafts and
     the device loop of rounds — for gpu_small bf16 with `num_draft` MTP depths, greedy, no stop sequences."""
     from composer2_jax.infer import SamplingParams
     from composer2_jax.infer.static_engine import generate_tokens

@@ -48,7 +48,7 @@ STAGES = (  # riskiest first: what would void every later figure fails first, in
     Stage("ring_device_program", RING + ("--stage", "device_program"), 45),
     Stage("moe", ("benchmarks.moe", "--gpu", "--repeats", "3"), 75),
     Stage("model_step", RING + ("--stage", "model_step"), 80),
-    Stage("decode", ("benchmarks.decode", "--gpu", "--new_tokens", "64"), 60),
+    Stage("decode", ("benchmarks.perf.decode", "--gpu", "--new_tokens", "64"), 60),
     Stage("train", ("benchmarks.train", "--preset", TRAIN_GPU["preset"], "--seq_len", str(TRAIN_GPU["seq_len"]),
                     "--batch", str(TRAIN_GPU["batch"]), "--optimizer", TRAIN_GPU["optimizer"], "--steps", "5",
                     "--no-pipeline", "--no-checkpoint"), 75,

@@ -46,10 +46,11 @@ def test_train_step_at_the_suite_sizes_fits():
 
 def test_decode_sizes_are_the_suite_decode_stage():
     """gpu_fit compiles the decode program at the sizes the suite's decode stage runs (no compile: fast)."""
-    from benchmarks import decode, gpu_suite
+    from benchmarks import gpu_suite
+    from benchmarks.perf import decode
 
     (stage,) = [s for s in gpu_suite.STAGES if s.name == "decode"]
-    assert stage.argv[0] == "benchmarks.decode"
+    assert stage.argv[0] == "benchmarks.perf.decode"
     args = decode.parser().parse_args(list(stage.argv[1:]))
     assert args.gpu and not args.smoke
     assert (args.batch, decode.GPU_PROMPT_LEN, args.new_tokens) == tuple(
@@ -59,7 +60,7 @@ def test_decode_sizes_are_the_suite_decode_stage():
 
 @pytest.mark.slow
 def test_static_decode_program_of_the_suite_fits():
-    """benchmarks/decode.py --gpu: the static Engine's program (prefill + rounds) at batch 16, prompt 512, 64 new
+    """benchmarks/perf/decode.py --gpu: the static Engine's program (prefill + rounds) at batch 16, prompt 512, 64 new
     tokens, 2 MTP drafts."""
     rec = _check("decode_static")
     assert rec["peak_gb"] > 6.5e9 * 2 / 1e9  # bf16 params, at least

@@ -1,8 +1,8 @@
 """Decode throughput, plain vs MTP speculative, and the acceptance of CE-trained vs self-distilled MTP heads after the
 policy's distribution has moved. JSON lines.
 
-    python -m benchmarks.decode               CPU toy, a few minutes: train, shift, measure (see `ablation`)
-    python -m benchmarks.decode --gpu         gpu_small preset, bf16, random weights (no training): measured plain
+    python -m benchmarks.perf.decode               CPU toy, a few minutes: train, shift, measure (see `ablation`)
+    python -m benchmarks.perf.decode --gpu         gpu_small preset, bf16, random weights (no training): measured plain
                                               and speculative tokens/s, and the speedup projected at 85 % acceptance
                                               from the measured per-round costs (target: ≥ 1.8× at ≥ 85 %)
 
