@@ -23,7 +23,7 @@ import sys
 import time
 from typing import NamedTuple
 
-from benchmarks.gpu_fit import MEM_FRACTION, TRAIN_GPU
+from benchmarks.perf.gpu_fit import MEM_FRACTION, TRAIN_GPU
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOTAL_S = 480  # the whole GPU suite, seconds

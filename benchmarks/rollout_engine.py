@@ -212,18 +212,18 @@ GPU_STATIC_SLOTS = 2
 # The static engine's prefill query chunk on CPU: at the issue's workload (observations up to 2,000 tokens, contexts
 # ~14.6k) one pass over [8 rows, P] would materialise fp32 scores [8, heads, P, P] (27 GB on the toy); in chunks of
 # 512 they are [8, heads, 512, P] (~1 GB). Same positions computed (Engine's prefill_chunk). --gpu keeps one pass,
-# the program benchmarks/gpu_fit.py compiles.
+# the program benchmarks/perf/gpu_fit.py compiles.
 CPU_STATIC_PREFILL_CHUNK = 512
 
 
-# --gpu --num-draft's depth: benchmarks/gpu_fit.py compiles the drafting programs (prefill writing the MTP and h_0
+# --gpu --num-draft's depth: benchmarks/perf/gpu_fit.py compiles the drafting programs (prefill writing the MTP and h_0
 # pools, the [16, 1 + D] draft-and-verify decode) at it, next to the page pool.
 GPU_NUM_DRAFT = 2
 
 
 def gpu_setup(num_draft: int = 0):
     """--gpu: (model config, workload, engine config) — gpu_small bf16, 64 episodes × 8 turns, 16 slots, chunk 256,
-    `num_draft` MTP depths on the model and drafts per slot in the engine (benchmarks/gpu_fit.py compiles these
+    `num_draft` MTP depths on the model and drafts per slot in the engine (benchmarks/perf/gpu_fit.py compiles these
     programs on CPU against one H200)."""
     cfg = get_model_config("gpu_small", num_mtp_layers=num_draft, dtype="bfloat16", param_dtype="bfloat16")
     wl = Workload(episodes=64, turns=8, system=512, task=128, obs_min=50, obs_max=2000, reply_median=64,
@@ -263,7 +263,7 @@ def setup(args):
     if args.gpu:
         if args.num_draft > GPU_NUM_DRAFT:
             raise SystemExit(f"--gpu --num-draft {args.num_draft}: the drafting programs are sized for one H200 at "
-                             f"num_draft ≤ {GPU_NUM_DRAFT} (benchmarks/gpu_fit.py)")
+                             f"num_draft ≤ {GPU_NUM_DRAFT} (benchmarks/perf/gpu_fit.py)")
         cfg, wl, ecfg = gpu_setup(args.num_draft)
         return cfg, wl, args.static_slots or GPU_STATIC_SLOTS, None, ecfg, args.only or "rollout"
     if not 1 <= args.obs_min <= args.obs_max:

@@ -1,9 +1,9 @@
 """Sizes that fit, proven on CPU: each --gpu benchmark program, compiled for its real shapes as the GPU would run it
-(benchmarks/gpu_fit.py), peaks within one H200 × the preallocation fraction the GPU suite sets."""
+(benchmarks/perf/gpu_fit.py), peaks within one H200 × the preallocation fraction the GPU suite sets."""
 
 import pytest
 
-from benchmarks import gpu_fit
+from benchmarks.perf import gpu_fit
 from benchmarks.ring_attention import MODEL_STEP_SEQ
 
 

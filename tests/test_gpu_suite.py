@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from benchmarks import gpu_fit, gpu_suite
+from benchmarks import gpu_suite
+from benchmarks.perf import gpu_fit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

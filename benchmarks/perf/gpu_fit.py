@@ -1,7 +1,7 @@
 """Sizes that fit, proven on CPU: every `--gpu` benchmark program compiled for its real shapes, peak vs one H200.
 
-    python -m benchmarks.gpu_fit                  # all programs, one JSON line each (minutes on 2 CPU cores)
-    python -m benchmarks.gpu_fit model_step train # some of them
+    python -m benchmarks.perf.gpu_fit                  # all programs, one JSON line each (minutes on 2 CPU cores)
+    python -m benchmarks.perf.gpu_fit model_step train # some of them
 
 Method (as composer2_jax/plan/step.py): `jax.jit(f).lower(abstract inputs).compile().memory_analysis()` on the CPU
 backend; peak = arguments + outputs − aliased + temporaries. Where the GPU runs a fused kernel that the CPU lacks,
