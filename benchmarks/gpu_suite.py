@@ -41,7 +41,7 @@ class Stage(NamedTuple):
 
 RING = ("benchmarks.ring_attention", "--gpu")
 STAGES = (  # riskiest first: what would void every later figure fails first, in seconds
-    Stage("probe", ("benchmarks.gpu_probe",), 30),
+    Stage("probe", ("benchmarks.perf.gpu_probe",), 30),
     Stage("block_check", RING + ("--stage", "check"), 35),
     Stage("block_tflops_8k", RING + ("--stage", "tflops", "--t", "8192"), 35),
     Stage("block_tflops_32k", RING + ("--stage", "tflops", "--t", "32768"), 45),

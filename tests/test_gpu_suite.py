@@ -36,7 +36,7 @@ def test_the_suite_runs_the_compiled_sizes():
 
 
 def test_a_failing_and_a_hanging_stage_are_reported_not_fatal():
-    fail = gpu_suite.Stage("fail", ("benchmarks.gpu_probe", "--no-such-flag"), 60, smoke_argv=())
+    fail = gpu_suite.Stage("fail", ("benchmarks.perf.gpu_probe", "--no-such-flag"), 60, smoke_argv=())
     r = gpu_suite.run_stage(fail, smoke=True, timeout_s=120)
     assert r["status"] == "failed" and r["rc"] == 2
     assert any("--no-such-flag" in line for line in r["stderr_tail"])

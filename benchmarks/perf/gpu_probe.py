@@ -1,7 +1,7 @@
 """First stage of the GPU suite: the environment and the kernel paths, in seconds, before anything is timed.
 
-    python -m benchmarks.gpu_probe              # on the GPU: fails unless the backend is 'gpu'
-    python -m benchmarks.gpu_probe --smoke      # the same calls on CPU (XLA block kernel)
+    python -m benchmarks.perf.gpu_probe              # on the GPU: fails unless the backend is 'gpu'
+    python -m benchmarks.perf.gpu_probe --smoke      # the same calls on CPU (XLA block kernel)
 
 Lines: `probe_env` (versions, backend, device, memory limit, which optional packages are absent) and one
 `probe_block` per case — the backend's block kernel (cuDNN on GPU) at T = 256, qk head 192 / v 128 (gpu_small's
