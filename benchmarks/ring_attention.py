@@ -2,7 +2,7 @@
 
   python benchmarks/ring_attention.py            # CPU, 8 fake devices, < 1 minute
   python benchmarks/ring_attention.py --gpu      # one H200: block kernel vs the cuDNN ceiling, 64k gpu_small step
-  python benchmarks/ring_attention.py --gpu --stage tflops --t 32768   # one GPU stage (benchmarks/gpu_suite.py)
+  python benchmarks/ring_attention.py --gpu --stage tflops --t 32768   # one GPU stage (benchmarks/perf/gpu_suite.py)
   python benchmarks/ring_attention.py --gpu --smoke   # the --gpu code path at toy sizes (runs on CPU)
 
 GPU lines use `get_block_kernel('auto')` (cuDNN on GPU; on CPU, in --smoke, the XLA block) under strict kernels

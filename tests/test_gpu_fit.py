@@ -46,8 +46,7 @@ def test_train_step_at_the_suite_sizes_fits():
 
 def test_decode_sizes_are_the_suite_decode_stage():
     """gpu_fit compiles the decode program at the sizes the suite's decode stage runs (no compile: fast)."""
-    from benchmarks import gpu_suite
-    from benchmarks.perf import decode
+    from benchmarks.perf import decode, gpu_suite
 
     (stage,) = [s for s in gpu_suite.STAGES if s.name == "decode"]
     assert stage.argv[0] == "benchmarks.perf.decode"

@@ -1,4 +1,4 @@
-"""The prepared GPU run (benchmarks/gpu_suite.py): bounded stages, riskiest first, ≤ 8 minutes, and its CPU smoke."""
+"""The prepared GPU run (benchmarks/perf/gpu_suite.py): bounded stages, riskiest first, ≤ 8 min, and its CPU smoke."""
 
 import json
 import os
@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from benchmarks import gpu_suite
-from benchmarks.perf import gpu_fit
+from benchmarks.perf import gpu_fit, gpu_suite
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -62,7 +61,7 @@ def test_smoke_runs_every_stage_on_cpu(tmp_path):
     """The same stages at toy sizes on CPU: all succeed under strict kernels, every line carries its paths."""
     env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
-    p = subprocess.run([sys.executable, "-m", "benchmarks.gpu_suite", "--smoke", "--out", str(tmp_path)], cwd=ROOT,
+    p = subprocess.run([sys.executable, "-m", "benchmarks.perf.gpu_suite", "--smoke", "--out", str(tmp_path)], cwd=ROOT,
                        env=env, capture_output=True, text=True, timeout=gpu_suite.SMOKE_TOTAL_S + 120, check=False)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
     assert sorted(os.listdir(tmp_path)) == ["logs.txt", "results.jsonl", "summary.txt"]

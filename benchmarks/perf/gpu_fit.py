@@ -31,7 +31,7 @@ from flax import linen as nn
 from composer2_jax import chips
 from composer2_jax.model import kernel_paths, planning
 
-MEM_FRACTION = 0.90  # XLA_PYTHON_CLIENT_MEM_FRACTION that benchmarks/gpu_suite.py sets for every stage
+MEM_FRACTION = 0.90  # XLA_PYTHON_CLIENT_MEM_FRACTION that benchmarks/perf/gpu_suite.py sets for every stage
 H200_BYTES = chips.get_chip("h200").hbm_bytes
 
 
@@ -150,7 +150,7 @@ def moe_layer():
 
 
 DECODE_GPU = dict(batch=16, prompt_len=512, new_tokens=64, num_draft=2)  # the suite's decode stage, largest draft
-# (tests/test_gpu_fit.py checks these against benchmarks/gpu_suite.py and benchmarks/perf/decode.py)
+# (tests/test_gpu_fit.py checks these against benchmarks/perf/gpu_suite.py and benchmarks/perf/decode.py)
 
 
 def decode_static(batch=DECODE_GPU["batch"], prompt_len=DECODE_GPU["prompt_len"],

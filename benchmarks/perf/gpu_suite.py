@@ -1,8 +1,9 @@
 """The prepared GPU run: every --gpu benchmark as its own bounded process, riskiest first, in ≤ 8 minutes.
 
-    python -m benchmarks.gpu_suite --out $OUT            # on one H200 (README: "Running on a lent GPU")
-    python -m benchmarks.gpu_suite --out $OUT --only moe model_step   # a rerun of some stages
-    python -m benchmarks.gpu_suite --smoke --out /tmp/s  # the same stages at toy sizes on CPU (tests/test_gpu_suite.py)
+    python -m benchmarks.perf.gpu_suite --out $OUT            # on one H200 (README: "Running on a lent GPU")
+    python -m benchmarks.perf.gpu_suite --out $OUT --only moe model_step   # a rerun of some stages
+    python -m benchmarks.perf.gpu_suite --smoke --out /tmp/s  # the same stages at toy sizes on CPU
+                                                              # (tests/test_gpu_suite.py)
 
 Each stage is a subprocess with its own timeout (cut to what is left of the total), strict kernels on
 (COMPOSER2_STRICT_KERNELS=1: a fallback fails the stage naming its reason) and XLA_PYTHON_CLIENT_MEM_FRACTION =
@@ -25,7 +26,7 @@ from typing import NamedTuple
 
 from benchmarks.perf.gpu_fit import MEM_FRACTION, TRAIN_GPU
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOTAL_S = 480  # the whole GPU suite, seconds
 SMOKE_TOTAL_S = 1500  # the CPU smoke (2 shared cores)
 
