@@ -1,7 +1,7 @@
 """Loading a pretrained HF checkpoint onto a mesh: seconds and peak host memory per GB of checkpoint.
 
-    python -m benchmarks.init_from_load                     (≈ 0.3 GB bf16 checkpoint, 8 fake CPU devices)
-    python -m benchmarks.init_from_load --experts 128 --layers 8
+    python -m benchmarks.perf.init_from_load                     (≈ 0.3 GB bf16 checkpoint, 8 fake CPU devices)
+    python -m benchmarks.perf.init_from_load --experts 128 --layers 8
 
 Writes a random Kimi-shaped DeepseekV3 with transformers (bf16 safetensors, several shards), then loads it twice, each
 time in a fresh process on 8 fake CPU devices (fsdp=8), the target parameters in float32:
@@ -131,7 +131,7 @@ def main(argv=None):
         env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") +
                                           " --xla_force_host_platform_device_count=8").strip(), JAX_PLATFORMS="cpu")
         for mode in ("streamed", "host_copy"):
-            r = subprocess.run([sys.executable, "-m", "benchmarks.init_from_load", "--child", tmp, mode], env=env,
+            r = subprocess.run([sys.executable, "-m", "benchmarks.perf.init_from_load", "--child", tmp, mode], env=env,
                                capture_output=True, text=True, check=True)
             rec = json.loads(r.stdout.strip().splitlines()[-1])
             emit(bench="init_from_load", mode=mode, checkpoint_gb=round(gb, 3), devices=8, **rec,
