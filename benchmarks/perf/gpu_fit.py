@@ -127,8 +127,9 @@ def train(preset=TRAIN_GPU["preset"], seq_len=TRAIN_GPU["seq_len"], batch=TRAIN_
 
 
 def moe_layer():
-    """benchmarks/moe.py --gpu: the MoE layer fwd+bwd at its GPU sizes (dropless, padded grouped matmul)."""
-    from benchmarks.moe import PRESETS
+    """benchmarks/perf/moe_dispatch.py --gpu: the MoE layer fwd+bwd at its GPU sizes (dropless, padded grouped
+    matmul)."""
+    from benchmarks.perf.moe_dispatch import PRESETS
     from composer2_jax.model.moe import MoE
     from composer2_jax.model_config import get_model_config
 

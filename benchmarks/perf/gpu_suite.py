@@ -47,7 +47,7 @@ STAGES = (  # riskiest first: what would void every later figure fails first, in
     Stage("block_tflops_8k", RING + ("--stage", "tflops", "--t", "8192"), 35),
     Stage("block_tflops_32k", RING + ("--stage", "tflops", "--t", "32768"), 45),
     Stage("ring_device_program", RING + ("--stage", "device_program"), 45),
-    Stage("moe", ("benchmarks.moe", "--gpu", "--repeats", "3"), 75),
+    Stage("moe", ("benchmarks.perf.moe_dispatch", "--gpu", "--repeats", "3"), 75),
     Stage("model_step", RING + ("--stage", "model_step"), 80),
     Stage("decode", ("benchmarks.perf.decode", "--gpu", "--new_tokens", "64"), 60),
     Stage("train", ("benchmarks.train", "--preset", TRAIN_GPU["preset"], "--seq_len", str(TRAIN_GPU["seq_len"]),

@@ -1,8 +1,9 @@
 """MoE benchmark (JSON lines): grouped expert matmul and the MoE layer, each as a ratio to a dense equivalent.
 
-    python -m benchmarks.moe            # CPU sizes, well under a minute
-    python -m benchmarks.moe --gpu      # H200 sizes (docs/design.md facts: 64k rows, D 2048, F 1024, E 8/64/256), bf16
-    python -m benchmarks.moe --gpu --smoke   # the --gpu code path at toy sizes (a CPU check of the script)
+    python -m benchmarks.perf.moe_dispatch               # CPU sizes, well under a minute
+    python -m benchmarks.perf.moe_dispatch --gpu         # H200 sizes, bf16 (docs/design.md facts: 64k rows, D 2048,
+                                                         # F 1024, E 8/64/256)
+    python -m benchmarks.perf.moe_dispatch --gpu --smoke # the --gpu code path at toy sizes (a CPU check of the script)
 
 Records:
   grouped_matmul  rows X grouped over E experts (balanced), X·D·F·2 FLOPs, against one dense [X, D]·[D, F] matmul:
