@@ -1,8 +1,8 @@
 """Pipeline parallelism benchmark: JSON lines of ratios measured in one run.
 
-  python benchmarks/pipeline_parallel.py          # CPU, 8 fake devices, stage=2 and 4 (minutes of compile each)
-  python benchmarks/pipeline_parallel.py --stages 4 --layers 9   # the stage=4 rows only, on 8 scanned units
-  python benchmarks/pipeline_parallel.py --gpu    # every visible GPU (needs ≥ 2: stage = device count)
+  python benchmarks/perf/pipeline_parallel.py          # CPU, 8 fake devices, stage=2 and 4 (minutes of compile each)
+  python benchmarks/perf/pipeline_parallel.py --stages 4 --layers 9   # the stage=4 rows only, on 8 scanned units
+  python benchmarks/perf/pipeline_parallel.py --gpu    # every visible GPU (needs ≥ 2: stage = device count)
 
 Each line times one jitted forward+backward of a toy MoE stack (the train step's gradient, no optimizer) at equal
 global batch, unpipelined on a (fsdp, expert) mesh and pipelined over `stage` with M microbatches and R repeats:
@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from composer2_jax import sharding as shd
 from composer2_jax.losses.lm import chunked_cross_entropy
 from composer2_jax.model import Transformer
