@@ -4,7 +4,7 @@
 import pytest
 
 from benchmarks.perf import gpu_fit
-from benchmarks.ring_attention import MODEL_STEP_SEQ
+from benchmarks.perf.ring_kernels import MODEL_STEP_SEQ
 
 
 def _check(name: str) -> dict:

@@ -16,7 +16,7 @@ GPU_MODULES = ("composer2_jax.model", "composer2_jax.model.kernels", "composer2_
                "composer2_jax.model.ring_attention", "composer2_jax.model.moe", "composer2_jax.model.grouped_matmul",
                "composer2_jax.sharding", "composer2_jax.plan.cli", "composer2_jax.plan.step",
                "composer2_jax.plan.rollout", "composer2_jax.train.step", "composer2_jax.train.checkpoint",
-               "composer2_jax.infer", "benchmarks.ring_attention",
+               "composer2_jax.infer", "benchmarks.perf.ring_kernels",
                "benchmarks.perf.moe_dispatch", "benchmarks.perf.decode", "benchmarks.train",
                "benchmarks.perf.gpu_probe",
                "benchmarks.perf.gpu_fit", "benchmarks.perf.gpu_suite")

@@ -69,7 +69,7 @@ def _abstract_variables(module, *example):
 
 
 def block_tflops(t: int = 32768):
-    """benchmarks/ring_attention.py --stage tflops at its largest length: block fwd+bwd, gpu_small heads."""
+    """benchmarks/perf/ring_kernels.py --stage tflops at its largest length: block fwd+bwd, gpu_small heads."""
     from composer2_jax.model import kernels
 
     h, k, v = 16, 192, 128
@@ -85,7 +85,7 @@ def block_tflops(t: int = 32768):
 
 
 def device_program(n: int = 8, t_local: int = 32768):
-    """benchmarks/ring_attention.py --stage device_program: one device's 8-way zigzag ring, fwd+bwd."""
+    """benchmarks/perf/ring_kernels.py --stage device_program: one device's 8-way zigzag ring, fwd+bwd."""
     from composer2_jax.model.ring_attention import device_work
 
     h, k, v = 16, 192, 128
@@ -95,10 +95,10 @@ def device_program(n: int = 8, t_local: int = 32768):
 
 
 def model_step(seq: int | None = None):
-    """benchmarks/ring_attention.py --stage model_step: gpu_small fwd+bwd at `seq` tokens (default: the bench's)."""
+    """benchmarks/perf/ring_kernels.py --stage model_step: gpu_small fwd+bwd at `seq` tokens (default: the bench's)."""
     import dataclasses
 
-    from benchmarks.ring_attention import MODEL_STEP_SEQ, model_step_config, model_step_loss
+    from benchmarks.perf.ring_kernels import MODEL_STEP_SEQ, model_step_config, model_step_loss
     from composer2_jax.model import Transformer
 
     seq = seq or MODEL_STEP_SEQ

@@ -40,7 +40,7 @@ class Stage(NamedTuple):
     smoke_argv: tuple[str, ...] = ("--smoke",)
 
 
-RING = ("benchmarks.ring_attention", "--gpu")
+RING = ("benchmarks.perf.ring_kernels", "--gpu")
 STAGES = (  # riskiest first: what would void every later figure fails first, in seconds
     Stage("probe", ("benchmarks.perf.gpu_probe",), 30),
     Stage("block_check", RING + ("--stage", "check"), 35),

@@ -1,9 +1,9 @@
 """Ring attention benchmark: JSON lines of ratios measured in one run (plus analytic counts, marked as such).
 
-  python benchmarks/ring_attention.py            # CPU, 8 fake devices, < 1 minute
-  python benchmarks/ring_attention.py --gpu      # one H200: block kernel vs the cuDNN ceiling, 64k gpu_small step
-  python benchmarks/ring_attention.py --gpu --stage tflops --t 32768   # one GPU stage (benchmarks/perf/gpu_suite.py)
-  python benchmarks/ring_attention.py --gpu --smoke   # the --gpu code path at toy sizes (runs on CPU)
+  python benchmarks/perf/ring_kernels.py            # CPU, 8 fake devices, < 1 minute
+  python benchmarks/perf/ring_kernels.py --gpu      # one H200: block kernel vs the cuDNN ceiling, 64k gpu_small step
+  python benchmarks/perf/ring_kernels.py --gpu --stage tflops --t 32768   # one GPU stage (benchmarks/perf/gpu_suite.py)
+  python benchmarks/perf/ring_kernels.py --gpu --smoke   # the --gpu code path at toy sizes (runs on CPU)
 
 GPU lines use `get_block_kernel('auto')` (cuDNN on GPU; on CPU, in --smoke, the XLA block) under strict kernels
 (benchmarks/perf/common.py): a cuDNN fallback is an error, and every line carries the kernel paths it took.
@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from benchmarks.perf.common import add_strict_flag, apply_strict, emit
 from composer2_jax.model import context_parallel as cp
 from composer2_jax.model import kernels
