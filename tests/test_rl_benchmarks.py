@@ -135,9 +135,9 @@ def test_rl_learning_family_pkg_parses_into_a_valid_config():
 
 
 def test_rollout_engine_workload_flags_reach_the_workload():
-    """benchmarks/rollout_engine.py: --obs-min, --reply-median, --reply-max and --static-prefill-chunk shape the
+    """benchmarks/perf/rollout_vs_static.py: --obs-min, --reply-median, --reply-max and --static-prefill-chunk shape the
     workload and the static baseline; the defaults stay the documented toy workload; bad ranges are refused."""
-    from benchmarks import rollout_engine as re_bench
+    from benchmarks.perf import rollout_vs_static as re_bench
 
     argv = ["--episodes", "64", "--turns", "8", "--obs-min", "50", "--obs-max", "2000", "--reply-median", "24",
             "--reply-max", "128"]

@@ -175,10 +175,11 @@ def decode_static(batch=DECODE_GPU["batch"], prompt_len=DECODE_GPU["prompt_len"]
 
 
 def rollout_static(slots: int | None = None):
-    """benchmarks/rollout_engine.py --gpu --only both's static baseline: the static Engine at [slots, the longest
+    """benchmarks/perf/rollout_vs_static.py --gpu --only both's static baseline: the static Engine at [slots, the
+    longest
     context] with its largest reply bucket, no drafts, at the benchmark's GPU_STATIC_SLOTS rows unless `slots` says
     otherwise (at the rollout engine's 16 slots it does not fit one H200, benchmarks/RESULTS.md)."""
-    from benchmarks.rollout_engine import GPU_STATIC_SLOTS, gpu_setup
+    from benchmarks.perf.rollout_vs_static import GPU_STATIC_SLOTS, gpu_setup
 
     _, wl, ecfg = gpu_setup()
     return decode_static(batch=slots or GPU_STATIC_SLOTS, prompt_len=ecfg.max_len, new_tokens=wl.reply_max, num_draft=0,
@@ -188,7 +189,7 @@ def rollout_static(slots: int | None = None):
 def _rollout_setup(num_draft: int):
     """The --gpu rollout engine's model, engine config, abstract variables and (abstract) page pools: the trunk's,
     and with drafting the MTP depths' and the h_0 pool (infer/paged_cache.py)."""
-    from benchmarks.rollout_engine import gpu_setup
+    from benchmarks.perf.rollout_vs_static import gpu_setup
     from composer2_jax.infer.paged_cache import init_draft_pools, init_pools
     from composer2_jax.model import Transformer
     from composer2_jax.model.layers import dtype_of
@@ -208,7 +209,8 @@ def _row_sampling(b: int) -> tuple:
 
 
 def _rollout_step(rows_of, tokens_of, num_draft: int = 0):
-    """benchmarks/rollout_engine.py --gpu: RolloutEngine's fixed-shape step [rows, tokens] over its whole page pool
+    """benchmarks/perf/rollout_vs_static.py --gpu: RolloutEngine's fixed-shape step [rows, tokens] over its whole page
+    pool
     (donated), greedy as the benchmark samples; with `num_draft`, the step also writes h_0 and runs the MTP depths
     over its [rows, tokens + 2D] block (the prefill program of a drafting engine)."""
     from composer2_jax.infer import SamplingParams
@@ -239,7 +241,7 @@ def rollout_prefill():
 def rollout_prefill_draft(num_draft: int | None = None):
     """--gpu --num-draft: the drafting engine's prefill program, [prefill_rows, chunk] over the trunk, MTP and h_0
     pools."""
-    from benchmarks.rollout_engine import GPU_NUM_DRAFT
+    from benchmarks.perf.rollout_vs_static import GPU_NUM_DRAFT
 
     return _rollout_step(lambda e: e.prefill_rows, lambda e: e.chunk, num_draft or GPU_NUM_DRAFT)
 
@@ -247,7 +249,7 @@ def rollout_prefill_draft(num_draft: int | None = None):
 def rollout_draft_decode(num_draft: int | None = None):
     """--gpu --num-draft: the drafting decode program — D drafts per slot from the MTP depths, verified by the trunk
     at [slots, 1 + D] — over the trunk, MTP and h_0 pools (all donated)."""
-    from benchmarks.rollout_engine import GPU_NUM_DRAFT
+    from benchmarks.perf.rollout_vs_static import GPU_NUM_DRAFT
     from composer2_jax.infer import SamplingParams
     from composer2_jax.infer.step import draft_step
 

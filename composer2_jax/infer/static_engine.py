@@ -3,7 +3,7 @@
 Not for serving: RL rollouts and the benchmark's model agent use `RolloutEngine` (infer/rollout_engine.py: sessions,
 continuous batching, paged cache, MTP drafts — `EngineConfig.num_draft`). This engine stays as the independent
 reference the rollout engine is tested against (tests/test_rollout_engine.py, tests/test_speculative.py) and as the
-baseline of benchmarks/rollout_engine.py and benchmarks/perf/decode.py (whose --gpu stage
+baseline of benchmarks/perf/rollout_vs_static.py and benchmarks/perf/decode.py (whose --gpu stage
 benchmarks/perf/gpu_fit.py sizes).
 
     engine = Engine(cfg, params, router_state, mesh=None, num_draft=0)      # num_draft ≤ cfg.num_mtp_layers

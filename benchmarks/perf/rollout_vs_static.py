@@ -1,8 +1,8 @@
 """The rollout engine against the static engine on a multi-turn agentic workload, side by side in one run. JSON lines.
 
-    python -m benchmarks.rollout_engine                     CPU toy, ~2 min on 2 cores (16 episodes × 4 turns)
-    python -m benchmarks.rollout_engine --preset moe100m    the ~100M-parameter MoE (same workload, slower)
-    python -m benchmarks.rollout_engine --gpu               gpu_small preset, bf16, 64 episodes × 8 turns, the
+    python -m benchmarks.perf.rollout_vs_static                     CPU toy, ~2 min on 2 cores (16 episodes × 4 turns)
+    python -m benchmarks.perf.rollout_vs_static --preset moe100m    the ~100M-parameter MoE (same workload, slower)
+    python -m benchmarks.perf.rollout_vs_static --gpu               gpu_small preset, bf16, 64 episodes × 8 turns, the
                                                             rollout engine only (see below)
     ... --gpu --only both                                    adds the static baseline at --static-slots (2: the most
                                                             rows of its fixed [rows, 18,736] program one H200 holds)
