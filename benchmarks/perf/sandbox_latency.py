@@ -1,6 +1,6 @@
 """Sandbox latencies and capacity, JSON lines: create, snapshot, fork, tool-call overhead, concurrent sandboxes.
 
-    python -m benchmarks.sandbox [--n 40] [--max-sandboxes 128] [--big-files 2000] [--no-images]
+    python -m benchmarks.perf.sandbox_latency [--n 40] [--max-sandboxes 128] [--big-files 2000] [--no-images]
 
 Goals (docs/design.md): fork <= 20 ms, >= 64 concurrent sandboxes on a 2-core machine, tool-call overhead <= 5 ms;
 image sandboxes: fork <= 20 ms p50, first start of a cached image <= 100 ms.
@@ -30,8 +30,8 @@ import time
 
 from composer2_jax.env import Environment, SandboxConfig, SandboxLimits
 
-IMAGE_CONTEXT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "harbor",
-                             "apt-pytest", "environment")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+IMAGE_CONTEXT = os.path.join(ROOT, "tests", "data", "harbor", "apt-pytest", "environment")
 
 
 def stats(name: str, samples_s: list[float], goal_ms: float | None = None, **extra) -> dict:
