@@ -1,6 +1,6 @@
 """Tokenize-once cache: tokenizing the stdlib corpus vs reading its cached ids, JSON lines.
 
-    python -m benchmarks.token_cache [--bpe_vocab 32768] [--batches 200] [--seq_len 2048] [--batch_size 8]
+    python -m benchmarks.perf.tokenize_once [--bpe_vocab 32768] [--batches 200] [--seq_len 2048] [--batch_size 8]
 
 For each tokenizer — the byte tokenizer, and a byte-level BPE (tiktoken, Kimi's pre-tokenizer regex) whose merges
 are learnt here from the first 8 MB of the corpus with HF `tokenizers` (skipped when it is not installed) — over the
