@@ -17,7 +17,7 @@ GPU_MODULES = ("composer2_jax.model", "composer2_jax.model.kernels", "composer2_
                "composer2_jax.sharding", "composer2_jax.plan.cli", "composer2_jax.plan.step",
                "composer2_jax.plan.rollout", "composer2_jax.train.step", "composer2_jax.train.checkpoint",
                "composer2_jax.infer", "benchmarks.perf.ring_kernels",
-               "benchmarks.perf.moe_dispatch", "benchmarks.perf.decode", "benchmarks.train",
+               "benchmarks.perf.moe_dispatch", "benchmarks.perf.decode", "benchmarks.perf.train_stack",
                "benchmarks.perf.gpu_probe",
                "benchmarks.perf.gpu_fit", "benchmarks.perf.gpu_suite")
 

@@ -113,10 +113,11 @@ TRAIN_GPU = dict(preset="gpu_small", seq_len=8192, batch=1, optimizer="adamw")  
 
 def train(preset=TRAIN_GPU["preset"], seq_len=TRAIN_GPU["seq_len"], batch=TRAIN_GPU["batch"],
           optimizer=TRAIN_GPU["optimizer"]):
-    """benchmarks/train.py on one GPU: the real train step (optimizer state, donated) with attention 'ring'."""
+    """benchmarks/perf/train_stack.py on one GPU: the real train step (optimizer state, donated) with attention
+    'ring'."""
     import dataclasses
 
-    from benchmarks.train import train_config
+    from benchmarks.perf.train_stack import train_config
     from composer2_jax import sharding as shd
     from composer2_jax.plan.step import compile_train_step
 

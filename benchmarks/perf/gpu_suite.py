@@ -50,8 +50,9 @@ STAGES = (  # riskiest first: what would void every later figure fails first, in
     Stage("moe", ("benchmarks.perf.moe_dispatch", "--gpu", "--repeats", "3"), 75),
     Stage("model_step", RING + ("--stage", "model_step"), 80),
     Stage("decode", ("benchmarks.perf.decode", "--gpu", "--new_tokens", "64"), 60),
-    Stage("train", ("benchmarks.train", "--preset", TRAIN_GPU["preset"], "--seq_len", str(TRAIN_GPU["seq_len"]),
-                    "--batch", str(TRAIN_GPU["batch"]), "--optimizer", TRAIN_GPU["optimizer"], "--steps", "5",
+    Stage("train", ("benchmarks.perf.train_stack", "--preset", TRAIN_GPU["preset"],
+                    "--seq_len", str(TRAIN_GPU["seq_len"]), "--batch", str(TRAIN_GPU["batch"]),
+                    "--optimizer", TRAIN_GPU["optimizer"], "--steps", "5",
                     "--no-pipeline", "--no-checkpoint"), 75,
           smoke_argv=("--preset", "toy", "--seq_len", "64", "--batch", "2", "--steps", "2")),
 )

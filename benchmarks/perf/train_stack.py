@@ -1,8 +1,9 @@
 """Training-stack benchmark (JSON lines): data-pipeline tokens/s per core against what the trainer consumes,
 async checkpoint cost as a fraction of step time, and the step's tokens/s and MFU.
 
-    python -m benchmarks.train                 # toy preset on CPU, ~1 minute
-    python -m benchmarks.train --preset gpu_small --seq_len 8192 --batch 1 --steps 20 --no-pipeline   # one H200
+    python -m benchmarks.perf.train_stack                 # toy preset on CPU, ~1 minute
+    python -m benchmarks.perf.train_stack --preset gpu_small --seq_len 8192 --batch 1 --steps 20 --no-pipeline   # one
+    H200
 
 On GPU the attention kernel defaults to 'ring' (one device: one cuDNN flash block, no [B, H, T, T] logits; strict
 kernels make a fallback an error). The GPU sizes are those tests/test_gpu_fit.py compiles on CPU against one H200.
