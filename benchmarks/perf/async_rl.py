@@ -1,7 +1,7 @@
 """Asynchronous vs synchronous RL at equal compute on a long-tail rollout workload, JSON lines.
 
-    python -m benchmarks.async_rl                          (simulated workload, η = 0, 1, 2, 4; ~1 minute)
-    python -m benchmarks.async_rl --real runs/toy/rl/sft/checkpoints --real-steps 12   (the toy model, η = 0 / 2)
+    python -m benchmarks.perf.async_rl                          (simulated workload, η = 0, 1, 2, 4; ~1 minute)
+    python -m benchmarks.perf.async_rl --real runs/toy/rl/sft/checkpoints --real-steps 12   (the toy model, η = 0 / 2)
 
 Simulated workload: the real embedded orchestrator (services/local.py: staleness gate, group buffer, episode
 threads, trainer loop, weight publication) drives stand-ins for the JAX services. The rollout engine has `slots`
@@ -24,7 +24,7 @@ fresh process per η (`--pinned-etas`), each for --pinned-steps versions, report
 versions 2.. without the compiles), held-out pass at the last version (equal versions across η), the cores each
 process was pinned to, and the weight bytes sent per version vs full (with --pinned-deltas: as deltas).
 
-    python -m benchmarks.async_rl --pinned runs/bench_pinned/sft/checkpoints --pinned-steps 8
+    python -m benchmarks.perf.async_rl --pinned runs/bench_pinned/sft/checkpoints --pinned-steps 8
                                   (warm start first if that folder holds no checkpoint: ~3 min)
 """
 
@@ -260,7 +260,7 @@ def pinned(args) -> list[dict]:
         flags = ["--pinned", args.pinned, "--real-workdir", args.real_workdir, "--pinned-steps", str(args.pinned_steps),
                  "--pinned-eval-tasks", str(args.pinned_eval_tasks), "--trainer-core", str(args.trainer_core),
                  "--rollout-core", str(args.rollout_core)] + ["--pinned-deltas"] * args.pinned_deltas
-        out = subprocess.run([sys.executable, "-m", "benchmarks.async_rl", *flags, "--pinned-child", str(eta)],
+        out = subprocess.run([sys.executable, "-m", "benchmarks.perf.async_rl", *flags, "--pinned-child", str(eta)],
                              capture_output=True, text=True)
         if out.returncode:
             raise RuntimeError(f"pinned run at eta={eta} exited {out.returncode}: {out.stderr[-3000:]}")
@@ -272,7 +272,7 @@ def pinned(args) -> list[dict]:
 
 def parse_args(argv=None):
     """Command-line flags."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.async_rl", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.perf.async_rl", description=__doc__.splitlines()[0])
     p.add_argument("--etas", default="0,1,2,4", help="staleness bounds to run")
     p.add_argument("--steps", type=int, default=40, help="weight versions per run")
     p.add_argument("--groups", type=int, default=8, help="groups per batch")
