@@ -1,8 +1,8 @@
 """RL services on meshes: sharded vs unsharded rollout engine, weight sync between meshes, and η = 0/1/2 with the
 trainer and the rollout engine on disjoint device sets. JSON lines.
 
-    python -m benchmarks.rl_mesh                 all three parts, 8 fake CPU devices (~6 min on 2 cores)
-    python -m benchmarks.rl_mesh --only engine   one part: engine | sync | eta
+    python -m benchmarks.perf.rl_mesh                 all three parts, 8 fake CPU devices (~6 min on 2 cores)
+    python -m benchmarks.perf.rl_mesh --only engine   one part: engine | sync | eta
 
 engine  greedy multi-session decoding (toy MoE, `--sessions` sessions of `--tokens` tokens) on one device and on
         devices[4:8] as expert=2 × tensor=2; tokens/s after a warm-up (compile excluded), same tokens checked
