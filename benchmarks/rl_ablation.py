@@ -6,7 +6,8 @@
 One SFT warm start from an imperfect teacher whose fixes carry habits the hidden check cannot see (rl.tasks
 TEACHER_FLAWS: a useless semicolon, ruff E703, on `--teacher-lint` of the demonstrations; a TODO comment on
 `--teacher-todo`) — from scratch, or `--sft-steps` more steps from the toy's warm start at `--sft-from` (the one
-benchmarks/rl_learning.py trains) — then two RL runs from that same start, with benchmarks/rl_learning.py's harness
+benchmarks/learning/rl_learning.py trains) — then two RL runs from that same start, with
+benchmarks/learning/rl_learning.py's harness
 (whole episodes, no summaries), identical but for two weights: `on` sets
 reward.lint_coef = reward.todo_comment_coef = `--coef`, `off` sets both to 0. Both measure every term's input
 (reward.measure_all), so the training batches log how often an episode adds a lint finding or a TODO comment
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.rl_learning import WHOLE_EPISODES
+from benchmarks.learning.rl_learning import WHOLE_EPISODES
 from composer2_jax.rl.plots import read_metrics
 
 FLAWS = {"lint": "lint_findings", "todo_comment": "n_todo_comments"}  # teacher flaw -> the measurement that sees it

@@ -5,7 +5,8 @@ a plot.
         [--modes plain,uniform,first_failure,entropy --seeds 0,1,2 --versions 40 --eval-every 10]
 
 Every run starts from the same SFT checkpoint (`--init`, copied into the run's workdir, so no run trains its own)
-and is `benchmarks/rl_learning.py` — the toy RL experiment with whole episodes — in plain mode or in tree mode with
+and is `benchmarks/learning/rl_learning.py` — the toy RL experiment with whole episodes — in plain mode or in tree mode
+with
 one node-choice rule (rl/branching.py), `--versions` weight versions and a held-out evaluation every `--eval-every`.
 Seeds set `config.seed` (trainer init and task sampler). The evaluations are the same in every mode (64 held-out
 tasks × 2 samples, pass@1 at T = 1), so the curves are comparable against the tokens each run generated (rollouts
@@ -133,7 +134,7 @@ def main(argv=None) -> list[dict]:
                 if mode != "plain":
                     flags = ["--mode=tree", f"--node-choice={mode}", *flags]
                 # a process per run: the experiment parses absl flags once per process
-                subprocess.run([sys.executable, "-m", "benchmarks.rl_learning", *flags], check=False)
+                subprocess.run([sys.executable, "-m", "benchmarks.learning.rl_learning", *flags], check=False)
             c = run_curve(wd)
             curves.setdefault(mode, []).append(c)
             print(json.dumps({"bench": "rl_tree_learning", "mode": mode, "seed": seed, "curve": c}), flush=True)

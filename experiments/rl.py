@@ -5,7 +5,8 @@ Run:      python -m experiments.rl                                  (toy: transc
           python -m experiments.rl --config.rl.backend=ray          (the same services as Ray actors)
           python -m experiments.rl --config.tasks=toy@2,suite:v0@1  (a curriculum of task sources, docs/rl.md)
 Hardware: toy — a 2-core CPU with bubblewrap (run as root); measured stage times: docs/rl.md, "The toy experiment".
-Expected: the issue's targets (benchmarks/rl_learning.py, whole episodes): held-out pass@1 at T = 1 + ≥ 20 points
+Expected: the issue's targets (benchmarks/learning/rl_learning.py, whole episodes): held-out pass@1 at T = 1 + ≥ 20
+points
           over the SFT start (an imperfect teacher: sft.teacher_error = 0.5), easy effort < 0.9× the start's, hard
           pass ≥ start − 0.05, ≤ 30 minutes on 2 cores; measured figures: docs/rl.md, "The toy experiment".
           Curves: runs/toy/rl/curves.png; per-version metrics: runs/toy/rl/logs/metrics.jsonl
@@ -207,7 +208,7 @@ def main(argv) -> dict:
 
 def warm_start_main(argv) -> dict:
     """Only the warm start (trained unless `init_from` holds one) and its held-out evaluation; prints and returns a
-    JSON summary (benchmarks/rl_learning.py `--sft-only`)."""
+    JSON summary (benchmarks/learning/rl_learning.py `--sft-only`)."""
     from experiments.main import parse, quiet_logs
 
     saved_argv, sys.argv = sys.argv, list(argv)

@@ -23,7 +23,7 @@ on a fraction `error_rate` of tasks it writes a wrong operator into one of its f
 and submits anyway (the transcript is kept unverified).
 
 Selected in a run with `--config.tasks=pkg` (rl/sources.py); the episodes need `run_terminal_cmd` among
-`env.tools` and a harness that allows 2k + 2 turns (benchmarks/rl_learning.py `--family pkg` sets both).
+`env.tools` and a harness that allows 2k + 2 turns (benchmarks/learning/rl_learning.py `--family pkg` sets both).
 """
 
 from __future__ import annotations

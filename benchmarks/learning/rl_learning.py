@@ -1,6 +1,6 @@
 """Learning evidence of the toy RL experiment (issue 9, item 5), one JSON line; exit status 1 when a target fails.
 
-    python -m benchmarks.rl_learning --workdir runs/bench_rl_learning [--config.KEY=VALUE ...]
+    python -m benchmarks.learning.rl_learning --workdir runs/bench_rl_learning [--config.KEY=VALUE ...]
 
 Runs experiments/rl.py end to end — oracle transcripts through real sandboxes, the SFT warm start, asynchronous RL
 (η = 2) through the real harness, tools and grading — with the held-out evaluation (pass@1 at T = 1) at the SFT
@@ -48,7 +48,7 @@ def main(argv=None) -> dict:
     """Run, print the JSON line, return it."""
     from experiments import rl as rl_exp
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.rl_learning", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.learning.rl_learning", description=__doc__.splitlines()[0])
     p.add_argument("--workdir", default="runs/bench_rl_learning")
     p.add_argument("--mode", choices=("plain", "tree"), default="plain",
                    help="tree: rl.group_mode=tree (rl/branching.py) with single-segment episodes")
