@@ -83,7 +83,7 @@ def _tree_metrics(path, evals, tokens_per_version):
 
 
 def test_tree_learning_reads_curves_against_tokens_and_finds_where_plain_final_is_reached(tmp_path):
-    from benchmarks import rl_tree_learning as tl
+    from benchmarks.learning import rl_tree_learning as tl
 
     _tree_metrics(tmp_path / "plain" / "rl" / "logs", {0: 0.1, 10: 0.2, 20: 0.3}, 800)
     _tree_metrics(tmp_path / "uniform" / "rl" / "logs", {0: 0.1, 10: 0.35, 20: 0.4}, 600)
@@ -99,7 +99,7 @@ def test_tree_learning_reads_curves_against_tokens_and_finds_where_plain_final_i
 
 
 def test_tree_learning_refuses_a_missing_start_and_an_unknown_mode(tmp_path):
-    from benchmarks import rl_tree_learning as tl
+    from benchmarks.learning import rl_tree_learning as tl
 
     with pytest.raises(SystemExit, match="not a checkpoint folder"):
         tl.main(["--init", str(tmp_path / "none"), "--workdir", str(tmp_path / "w")])

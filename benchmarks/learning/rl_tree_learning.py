@@ -1,7 +1,7 @@
 """Plain vs tree groups under training (issue 18, item 4): held-out pass rate against generated tokens, JSON lines +
 a plot.
 
-    python -m benchmarks.rl_tree_learning --init runs/bench_rl_learning/rl/sft/checkpoints --workdir DIR \
+    python -m benchmarks.learning.rl_tree_learning --init runs/bench_rl_learning/rl/sft/checkpoints --workdir DIR \
         [--modes plain,uniform,first_failure,entropy --seeds 0,1,2 --versions 40 --eval-every 10]
 
 Every run starts from the same SFT checkpoint (`--init`, copied into the run's workdir, so no run trains its own)
@@ -106,7 +106,8 @@ def plot(curves: dict[str, list[list[dict]]], out_path: Path) -> None:
 
 
 def main(argv=None) -> list[dict]:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.rl_tree_learning", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.learning.rl_tree_learning",
+                                description=__doc__.splitlines()[0])
     p.add_argument("--init", required=True, help="an SFT checkpoint folder every run starts from")
     p.add_argument("--workdir", default="runs/bench_rl_tree_learning")
     p.add_argument("--modes", default="plain," + ",".join(NODE_CHOICES))
