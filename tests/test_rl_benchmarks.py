@@ -1,4 +1,5 @@
-"""The RL learning benchmarks' own logic (benchmarks/learning/rl_learning.py, benchmarks/rl_ablation.py) without running
+"""The RL learning benchmarks' own logic (benchmarks/learning/rl_learning.py, benchmarks/learning/rl_ablation.py)
+without running
 RL:
 the harness every mode pins, the arms of the ablation and their one difference, and the window means it reports."""
 
@@ -6,8 +7,7 @@ import json
 
 import pytest
 
-from benchmarks import rl_ablation
-from benchmarks.learning import rl_learning
+from benchmarks.learning import rl_ablation, rl_learning
 
 
 def _fake_runs(monkeypatch, tmp_path, rows_per_run):

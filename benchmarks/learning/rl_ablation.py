@@ -1,6 +1,6 @@
 """Ablation of the readability (lint) and TODO-comment reward terms on the toy (issue 17, item 5c), JSON lines.
 
-    python -m benchmarks.rl_ablation --workdir runs/bench_rl_ablation [--versions 40] [--coef 0.25]
+    python -m benchmarks.learning.rl_ablation --workdir runs/bench_rl_ablation [--versions 40] [--coef 0.25]
         [--sft-from runs/bench_rl_learning/rl/sft/checkpoints --sft-steps 60 --transcripts 300]
 
 One SFT warm start from an imperfect teacher whose fixes carry habits the hidden check cannot see (rl.tasks
@@ -53,7 +53,7 @@ def main(argv=None) -> list[dict]:
     """Run the warm start and both arms; print and return the JSON lines."""
     from experiments import rl as rl_exp
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.rl_ablation", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.learning.rl_ablation", description=__doc__.splitlines()[0])
     p.add_argument("--workdir", default="runs/bench_rl_ablation")
     p.add_argument("--versions", type=int, default=40, help="RL versions per arm")
     p.add_argument("--coef", type=float, default=0.25, help="lint_coef and todo_comment_coef of the `on` arm")
