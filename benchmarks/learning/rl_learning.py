@@ -41,7 +41,8 @@ PKG = ["--config.tasks=pkg", "--config.harness.max_turns=10", "--config.harness.
        "--config.sft.seq_len=1344", "--config.sft.batch_size=6"]
 FAMILIES = {"toy": [], "pkg": PKG}
 TIME_BUDGET_S = 30 * 60  # the whole experiment on 2 CPU cores (RESULTS.md says why 30, not 15)
-TREE_TOKEN_BUDGET = 600  # a tree group's generated tokens (about a plain group's: benchmarks/rl_tree.py measures it)
+TREE_TOKEN_BUDGET = 600  # a tree group's generated tokens (about a plain group's: benchmarks/learning/tree_groups.py
+# measures it)
 
 
 def main(argv=None) -> dict:

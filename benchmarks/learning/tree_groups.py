@@ -1,7 +1,9 @@
 """Plain vs tree groups at equal generated tokens on the toy family (issue 18, item 4), JSON lines + a plot.
 
-    python -m benchmarks.rl_tree --init runs/toy/rl/sft/checkpoints [--groups 8 --seeds 0,1,2 --plot FILE.png]
-    python -m benchmarks.rl_tree --policy scripted --p-correct 0.3   (oracle-like replies, no model: ~minutes)
+    python -m benchmarks.learning.tree_groups --init runs/toy/rl/sft/checkpoints [--groups 8 --seeds 0,1,2 --plot
+    FILE.png]
+    python -m benchmarks.learning.tree_groups --policy scripted --p-correct 0.3   (oracle-like replies, no model:
+    ~minutes)
 
 The policy is fixed — the toy model's SFT warm start at `--init` (version 0 throughout), or `--policy scripted`:
 rl/services/testing.py's oracle-like replies (read first on hard tasks, then the fix), each right with probability
@@ -160,7 +162,7 @@ def plot(rows: list[dict], summary: list[dict], path: str, policy: str) -> None:
 
 
 def main(argv=None) -> list[dict]:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.rl_tree", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.learning.tree_groups", description=__doc__.splitlines()[0])
     p.add_argument("--init", default="", help="the SFT checkpoint folder (the fixed policy; --policy model)")
     p.add_argument("--policy", choices=("model", "scripted"), default="model",
                    help="scripted: oracle-like replies right with probability --p-correct (no model, no JAX)")
