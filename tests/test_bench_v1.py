@@ -179,7 +179,7 @@ def test_sdist_repo_replays_history_on_crlf_sources(tmp_path):
 
 
 def test_vague_instructions_name_nothing_of_the_repository(tmp_path):
-    from benchmarks.suite_table import vague
+    from benchmarks.tasks.suite_table import vague
     (tmp_path / "feed.py").write_text("def list_feed(store):\n    pass\n")
     assert vague("Posts go missing when people scroll on busy accounts.", tmp_path)
     assert not vague("Posts go missing in feed.py when people scroll.", tmp_path)
@@ -189,7 +189,7 @@ def test_vague_instructions_name_nothing_of_the_repository(tmp_path):
 
 
 def test_suite_table_measures_a_reference_change(tmp_path):
-    from benchmarks.suite_table import reference_change, repo_stats, summary, task_row, write_doc
+    from benchmarks.tasks.suite_table import reference_change, repo_stats, summary, task_row, write_doc
     task = next(t for t in SUITE.tasks if t.name == FAST_TASK)
     row = task_row(task)
     assert row["ref_files"] >= 2 and row["ref_lines"] >= 20 and row["repo_files"] > 40 and row["hidden_tests"] >= 15

@@ -29,7 +29,7 @@ from pathlib import Path
 from composer2_jax.bench.task import Task, load_suite
 
 EVIDENCE = ("logs", "data", "evidence")  # top-level folders of generated evidence
-DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmark.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "benchmark.md"
 BEGIN, END = "<!-- suite-table:begin -->", "<!-- suite-table:end -->"
 
 
