@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 V1 = ROOT / "benchmarks" / "tasks" / "v1"
 
 # The per-task differences. UNITS: what one label counts. SCORING: the write_logs keywords tests/setup.py's WEEKS
