@@ -234,7 +234,7 @@ def test_release_diff_adds_and_removes_files(tmp_path):
     so `patch -p1` creates (or deletes) it in the earlier release's tree."""
     import tarfile
 
-    from benchmarks.release_diff import release_diff
+    from benchmarks.tasks.release_diff import release_diff
 
     def sdist(name, files):
         src = tmp_path / name
