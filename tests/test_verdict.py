@@ -224,8 +224,8 @@ def fast_jobs() -> list[tuple[str, str, str]]:
 
 
 def grade_job(env, kind: str, name: str, policy: str, work: Path, hang_s: float) -> dict:
-    """Grade one (kind, task, policy) with benchmarks/forging.py's graders."""
-    from benchmarks import forging as bench_forging
+    """Grade one (kind, task, policy) with benchmarks/tasks/forgery_grid.py's graders."""
+    from benchmarks.tasks import forgery_grid as bench_forging
     from composer2_jax.bench.task import load_suite
     from composer2_jax.rl import tasks as rl_tasks
 

@@ -1,7 +1,7 @@
 """The benchmark: Harbor-layout tasks, the suite runner, pass@k reports, task generation (verification: verify/).
 
     task.py           the task format and loader (Harbor folders; Docker-only tasks load as `Unsupported`)
-    forging.py        a zoo of forging policies (benchmarks/forging.py grades them on every task kind)
+    forging.py        a zoo of forging policies (benchmarks/tasks/forgery_grid.py grades them on every task kind)
     policies.py       oracle / null / broken / tamper scripted policies and `model:CKPT` (the `--agent` specs)
     engine_policy.py  the inference engine as a batched Policy; loading it from a training checkpoint
     runner.py         trials in parallel sandboxes forked from one snapshot per task

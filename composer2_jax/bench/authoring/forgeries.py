@@ -46,7 +46,8 @@ for two minutes:
 
 The planted code acts only inside this project's sandboxes (their pid 1 is the sandbox agent), so a forged
 repository run on a host by mistake does nothing: several policies kill every ancestor process or write files
-into /logs and /tmp. `forge(repo, name)` applies one; `POLICIES` lists them. benchmarks/forging.py grades every
+into /logs and /tmp. `forge(repo, name)` applies one; `POLICIES` lists them. benchmarks/tasks/forgery_grid.py grades
+every
 policy on every task kind and prints the table that docs/benchmark.md keeps (scores before and after verdicts moved
 out of reach).
 """
