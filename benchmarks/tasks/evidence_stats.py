@@ -1,10 +1,10 @@
 """Measured evidence statistics of suite v1's evidence tasks (issue #24 point 4), from each generator's own truth.
 
-Run:      python -m benchmarks.evidence_stats                         (JSON lines: one per task and week)
-          python -m benchmarks.evidence_stats --tasks auth-refresh    (only tasks whose name holds a filter)
-          python -m benchmarks.evidence_stats --weeks shipped         (only the week shipped in the repository)
-          python -m benchmarks.evidence_stats --markdown              (the table of docs/benchmark.md)
-          python -m benchmarks.evidence_stats --from-jsonl ROWS --write  (rewrite that table from earlier JSON lines)
+Run:      python -m benchmarks.tasks.evidence_stats                         (JSON lines: one per task and week)
+          python -m benchmarks.tasks.evidence_stats --tasks auth-refresh    (only tasks whose name holds a filter)
+          python -m benchmarks.tasks.evidence_stats --weeks shipped         (only the week shipped in the repository)
+          python -m benchmarks.tasks.evidence_stats --markdown              (the table of docs/benchmark.md)
+          python -m benchmarks.tasks.evidence_stats --from-jsonl ROWS --write  (that table from earlier JSON lines)
 Hardware: any host, stdlib generators only; each week is written into a temporary folder and removed (the shipped
           weeks are 23–78 MB each). ≈ 10 min for the 19 tasks' shipped and scoring weeks on 2 cores.
 

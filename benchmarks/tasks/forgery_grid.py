@@ -1,7 +1,8 @@
 """Forging policies against every task kind, JSON lines: can a policy pass a hidden check without doing the task?
 
-    python -m benchmarks.forging [--policies atexit,os_exit] [--tasks bug-config-equals,...] [--workers 4]
-    python -m benchmarks.forging --generated runs/gen_pkg   (also every task of a folder from bench/authoring/)
+    python -m benchmarks.tasks.forgery_grid [--policies atexit,os_exit] [--tasks bug-config-equals,...] [--workers 4]
+    python -m benchmarks.tasks.forgery_grid --generated runs/gen_pkg   (also every task of a folder from
+    bench/authoring/)
 
 Every policy of `composer2_jax.bench.authoring.forgeries` is applied to the starting repository of every task and the
 result is graded by the real graders in real sandboxes: the RL toy family (`rl/tasks.py`) through the RL grader
@@ -154,7 +155,7 @@ def table(summary: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: see the module docstring."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.forging", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.tasks.forgery_grid", description=__doc__.splitlines()[0])
     p.add_argument("--policies", default=",".join((*forging.POLICIES, *BASELINES)), help="comma-separated")
     p.add_argument("--tasks", default="", help="v0 task names (comma-separated; default all)")
     p.add_argument("--rl-levels", default="0,1,2,3", help="one toy task per level")

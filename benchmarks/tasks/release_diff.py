@@ -1,6 +1,6 @@
 """The hidden truth of a real-repository task: the diff between two consecutive releases' source distributions.
 
-Run: python -m benchmarks.release_diff OLD.tar.gz NEW.tar.gz PATH [PATH ...] > solution/upstream.patch
+Run: python -m benchmarks.tasks.release_diff OLD.tar.gz NEW.tar.gz PATH [PATH ...] > solution/upstream.patch
 
 Both sdists are unpacked as bench/authoring/sdist_repo.py unpacks a starting repository (top folder stripped, build
 metadata dropped); the output is `git diff --no-index` of the named paths (files or folders, relative to the release's

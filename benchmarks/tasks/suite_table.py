@@ -1,7 +1,7 @@
 """The measured comparison of suite versions (docs/benchmark.md, "Suite v0 and v1, measured"), computed task by task.
 
-Run:      python -m benchmarks.suite_table                    (prints the table for v0 and v1)
-          python -m benchmarks.suite_table --write            (also rewrites the table in docs/benchmark.md)
+Run:      python -m benchmarks.tasks.suite_table                    (prints the table for v0 and v1)
+          python -m benchmarks.tasks.suite_table --write            (also rewrites the table in docs/benchmark.md)
 Hardware: any host (no sandbox): each task's repository is materialised (generators run, pinned sdists fetched or
           taken from the cache) and its solve.sh run with bash on a scratch copy. ≈ 1 min on 2 cores.
 
@@ -155,7 +155,7 @@ def write_doc(table: str, doc: Path = DOC) -> None:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.suite_table", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.tasks.suite_table", description=__doc__.splitlines()[0])
     p.add_argument("--suites", default="v0,v1", help="comma-separated suite versions")
     p.add_argument("--write", action="store_true", help="rewrite the table in docs/benchmark.md")
     p.add_argument("--rows", default="", help="also write every task's row as JSON to this file")
