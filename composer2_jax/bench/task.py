@@ -33,6 +33,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from composer2_jax.bench import shared_files
 from composer2_jax.bench.task_config import (  # noqa: F401  (re-exported: the task API lives here)
     DIFFICULTIES,
     StepConfig,
@@ -206,6 +207,7 @@ def load_task(path: str | os.PathLike) -> Task | Unsupported:
     reason = _unsupported_reason(path, config)
     if reason is not None:
         return Unsupported(name, path, reason)
+    shared_files.install(path)  # the verdict runner and the pinned-release script, from the repository's one copy
     env_dir = path / "environment"
     image_context = env_dir if (env_dir / "Dockerfile").is_file() else None
     source = None if image_context else _repo_source(env_dir)

@@ -1,6 +1,6 @@
-"""Authoring verdict-runner checks: refresh every task's copy of the runner, record the hidden values.
+"""Authoring checks: install the tasks' shared files, record the hidden values from the oracle.
 
-    python -m composer2_jax.verify.record sync                  # copy verify/verdict_runner.py over stale copies
+    python -m composer2_jax.verify.record sync                  # install the shared files into every task
     python -m composer2_jax.verify.record record TASK_DIR ...   # expected.json from the oracle's answers
 
 `record` runs the task's oracle in a sandbox, collects the runner's answers (through the same grading path as
@@ -18,27 +18,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from composer2_jax.bench import shared_files
 from composer2_jax.verify import verdict_runner as vr
 from composer2_jax.verify.grade import pack_dir, read_verifier_files, run_verifier, unpack_command, upload_commands
-from composer2_jax.verify.verdict import HOST_ONLY, RUNNER, RUNNER_NAME, VerdictError
+from composer2_jax.verify.verdict import HOST_ONLY, RUNNER_NAME, VerdictError
 
 
 def task_dirs(root: Path) -> list[Path]:
-    """Task folders under root (a suite, a folder of suites, or one task) whose tests/ hold the runner."""
-    root = Path(root)
-    return sorted(p.parent.parent for p in root.rglob(f"tests/{RUNNER_NAME}"))
+    """Task folders (holding task.toml) under root: a suite, a folder of suites, or one task."""
+    return sorted(p.parent for p in Path(root).rglob("task.toml"))
 
 
 def sync(root: Path) -> list[Path]:
-    """Copy the canonical runner over every stale copy under root; the copies rewritten."""
-    fresh = RUNNER.read_bytes()
-    out = []
-    for task in task_dirs(root):
-        copy = task / "tests" / RUNNER_NAME
-        if copy.read_bytes() != fresh:
-            copy.write_bytes(fresh)
-            out.append(copy)
-    return out
+    """Install the shared files (bench/shared_files.py: the runner, the pinned-release script) into every task folder
+    under root that lacks them or holds a stale copy; the files written."""
+    return [path for task in task_dirs(root) for path in shared_files.install(task)]
 
 
 def expected_from_answers(answers: dict[str, Any], check: dict) -> dict:
@@ -152,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m composer2_jax.verify.record",
                                 description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("sync", help="refresh every task's copy of the runner")
+    s = sub.add_parser("sync", help="install the shared files (runner, sdist script) into every task folder")
     s.add_argument("root", nargs="?", default=str(Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"))
     r = sub.add_parser("record", help="write tests/expected.json from the oracle's answers")
     r.add_argument("tasks", nargs="+")
