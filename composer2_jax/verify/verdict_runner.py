@@ -1,7 +1,7 @@
 """The verdict runner: code under test answers with values in an isolated child; a trusted process judges them.
 
-Stdlib only. A copy of this file sits in the tests/ folder of every task the project writes (suite v0, the RL toy
-family), and test.sh runs it, from the repository root, as
+Stdlib only. A copy of this file sits in the tests/ folder of every task the project writes (suites v0 and v1, where
+loading a task installs it: bench/shared_files.py; the RL toy family), and test.sh runs it, from the repository root, as
 
     python3 -I -S "$TESTS_DIR/verdict_runner.py"
 
@@ -18,7 +18,7 @@ Protocol (docs/benchmark.md, "Verdicts"):
    private home folder, imports the code under test through a finder appended after the standard ones (the
    workspace is never on sys.path, so it cannot shadow a standard module), computes each item and writes one
    line per answer, carrying the nonce, to the answer pipe FD. Answers are canonical JSON (`encode`): plain data.
-   (A grader may be the parent itself: bench/verdict.py `direct_run`, used for the RL toy family.)
+   (A grader may be the parent itself: verify/verdict.py `direct_run`, used for the RL toy family.)
 3. The parent reads answer lines until the child's "done" line, EOF or the run's timeout, then SIGKILLs the child
    and every descendant. Lines without the nonce, for items not asked, repeated, or beyond the size cap are
    dropped. A child that exits early, hangs, crashes, writes files or prints "OK" has simply not answered.

@@ -1,8 +1,8 @@
 """A real project's release as a task's starting repository: fetched from the package registry, pinned, cached.
 
-Stdlib only. A byte-identical copy of this file is the `environment/generate.py` of every real-repository task of
-suite v1 (bench/task.materialize runs it as `python -I generate.py REPO` on a copy of environment/repo/). The
-copied folder holds one file, `.sdist.json`:
+Stdlib only. A byte-identical copy of this file, installed when the task loads (bench/shared_files.py), is the
+`environment/generate.py` of every real-repository task of suite v1 (bench/task.materialize runs it as
+`python -I generate.py REPO` on a copy of environment/repo/). The copied folder holds one file, `.sdist.json`:
 
     {"package": "semver", "version": "3.0.1", "file": "semver-3.0.1.tar.gz", "sha256": "..."}
 
