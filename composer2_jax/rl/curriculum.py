@@ -11,13 +11,13 @@ from typing import Any
 class Curriculum:
     """Hands out tasks of weighted sources (rl/sources.py): the source of draw p is a seeded choice ∝ weight, then
     the next task of that source's own epoch order (each epoch a fresh seeded permutation). `position` (draws so
-    far) is the whole state: a resumed sampler replays the source choices up to it."""
+    far) is the whole state: a resumed curriculum replays the source choices up to it."""
 
     def __init__(self, sources: Sequence[tuple[Sequence[Any], float]], seed: int = 0, position: int = 0):
         sources = [(list(t), float(w)) for t, w in sources]
         empty = [i for i, (t, _) in enumerate(sources) if not t]
         if not sources or empty:
-            raise ValueError(f"the sampler needs sources with tasks; sources {empty} of {len(sources)} are empty")
+            raise ValueError(f"the curriculum needs sources with tasks; sources {empty} of {len(sources)} are empty")
         bad = [w for _, w in sources if not w > 0]
         if bad:
             raise ValueError(f"source weights {bad}; expected positive numbers")
@@ -30,7 +30,7 @@ class Curriculum:
             self._advance()
 
     def _order(self, s: int, epoch: int) -> list[int]:
-        """The permutation of source s in one epoch (one source: the seeds of the single-list sampler)."""
+        """The permutation of source s in one epoch (one source: the seeds of the single-list task order)."""
         cached = self._orders.get(s)
         if cached is None or cached[0] != epoch:
             order = list(range(len(self.tasks[s])))

@@ -5,7 +5,7 @@
 
 Start: the trainer takes the SFT weights (`init_from`) as version 0, with the model config they recorded (YaRN,
 MTP depth, vocabulary; changed only by the RL config's explicit model edits: train/loop.inherited_model), or
-resumes workdir/checkpoints (train state, weight version, counters, task-sampler position; groups in flight at the
+resumes workdir/checkpoints (train state, weight version, counters, curriculum position; groups in flight at the
 checkpoint are regenerated). Each new version is logged to workdir/logs/metrics.jsonl; the evaluator, a service
 of its own (thread or Ray actor, its own environment), pulls every `rl.eval_every`-th published version and runs
 the held-out tasks while training goes on (and the final version once training ends); every `checkpoint.every`
@@ -171,10 +171,10 @@ def start_state(run: RLExperimentConfig, trainer: Trainer, ckpt: Checkpointer) -
     return {}
 
 
-def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, sampler: Curriculum,
+def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, curriculum: Curriculum,
          run: RLExperimentConfig) -> None:
-    """Checkpoint the train state with the loop state (version, counters, sampler position)."""
-    data = {"version": trainer.version, "counters": counters.snapshot(), "sampler_position": sampler.position}
+    """Checkpoint the train state with the loop state (version, counters, curriculum position)."""
+    data = {"version": trainer.version, "counters": counters.snapshot(), "sampler_position": curriculum.position}
     ckpt.save(trainer.version, trainer.state, data, config_record(run))
 
 
@@ -204,7 +204,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
                         processes={0} if started is not None else None)
     saved = start_state(run, trainer, ckpt)
     counters = Counters(saved.get("counters"))
-    sampler = training_curriculum(run, saved.get("sampler_position", 0))
+    curriculum = training_curriculum(run, saved.get("sampler_position", 0))
     writer = MetricWriter(workdir / "logs", enabled=run.log.write)
     stop_id = end_token_id(tokenizer)
     check_shapes(run.harness, run.rollout, run.trainer.seq_len, tokenizer)
@@ -225,10 +225,10 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
             if hook is not None:
                 hook(m)
             if trainer.version % run.checkpoint.every == 0 or trainer.version == run.rl.steps:
-                save(ckpt, trainer, counters, sampler, run)
+                save(ckpt, trainer, counters, curriculum, run)
 
         try:
-            history = run_loop(run, trainer, worker, sampler, stop_id, counters, on_version, store, started)
+            history = run_loop(run, trainer, worker, curriculum, stop_id, counters, on_version, store, started)
         finally:
             results = evals.finish(trainer.version) if evals is not None else []
     if evals is not None and evals.errors:
@@ -269,7 +269,7 @@ def start_evaluator(run: RLExperimentConfig, tokenizer: tk.Tokenizer, store: Wei
     return service
 
 
-def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: Curriculum,
+def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, curriculum: Curriculum,
              stop_id: int, counters: Counters, on_version, store: WeightStore | None = None,
              started: tuple | None = None) -> list[dict[str, Any]]:
     """The loop on the configured backend: 'local' (threads in this process) or 'ray' (actors); the trainer
@@ -277,11 +277,11 @@ def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampl
     store = store if store is not None else WeightStore()
     if run.rl.backend == "local":
         rollout = RolloutWorker(run.model, store, run.rollout, stop_id, counters, vocab_limit=trainer.law.vocab_limit)
-        return LocalOrchestrator(trainer, rollout, worker, sampler, run.rl, store, counters).run(on_version)
+        return LocalOrchestrator(trainer, rollout, worker, curriculum, run.rl, store, counters).run(on_version)
     from composer2_jax.rl.services.ray_loop import RayOrchestrator
 
     _ray_init(run)
-    return RayOrchestrator(run, trainer, sampler, counters, stop_id, store, started).run(on_version)
+    return RayOrchestrator(run, trainer, curriculum, counters, stop_id, store, started).run(on_version)
 
 
 def _ray_init(run: RLExperimentConfig) -> None:

@@ -241,7 +241,7 @@ class RLExperimentConfig:
     tokenizer: TokenizerConfig = TokenizerConfig()  # byte | tiktoken, and its file
     workdir: str = "runs/toy/rl"  # checkpoints/, logs/ and curves.png; an existing checkpoint there is resumed
     init_from: str = ""  # version 0 = these weights (the SFT warm start; trained by `sft` when empty of checkpoints)
-    seed: int = 0  # trainer init and task-sampler seed
+    seed: int = 0  # trainer init and curriculum seed
     checkpoint: CheckpointConfig = CheckpointConfig()  # every N versions (and at the end)
     log: LogConfig = LogConfig()  # metrics.jsonl / TensorBoard under workdir/logs
     rl: RLConfig = RLConfig()  # the loop, the toy task family and evaluation

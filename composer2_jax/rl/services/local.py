@@ -120,9 +120,9 @@ class _DropStreak:
 class LocalOrchestrator:
     """Runs the RL loop in this process; `run(on_version)` trains until version `rl.steps`."""
 
-    def __init__(self, trainer: Trainer, rollout: RolloutWorker, env_worker: EnvWorker, sampler: Curriculum,
+    def __init__(self, trainer: Trainer, rollout: RolloutWorker, env_worker: EnvWorker, curriculum: Curriculum,
                  rl: RLConfig, store: WeightStore, counters: Counters):
-        self.trainer, self.rollout, self.env_worker, self.sampler = trainer, rollout, env_worker, sampler
+        self.trainer, self.rollout, self.env_worker, self.curriculum = trainer, rollout, env_worker, curriculum
         self.rl, self.lc, self.store, self.counters = rl, rl.loop, store, counters
         g = rl.groups_per_batch
         self.gate = StalenessGate(rl.eta, g, admitted=trainer.version * g)
@@ -220,7 +220,7 @@ class LocalOrchestrator:
             index = self.gate.admit(lambda: self.store.version, self.stop)
             if index is None:
                 return
-            task, version = self.sampler.next(), self.store.version
+            task, version = self.curriculum.next(), self.store.version
             self.counters.add("groups_admitted")
             if self.rl.group_mode == "tree":
                 self._pool.submit(self._tree_job, index, task, version)

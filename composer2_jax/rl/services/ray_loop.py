@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 class RayOrchestrator(LocalOrchestrator):
     """The embedded orchestrator with episodes executed on Ray actors."""
 
-    def __init__(self, run: RLExperimentConfig, trainer: Trainer, sampler: Curriculum, counters: Counters,
+    def __init__(self, run: RLExperimentConfig, trainer: Trainer, curriculum: Curriculum, counters: Counters,
                  stop_id: int, store: WeightStore | None = None, started: tuple | None = None):
         """`started`: (registry, rollout actors) from `join_device_sync_job` (weight_sync='device'); else both are
         created here."""
@@ -61,7 +61,8 @@ class RayOrchestrator(LocalOrchestrator):
         self.envs = [EnvActor.options(**_placement(r.env_resources)).remote(
             run, trainer.num_moe, trainer.model_cfg.num_experts_per_tok, tokens, run.rollout.prompt_len)
             for _ in range(r.env_actors)]
-        super().__init__(trainer, None, None, sampler, run.rl, store if store is not None else WeightStore(), counters)
+        super().__init__(trainer, None, None, curriculum, run.rl, store if store is not None else WeightStore(),
+                         counters)
         self._next = itertools.count()
         self._owner: dict[str, int] = {}  # tree groups: checkpoint snapshot -> index of the EnvActor holding it
         self._lock = threading.Lock()
