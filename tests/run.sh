@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 # bubblewrap: the sandboxes of composer2_jax.env are real Linux namespaces; setpriv (util-linux) starts them as
 # an unprivileged uid. podman + debootstrap build the images of Dockerfile tasks (composer2_jax.env.images): bases
 # are bootstrapped from Debian's archive and cached in $COMPOSER2_IMAGE_CACHE (default /var/cache/composer2/images),
-# so only the first run on a machine builds them (a few minutes).
+# so only the first run on a machine builds them (a few minutes). The desktop image (Chromium, Xvfb, openbox: ~234 MB
+# of Debian packages) is built the same way by the slow step's tests/test_env_desktop.py; the host needs nothing more.
 if ! command -v bwrap >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1 || ! command -v podman >/dev/null 2>&1 \
     || ! command -v debootstrap >/dev/null 2>&1; then
   SUDO=""

@@ -28,10 +28,12 @@ interleaved with rendered prompts and observations. A policy is anything with
 
 from __future__ import annotations
 
+import base64
 import collections
 import contextlib
 import dataclasses
 import json
+import os
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -121,15 +123,20 @@ class ToolCallRecord:
     malformed: bool  # the call itself was unusable (bad JSON, unknown tool, invalid arguments)
     message: str  # first line(s) of the observation, for logs
     exit_code: int | None = None  # run_terminal_cmd: the command's exit code (None for other tools)
+    # files the call produced, kept with the episode (a screenshot's PNG: env/desktop/host.py documents the keys)
+    artifacts: tuple[dict[str, Any], ...] = ()
 
     @property
     def failed(self) -> bool:
         """A failure signal: an error observation, a malformed call, or a command that exited non-zero."""
         return self.error is not None or self.malformed or self.exit_code not in (None, 0)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return dataclasses.asdict(self)
+    def to_dict(self, data: bool = True) -> dict[str, Any]:
+        """JSON-ready dict (data=False: artifacts without their base64 data)."""
+        out = dataclasses.asdict(self)
+        if not data:
+            out["artifacts"] = [{k: v for k, v in a.items() if k != "data_b64"} for a in self.artifacts]
+        return out
 
 
 @dataclasses.dataclass
@@ -178,6 +185,22 @@ class EpisodeResult:
     def tool_call_errors(self) -> list[str | None]:
         """Observation error kind per tool call (None = succeeded), as `rl.rewards.EpisodeOutcome` takes them."""
         return [r.error for r in self.tool_calls]
+
+    @property
+    def artifacts(self) -> list[dict[str, Any]]:
+        """Every artifact of the episode's tool calls (screenshots), in call order, each with its "turn"."""
+        return [{**a, "turn": r.turn} for r in self.tool_calls for a in r.artifacts]
+
+    def save_artifacts(self, folder: str | os.PathLike) -> list[str]:
+        """Write each artifact's bytes to folder/<its name> (a screenshot: a .png file); the paths written."""
+        os.makedirs(folder, exist_ok=True)
+        paths = []
+        for a in self.artifacts:
+            path = os.path.join(folder, os.path.basename(a["name"]))
+            with open(path, "wb") as f:
+                f.write(base64.b64decode(a["data_b64"]))
+            paths.append(path)
+        return paths
 
     def malformed_report(self) -> str:
         """One line: how many calls were malformed and of which kinds ('' when none)."""
@@ -422,7 +445,7 @@ class _Run:
             self.submitted = self.submitted or (name == "submit" and obs.ok)
         exit_code = obs.fields.get("exit_code") if name == "run_terminal_cmd" else None
         self.records.append(ToolCallRecord(self.turns, name, args, obs.ok, obs.error, obs.error in MALFORMED_KINDS,
-                                           obs.content[:300], exit_code))
+                                           obs.content[:300], exit_code, tuple(obs.fields.get("artifacts") or ())))
         content = clip_text(obs.content, self.cfg.max_observation_chars)
         msg = {"role": "tool", "name": name or "tool", "content": content}
         if call_id:  # native call ids (Kimi's functions.{name}:{index}) are echoed in the result turn
@@ -504,8 +527,9 @@ def resume_episode(env, sid: str, checkpoint: TurnCheckpoint, policy: Policy, to
 
 
 def transcript_jsonl(result: EpisodeResult) -> str:
-    """The readable transcript, one JSON message per line, then the tool-call records and the counts."""
+    """The readable transcript, one JSON message per line, then the tool-call records and the counts (artifacts
+    are listed without their bytes: `EpisodeResult.save_artifacts` writes those)."""
     lines = [json.dumps(m, ensure_ascii=False) for m in result.messages]
-    lines += [json.dumps({"tool_call_record": r.to_dict()}, ensure_ascii=False) for r in result.tool_calls]
+    lines += [json.dumps({"tool_call_record": r.to_dict(data=False)}, ensure_ascii=False) for r in result.tool_calls]
     lines.append(json.dumps({"episode_summary": result.summary()}))
     return "\n".join(lines) + "\n"

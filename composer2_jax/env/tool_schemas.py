@@ -1,7 +1,9 @@
 """The tools' JSON schemas (one source for training rollouts and serving) and argument validation.
 
-`TOOL_SPECS` is the OpenAI-style tools list: [{"type": "function", "function": {name, description,
+`tool_specs()` is the OpenAI-style tools list: [{"type": "function", "function": {name, description,
 parameters}}]. Arguments are validated with `jsonschema`; every schema forbids unknown properties.
+The desktop tools (`DESKTOP_TOOL_NAMES`: browser and screenshot, run by env/desktop/) are registered here too but
+offered only where a desktop is (`tool_specs(ALL_TOOL_NAMES)`, `desktop.DesktopEnvironment.tools`).
 """
 
 from __future__ import annotations
@@ -58,14 +60,42 @@ _TOOLS: dict[str, tuple[str, dict]] = {
         "summary": {"type": "string", "description": "What you changed and why."}})),
 }
 
-TOOL_NAMES = tuple(_TOOLS)
-_VALIDATORS = {name: jsonschema.Draft202012Validator(schema) for name, (_, schema) in _TOOLS.items()}
+_SELECTOR = {"type": "string", "minLength": 1, "description": "CSS selector of the element, e.g. '#submit'."}
+_PIXEL = {"type": "number", "minimum": 0}
+
+_DESKTOP_TOOLS: dict[str, tuple[str, dict]] = {
+    "browser_open": ("Open a URL in the desktop's browser and wait for the page to load; returns its text.", _obj({
+        "url": {"type": "string", "minLength": 1, "pattern": "^(https?://|file:|about:|data:)",
+                "description": "http(s)://, file:, about: or data: URL."}}, ("url",))),
+    "browser_click": (("Click an element by CSS selector, or the point (x, y) in screenshot pixels; give either "
+                       "selector or both x and y. Returns the page's text afterwards."), _obj({
+        "selector": _SELECTOR, "x": {**_PIXEL, "description": "Horizontal pixel from the left edge."},
+        "y": {**_PIXEL, "description": "Vertical pixel from the top edge."}})),
+    "browser_type": (("Type text into the element a CSS selector names (it is clicked first), or into the focused "
+                      "element; each newline presses Enter."), _obj({
+        "text": {"type": "string", "minLength": 1, "maxLength": 20_000, "description": "The text to type."},
+        "selector": _SELECTOR}, ("text",))),
+    "browser_read": ("Read the current page as text: its visible text, its accessibility tree, or both.", _obj({
+        "mode": {"type": "string", "enum": ["text", "accessibility", "both"],
+                 "description": "What to return (default: text)."}})),
+    "screenshot": (("Take a screenshot of the browser window (stored as a PNG in the episode record); returns the "
+                    "page's text."), _obj({})),
+}
+
+TOOL_NAMES = tuple(_TOOLS)  # the coding tools every sandbox offers
+DESKTOP_TOOL_NAMES = tuple(_DESKTOP_TOOLS)  # the browser tools a desktop sandbox adds (env/desktop/)
+ALL_TOOL_NAMES = TOOL_NAMES + DESKTOP_TOOL_NAMES
+_ALL = {**_TOOLS, **_DESKTOP_TOOLS}
+_VALIDATORS = {name: jsonschema.Draft202012Validator(schema) for name, (_, schema) in _ALL.items()}
 
 
-def tool_specs() -> list[dict[str, Any]]:
-    """The OpenAI-style function specs of every tool (a fresh copy)."""
-    return [{"type": "function", "function": {"name": name, "description": desc, "parameters": copy.deepcopy(schema)}}
-            for name, (desc, schema) in _TOOLS.items()]
+def tool_specs(names: tuple[str, ...] = TOOL_NAMES) -> list[dict[str, Any]]:
+    """The OpenAI-style function specs of the named tools (default: the coding tools), a fresh copy."""
+    unknown = [n for n in names if n not in _ALL]
+    if unknown:
+        raise ValueError(f"unknown tools {unknown}; expected names from {ALL_TOOL_NAMES}")
+    return [{"type": "function", "function": {"name": name, "description": _ALL[name][0],
+                                              "parameters": copy.deepcopy(_ALL[name][1])}} for name in names]
 
 
 class ArgumentError(ValueError):
@@ -76,10 +106,10 @@ class ArgumentError(ValueError):
         self.kind = kind
 
 
-def parse_arguments(tool: Any, args: Any) -> dict[str, Any]:
-    """Validated arguments of a call: `args` may be a dict or the model's raw JSON string."""
-    if not isinstance(tool, str) or tool not in _TOOLS:
-        raise ArgumentError("unknown_tool", f"unknown tool {tool!r}; expected one of {', '.join(TOOL_NAMES)}")
+def parse_arguments(tool: Any, args: Any, names: tuple[str, ...] = TOOL_NAMES) -> dict[str, Any]:
+    """Validated arguments of a call to one of `names`: `args` may be a dict or the model's raw JSON string."""
+    if not isinstance(tool, str) or tool not in names or tool not in _ALL:
+        raise ArgumentError("unknown_tool", f"unknown tool {tool!r}; expected one of {', '.join(names)}")
     if isinstance(args, (str, bytes)):
         try:
             args = json.loads(args) if args.strip() else {}

@@ -12,23 +12,23 @@ from collections.abc import Sequence
 from typing import Any
 
 from composer2_jax.env.observation import Observation
-from composer2_jax.env.tool_schemas import TOOL_NAMES, tool_specs
+from composer2_jax.env.tool_schemas import ALL_TOOL_NAMES, TOOL_NAMES, tool_specs
 
 
 class ToolView:
     """Wraps an Environment (or EnvironmentClient): `tools()` and `call()` restricted to `names`."""
 
     def __init__(self, env: Any, names: Sequence[str] = TOOL_NAMES, schemas_in_prompt: bool = True):
-        unknown = sorted(set(names) - set(TOOL_NAMES))
+        unknown = sorted(set(names) - set(ALL_TOOL_NAMES))  # desktop tools too, for a desktop.DesktopEnvironment
         if unknown:
-            raise ValueError(f"unknown tools {unknown}; expected names from {TOOL_NAMES}")
+            raise ValueError(f"unknown tools {unknown}; expected names from {ALL_TOOL_NAMES}")
         self.env, self.names, self.schemas_in_prompt = env, tuple(names), schemas_in_prompt
 
     def tools(self) -> list[dict]:
         """The schemas the prompt shows: the subset's, or none."""
         if not self.schemas_in_prompt:
             return []
-        return [s for s in tool_specs() if _spec_name(s) in self.names]
+        return [s for s in tool_specs(ALL_TOOL_NAMES) if _spec_name(s) in self.names]
 
     def call(self, sid: str, tool: Any, args: Any = None) -> Observation:
         """The env's call for offered tools; `unknown_tool` for the rest."""
