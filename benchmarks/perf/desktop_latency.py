@@ -1,6 +1,6 @@
 """Desktop latencies and memory, JSON lines: the desktop image, the desktop's start, each browser tool's latency.
 
-    python -m benchmarks.desktop [--n 10] [--width 1280] [--height 800]
+    python -m benchmarks.perf.desktop_latency [--n 10] [--width 1280] [--height 800]
 
 Rows: the image (cached build time, its layers' size on disk), `desktop_start` (Xvfb + openbox + Chromium until the
 DevTools port answers, in a fresh image sandbox, over --n sandboxes), each tool's wall time per call (p50 / p99 over
@@ -15,7 +15,7 @@ import os
 import subprocess
 import time
 
-from benchmarks.sandbox import stats as _stats
+from benchmarks.perf.sandbox_latency import stats as _stats
 from composer2_jax.env import Environment, SandboxConfig
 from composer2_jax.env.desktop import DesktopConfig, DesktopEnvironment, desktop_image
 from composer2_jax.env.images import ImageBuilder
@@ -25,7 +25,7 @@ PAGE = ("<!doctype html><title>bench</title><h1>Bench</h1><input id=q> <button i
 
 
 def stats(name: str, samples_s: list[float], **extra) -> dict:
-    """benchmarks.sandbox's p50 / p99 / mean row, labelled as this benchmark's."""
+    """benchmarks.perf.sandbox_latency's p50 / p99 / mean row, labelled as this benchmark's."""
     return {**_stats(name, samples_s, **extra), "bench": "desktop"}
 
 
