@@ -1,13 +1,16 @@
-"""The benchmark: Harbor-layout tasks, the suite runner, pass@k reports, task generation (verification: verify/).
+"""The benchmark: Harbor-layout tasks, the suite runner, pass@k reports (verification: verify/; authoring: authoring/).
 
     task.py           the task format and loader (Harbor folders; Docker-only tasks load as `Unsupported`)
-    forging.py        a zoo of forging policies (benchmarks/tasks/forgery_grid.py grades them on every task kind)
+    task_config.py    task.toml: Harbor's schema and defaults
+    shared_files.py   the files many tasks share (verdict runner, pinned-release script), installed when a task loads
+    export.py         `python -m composer2_jax.bench export`: self-contained task folders for Harbor
     policies.py       oracle / null / broken / tamper scripted policies and `model:CKPT` (the `--agent` specs)
     engine_policy.py  the inference engine as a batched Policy; loading it from a training checkpoint
     runner.py         trials in parallel sandboxes forked from one snapshot per task
+    validate.py       a suite's validation: oracle 1, null 0, every negative 0
     metrics.py        unbiased pass@k (Chen et al. 2021) and per task / category / difficulty aggregates
     report.py         the JSON record keyed by suite version, the Markdown report, the plot
-    generate.py       feature-deletion tasks from standard-library modules and their Lib/test tests
+    authoring/        generators, negatives, forging policies, the pinned-release script
 
 Grading and verdicts (grade, verdict runner, guard, verifier network) live in composer2_jax/verify/. Run a suite
 with `python -m experiments.evaluate --suite v0 --agent oracle`; see docs/benchmark.md.
