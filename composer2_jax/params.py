@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax
 
-from composer2_jax.config import ModelConfig
+from composer2_jax.model_config import ModelConfig
 
 ROUTED_EXPERT_WEIGHTS = ("wi_gate", "wi_up", "wo")
 

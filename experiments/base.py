@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 
 from composer2_jax import schema
-from composer2_jax.config import preset as model_preset
 from composer2_jax.data.pipeline import DataConfig
 from composer2_jax.data.tokenizer import preset_tokenizer
+from composer2_jax.model_config import preset as model_preset
 from composer2_jax.sharding import MeshConfig
 from composer2_jax.train.loop import StageConfig
 from composer2_jax.train.optim import OptimConfig

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from composer2_jax.config import preset as model_preset
+from composer2_jax.model_config import preset as model_preset
 from experiments import base
 from experiments.main import run
 

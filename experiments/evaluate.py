@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from composer2_jax.bench import agents, report
+from composer2_jax.bench import policies, report
 from composer2_jax.bench.runner import run_suite
 from composer2_jax.bench.task import load_suite
 from composer2_jax.data import tokenizer as tk
@@ -85,9 +85,9 @@ def run(argv: list[str]) -> tuple[int, dict | None, dict]:
     config = HarnessConfig(max_turns=args.max_turns, max_new_tokens=args.max_new_tokens,
                            max_total_tokens=args.max_total_tokens, context_budget=args.context_budget,
                            summary_tokens=args.summary_tokens)
-    agent = agents.make_agent(args.agent, config, tokenizer)
+    agent = policies.make_agent(args.agent, config, tokenizer)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    run_dir = Path(args.out) / suite.name / agents.describe(args.agent) / stamp
+    run_dir = Path(args.out) / suite.name / policies.describe(args.agent) / stamp
     start = time.monotonic()
     longest = max([600.0] + [t for task in suite.tasks for t in (task.config.agent_timeout_s or 0,
                                                                   task.config.verifier_timeout_s)])
@@ -121,7 +121,7 @@ def run(argv: list[str]) -> tuple[int, dict | None, dict]:
 # token prompts batch into a few engine calls (each new padded shape compiles; measured figures: README,
 # "Quickstart").
 # One short reply per task, and summaries of at most 64 tokens: a model agent's context budget is its context less
-# the summary's room (bench/agents.py fit_context), and the default 2,048 would leave the toy's 8,192-token context
+# the summary's room (bench/policies.py fit_context), and the default 2,048 would leave the toy's 8,192-token context
 # too small for suite v0's byte-level prompts (5,644–6,101 tokens).
 PIPELINE_ARGS = ("--suite", "v0", "--samples", "1", "--workers", "8", "--max-turns", "1", "--max-new-tokens", "16",
                  "--summary-tokens", "64", "--no-plot")

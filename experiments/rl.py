@@ -5,7 +5,8 @@ Run:      python -m experiments.rl                                  (toy: transc
           python -m experiments.rl --config.rl.backend=ray          (the same services as Ray actors)
           python -m experiments.rl --config.tasks=toy@2,suite:v0@1  (a curriculum of task sources, docs/rl.md)
 Hardware: toy — a 2-core CPU with bubblewrap (run as root); measured stage times: docs/rl.md, "The toy experiment".
-Expected: the issue's targets (benchmarks/rl_learning.py, whole episodes): held-out pass@1 at T = 1 + ≥ 20 points
+Expected: the issue's targets (benchmarks/learning/rl_learning.py, whole episodes): held-out pass@1 at T = 1 + ≥ 20
+points
           over the SFT start (an imperfect teacher: sft.teacher_error = 0.5), easy effort < 0.9× the start's, hard
           pass ≥ start − 0.05, ≤ 30 minutes on 2 cores; measured figures: docs/rl.md, "The toy experiment".
           Curves: runs/toy/rl/curves.png; per-version metrics: runs/toy/rl/logs/metrics.jsonl
@@ -28,8 +29,8 @@ from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl import orchestrator, sources
-from composer2_jax.rl.config import EnvConfig, RLConfig, RLExperimentConfig, WarmStartConfig
 from composer2_jax.rl.rewards import TERMS, RewardConfig
+from composer2_jax.rl.run_config import EnvConfig, RLConfig, RLExperimentConfig, WarmStartConfig
 from composer2_jax.rl.services.env_worker import env_worker_for, sandbox_limits
 from composer2_jax.rl.services.oracle import read_transcripts, write_oracle_transcripts, write_solution_transcripts
 from composer2_jax.rl.services.rollout import RolloutConfig
@@ -40,7 +41,7 @@ from experiments import base, sft
 
 
 def get_config(preset: str = "toy"):
-    """RL config: the preset's model and optimizer, plus the RL services' sections (rl/config.py)."""
+    """RL config: the preset's model and optimizer, plus the RL services' sections (rl/run_config.py)."""
     toy = preset == "toy"
     stage = base.base_stage(preset)
     # Adam moves every weight by ~lr per update whatever the gradient's size: on the toy, 3e-4 degrades the policy
@@ -226,7 +227,7 @@ def main(argv) -> dict:
 
 def warm_start_main(argv) -> dict:
     """Only the warm start (trained unless `init_from` holds one) and its held-out evaluation; prints and returns a
-    JSON summary (benchmarks/rl_learning.py `--sft-only`)."""
+    JSON summary (benchmarks/learning/rl_learning.py `--sft-only`)."""
     from experiments.main import parse, quiet_logs
 
     saved_argv, sys.argv = sys.argv, list(argv)

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
-from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer, attention, kernel_paths, planning
 from composer2_jax.model.causal_attention import causal_skip_attention, triangle
+from composer2_jax.model_config import get_model_config
 from tests.tolerances import FP32_BLOCK, PLANNER_FLOP_COUNT_RTOL
 
 SCALE = 0.3

@@ -1,4 +1,4 @@
-"""Benchmark infrastructure: the Harbor-layout loader, pass@k, reports, grading isolation and the runner's agents."""
+"""Benchmark infrastructure: the Harbor-layout loader, pass@k, reports, grading isolation and the runner's policies."""
 
 import itertools
 import json
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from composer2_jax.bench import agents, metrics, report
+from composer2_jax.bench import metrics, policies, report
 from composer2_jax.bench.engine_policy import EnginePolicy
 from composer2_jax.bench.runner import SnapshotCache, run_suite
 from composer2_jax.bench.task import Suite, Task, TaskError, Unsupported, load_suite, load_task
@@ -229,20 +229,20 @@ def test_report_files_and_index_keyed_by_suite_version(tmp_path):
 
 def test_agent_specs(tmp_path):
     with pytest.raises(ValueError, match="expected one of oracle, null, broken, tamper or model:CHECKPOINT"):
-        agents.make_agent("human")
+        policies.make_agent("human")
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        agents.make_agent(f"model:{tmp_path}/none")
-    assert agents.describe("model:runs/x/ckpt") == "model-runs_x_ckpt"
-    assert agents.fit_context(HarnessConfig(max_new_tokens=1000, summary_tokens=500), 4096).context_budget == 2584
-    assert agents.fit_context(HarnessConfig(max_new_tokens=100), 1 << 20).context_budget == 32_768
+        policies.make_agent(f"model:{tmp_path}/none")
+    assert policies.describe("model:runs/x/ckpt") == "model-runs_x_ckpt"
+    assert policies.fit_context(HarnessConfig(max_new_tokens=1000, summary_tokens=500), 4096).context_budget == 2584
+    assert policies.fit_context(HarnessConfig(max_new_tokens=100), 1 << 20).context_budget == 32_768
     with pytest.raises(ValueError, match="max_new_tokens=5000 / summary_tokens=2048 do not fit the model's context"):
-        agents.fit_context(HarnessConfig(max_new_tokens=5000), 4096)
+        policies.fit_context(HarnessConfig(max_new_tokens=5000), 4096)
 
 
 def _toy_engine(max_len: int = 64, chunk: int = 16, page_size: int = 8, vocab_size: int = 272):
-    from composer2_jax.config import get_model_config
     from composer2_jax.infer.rollout_engine import EngineConfig, RolloutEngine
     from composer2_jax.infer.testing import random_variables
+    from composer2_jax.model_config import get_model_config
 
     cfg = get_model_config("toy", num_layers=1, num_mtp_layers=0, vocab_size=vocab_size, max_position_embeddings=6144)
     variables = random_variables(cfg, seed=0)
@@ -283,7 +283,7 @@ def test_engine_policy_with_a_real_model_through_the_harness():
     engine = _toy_engine(max_len=6144, chunk=512, page_size=64, vocab_size=512)  # ~5k tokens of tool schemas
     tok = tk.ByteTokenizer()
     policy = EnginePolicy(engine, tok.special_id(tk.IM_END), policy_version=5, vocab_limit=tok.vocab_size)
-    config = agents.fit_context(HarnessConfig(max_turns=1, max_new_tokens=12, summary_tokens=8), policy.max_context)
+    config = policies.fit_context(HarnessConfig(max_turns=1, max_new_tokens=12, summary_tokens=8), policy.max_context)
     r = run_episode(FakeEnv(), "sbx", "Say hi.", policy, tok, config)
     assert r.turns == 1 and 1 <= r.generated_tokens <= 12
     trained = [t for t in r.episode.turns if t.trainable]
@@ -306,7 +306,7 @@ def env():
 
 def run(env, root, agent, config=HarnessConfig(max_turns=12), **kw):
     suite = load_suite(root) if not isinstance(root, Suite) else root
-    return run_suite(env, suite, agents.make_agent(agent, config).factory, workers=2, config=config, **kw)
+    return run_suite(env, suite, policies.make_agent(agent, config).factory, workers=2, config=config, **kw)
 
 
 @needs_sandbox
@@ -339,7 +339,7 @@ def test_tampering_with_tests_or_reward_cannot_change_the_grade(env, tmp_path):
 def test_reward_symlink_planted_by_tested_code_is_not_followed(env, tmp_path):
     evil = '#!/usr/bin/env bash\nmkdir -p "$LOGS_DIR/verifier"\nln -s /etc/hostname "$LOGS_DIR/verifier/reward.txt"\n'
     root = toy_task(tmp_path / "suite", test_sh=evil)
-    from composer2_jax.bench.grade import grade
+    from composer2_jax.verify.grade import grade
 
     task = load_task(root)
     g = grade(env, env.import_repo(task.repo_dir()), task)
@@ -349,7 +349,7 @@ def test_reward_symlink_planted_by_tested_code_is_not_followed(env, tmp_path):
 
 @needs_sandbox
 def test_verifier_timeout_and_missing_reward(env, tmp_path):
-    from composer2_jax.bench.grade import grade
+    from composer2_jax.verify.grade import grade
 
     slow = toy_task(tmp_path, "slow", test_sh="sleep 30\n",
                     **{"task.toml": HARBOR_TOML.replace("timeout_sec = 30.0", "timeout_sec = 1.0", 1)})
@@ -381,7 +381,7 @@ def test_evaluate_cli_writes_record_report_and_plot(tmp_path):
 
 
 def test_generator_rewrites_imports_and_deletes_whole_functions():
-    from composer2_jax.bench import generate as gen
+    from composer2_jax.bench.authoring import generate_stdlib as gen
 
     src = "import os\nimport textwrap\nfrom textwrap import dedent, fill\nimport textwrap as tw\nx = textwrap.fill\n"
     out = gen.rewrite_imports(src, "textwrap")
@@ -407,7 +407,7 @@ def _write_pair(module_source):
 
 @needs_sandbox
 def test_generated_task_oracle_passes_and_null_fails(env, tmp_path):
-    from composer2_jax.bench import generate as gen
+    from composer2_jax.bench.authoring import generate_stdlib as gen
 
     if gen.find_sources("fnmatch", gen.stdlib_dirs()) is None:
         pytest.skip("no Lib/test/test_fnmatch.py on this machine")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from composer2_jax.bench import agents
+from composer2_jax.bench import policies
 from composer2_jax.bench.runner import SnapshotCache, run_suite
 from composer2_jax.bench.task import SUITES_DIR, load_suite
 from composer2_jax.env.harness import HarnessConfig
@@ -33,7 +33,7 @@ def results() -> dict[str, dict]:
     with Environment(pool_size=4, limits=SandboxLimits(timeout_s=120)) as env:
         snaps = SnapshotCache(env)
         for name in ("oracle", "null"):
-            trials = run_suite(env, SUITE, agents.make_agent(name, config).factory, workers=4, config=config,
+            trials = run_suite(env, SUITE, policies.make_agent(name, config).factory, workers=4, config=config,
                                snapshots=snaps)
             out[name] = {t.task: t for t in trials}
     return out

@@ -4,14 +4,16 @@ task as a slow test; the suite's shape (negatives, pinned real releases, instruc
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from composer2_jax.bench import sdist_repo, validate
-from composer2_jax.bench.negatives import FOLDER, negatives
+from composer2_jax.bench import validate
+from composer2_jax.bench.authoring import sdist_repo
+from composer2_jax.bench.authoring.negatives import FOLDER, negatives
 from composer2_jax.bench.task import load_suite
-from composer2_jax.bench.verdict import HOST_ONLY, RUNNER
 from composer2_jax.env.transfer import pack_dir
+from composer2_jax.verify.verdict import HOST_ONLY, RUNNER
 from tests.markers import needs_sandbox
 
 SUITE = load_suite("v1")
@@ -59,7 +61,7 @@ def test_task_folder(task):
         # the shared script itself, or — a task that writes data after the build — a copy of it next to generate.py
         copy = t.generator.parent / "sdist_repo.py"
         fetcher = copy if copy.is_file() else t.generator
-        assert fetcher.read_bytes() == (RUNNER.parent / "sdist_repo.py").read_bytes(), task
+        assert fetcher.read_bytes() == Path(sdist_repo.__file__).read_bytes(), task
         pin = json.loads((t.repo_source / sdist_repo.PIN).read_text())
         assert set(pin) == {"package", "version", "file", "sha256"} and len(pin["sha256"]) == 64, pin
         shipped = sorted(p.name for p in t.repo_source.iterdir())
@@ -177,7 +179,7 @@ def test_sdist_repo_replays_history_on_crlf_sources(tmp_path):
 
 
 def test_vague_instructions_name_nothing_of_the_repository(tmp_path):
-    from benchmarks.suite_table import vague
+    from benchmarks.tasks.suite_table import vague
     (tmp_path / "feed.py").write_text("def list_feed(store):\n    pass\n")
     assert vague("Posts go missing when people scroll on busy accounts.", tmp_path)
     assert not vague("Posts go missing in feed.py when people scroll.", tmp_path)
@@ -187,7 +189,7 @@ def test_vague_instructions_name_nothing_of_the_repository(tmp_path):
 
 
 def test_suite_table_measures_a_reference_change(tmp_path):
-    from benchmarks.suite_table import reference_change, repo_stats, summary, task_row, write_doc
+    from benchmarks.tasks.suite_table import reference_change, repo_stats, summary, task_row, write_doc
     task = next(t for t in SUITE.tasks if t.name == FAST_TASK)
     row = task_row(task)
     assert row["ref_files"] >= 2 and row["ref_lines"] >= 20 and row["repo_files"] > 40 and row["hidden_tests"] >= 15
@@ -207,8 +209,8 @@ def test_suite_table_measures_a_reference_change(tmp_path):
 
 def test_no_constant_answer_passes_a_v1_task():
     """A child answering one constant everywhere fails every v1 task (some expected value is not a constant)."""
-    from composer2_jax.bench import verdict
-    from composer2_jax.bench import verdict_runner as vr
+    from composer2_jax.verify import verdict
+    from composer2_jax.verify import verdict_runner as vr
 
     for t in SUITE.tasks:
         expected = verdict.load_expected(t.tests_dir)
@@ -217,7 +219,7 @@ def test_no_constant_answer_passes_a_v1_task():
 
 
 def test_f1_bound_of_label_specs():
-    from composer2_jax.bench import verdict_runner as vr
+    from composer2_jax.verify import verdict_runner as vr
 
     labels = [True] * 10 + [False] * 90
     spec = {"version": 1, "probes": {"d": {"labels": labels, "f1": 0.9}}}
@@ -232,7 +234,7 @@ def test_release_diff_adds_and_removes_files(tmp_path):
     so `patch -p1` creates (or deletes) it in the earlier release's tree."""
     import tarfile
 
-    from benchmarks.release_diff import release_diff
+    from benchmarks.tasks.release_diff import release_diff
 
     def sdist(name, files):
         src = tmp_path / name

@@ -1,11 +1,12 @@
 """Issue #24's evidence band for every v1 evidence task, measured from each generator's own ground truth
-(benchmarks/evidence_stats.py): the bug at 1-3 % of its units and at least three harmless anomaly kinds at 5-20x its
+(benchmarks/tasks/evidence_stats.py): the bug at 1-3 % of its units and at least three harmless anomaly kinds at 5-20x
+its
 rate, on the week shipped in the repository and on the verifier's scoring weeks; 500-2,000 files, 20-200 MB and 2-3
 sources in the shipped week."""
 
 import pytest
 
-from benchmarks import evidence_stats as es
+from benchmarks.tasks import evidence_stats as es
 from tests.test_bench_v1 import EVIDENCE
 
 

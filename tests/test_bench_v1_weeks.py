@@ -5,8 +5,8 @@ import subprocess
 
 import pytest
 
-from benchmarks.evidence_stats import load_module
-from composer2_jax.bench.negatives import negatives
+from benchmarks.tasks.evidence_stats import load_module
+from composer2_jax.bench.authoring.negatives import negatives
 from tests.test_bench_v1 import EVIDENCE, SUITE
 
 

@@ -18,13 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from composer2_jax.bench import agents, verifier_net
+from composer2_jax.bench import policies
 from composer2_jax.bench.runner import SnapshotCache, run_suite
 from composer2_jax.bench.task import load_suite
 from composer2_jax.env import EgressPolicy, Environment, SandboxConfig, SandboxLimits
-from composer2_jax.env.config import Resources
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.env.images import ImageBuilder
+from composer2_jax.env.sandbox_config import Resources
+from composer2_jax.verify import network as verifier_net
 from tests.test_env_images import ON_CI, PROBLEM, needs_images
 
 DOCKERFILE = "FROM python:3.11-slim\nWORKDIR /app\n"
@@ -76,7 +77,7 @@ def test_published_verifier_shapes_pass_for_the_oracle_with_no_agent_internet(be
     _task(root, "uv-shape-313", UV_SHAPE.replace("-p 3.11", "-p 3.13"), DOCKERFILE_313)
     _task(root, "pip-shape", PIP_SHAPE)
     config = HarnessConfig(max_turns=4)
-    trials = {t.task: t for t in run_suite(bench_env, load_suite(root), agents.make_agent("oracle", config).factory,
+    trials = {t.task: t for t in run_suite(bench_env, load_suite(root), policies.make_agent("oracle", config).factory,
                                            workers=1, config=config, snapshots=SnapshotCache(bench_env),
                                            log_dir=tmp_path / "logs")}
     for name, t in trials.items():
@@ -176,7 +177,7 @@ def test_multi_step_phases_are_logged_per_step_and_the_mirror_ca_is_gone_for_the
         (step / "tests" / "test.sh").write_text(verify.replace("CHECK", check))
         (step / "solution" / "solve.sh").write_text(solve)
     config = HarnessConfig(max_turns=4)
-    (t,) = run_suite(bench_env, load_suite(root), agents.make_agent("oracle", config).factory, workers=1,
+    (t,) = run_suite(bench_env, load_suite(root), policies.make_agent("oracle", config).factory, workers=1,
                      config=config, snapshots=SnapshotCache(bench_env))
     assert t.passed and [s["passed"] for s in t.steps] == [True, True], t
     assert set(t.egress) == {"agent:one", "verifier:one", "agent:two", "verifier:two"}, t.egress.keys()

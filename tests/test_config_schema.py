@@ -9,11 +9,11 @@ import sys
 import pytest
 
 from composer2_jax import schema
-from composer2_jax.config import PRESETS, ModelConfig, RopeScaling, preset
 from composer2_jax.data.pipeline import DataConfig
 from composer2_jax.data.sources import SourceConfig
-from composer2_jax.rl.config import RLExperimentConfig
+from composer2_jax.model_config import PRESETS, ModelConfig, RopeScaling, preset
 from composer2_jax.rl.orchestrator import rl_config
+from composer2_jax.rl.run_config import RLExperimentConfig
 from composer2_jax.train.loop import StageConfig, stage_config
 from experiments import base
 
@@ -138,7 +138,7 @@ def test_the_rl_experiment_builds_for_every_preset(name):
 def test_cpt_long_asks_for_its_context_and_keeps_the_models_rope():
     """cpt_long names the context it must reach; the YaRN factor is derived from the starting checkpoint at run time
     (train/init_from.extend_context, tests/test_init_from.py), so the config keeps the model's own rope section."""
-    from composer2_jax.config import preset
+    from composer2_jax.model_config import preset
     from experiments import cpt_long
 
     run = stage_config(cpt_long.get_config("kimi_k2_5"))

@@ -11,13 +11,6 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
-from composer2_jax.config import (
-    RopeScaling,
-    get_model_config,
-    long_context_rope,
-    model_config,
-    preset,
-)
 from composer2_jax.model import Transformer
 from composer2_jax.model import context_parallel as cp
 from composer2_jax.model.layers import (
@@ -25,6 +18,13 @@ from composer2_jax.model.layers import (
     rope_attention_factor,
     rope_inv_freq,
     softmax_scale,
+)
+from composer2_jax.model_config import (
+    RopeScaling,
+    get_model_config,
+    long_context_rope,
+    model_config,
+    preset,
 )
 from composer2_jax.sharding import LOGICAL_RULES, make_mesh
 from tests.tolerances import FP32_FN, SHARDED_FP32

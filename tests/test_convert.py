@@ -10,7 +10,6 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from composer2_jax.config import get_model_config
 from composer2_jax.convert import CheckpointError, export_hf, import_hf, load_hf_checkpoint, quant
 from composer2_jax.convert.checkpoint import flatten, restore_checkpoint, save_checkpoint
 from composer2_jax.convert.hf_config import arch_dict
@@ -18,6 +17,7 @@ from composer2_jax.convert.safetensors_io import SafetensorsDir, save_file
 from composer2_jax.convert.testing import DEEPSEEK_LIKE, KIMI_LIKE, random_hf_model
 from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.model.transformer import unstack_params
+from composer2_jax.model_config import get_model_config
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")

@@ -254,7 +254,7 @@ def test_check_vocab_names_both_sizes(kimi_dir):
 
 
 def test_real_presets_default_to_their_tokenizer_family():
-    from composer2_jax.config import PRESETS
+    from composer2_jax.model_config import PRESETS
 
     assert set(tk.PRESET_TOKENIZER) == set(PRESETS)
     assert tk.preset_tokenizer("kimi_k2_5", "/ckpt").name == "kimi"
@@ -534,7 +534,7 @@ def test_harness_speaks_the_native_format(which, kimi_dir, ds_dir):
 @pytest.mark.parametrize("which", ["kimi", "deepseek"])
 def test_scripted_agents_write_the_native_format(which, kimi_dir, ds_dir):
     """Scripted replies are written in the project's markup; their calls reach the tokenizer's native format."""
-    from composer2_jax.bench.agents import ScriptedPolicy, call
+    from composer2_jax.bench.policies import ScriptedPolicy, call
     from composer2_jax.env.harness import HarnessConfig, run_episode
 
     tok = tk.make_tokenizer("hf", str(kimi_dir if which == "kimi" else ds_dir))

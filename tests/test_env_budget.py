@@ -7,7 +7,7 @@ import pytest
 from composer2_jax.env import DiskBudgetExceeded, Environment, SandboxLimits
 from composer2_jax.env import testing as envtest
 from composer2_jax.env.budget import Lineage, tree_bytes
-from composer2_jax.env.config import Resources
+from composer2_jax.env.sandbox_config import Resources
 
 pytestmark = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")
 

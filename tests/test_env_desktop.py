@@ -19,7 +19,7 @@ import zlib
 import jsonschema
 import pytest
 
-from composer2_jax.bench.agents import ScriptedPolicy, call
+from composer2_jax.bench.policies import ScriptedPolicy, call
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import testing as envtest
 from composer2_jax.env.desktop import DesktopConfig, DesktopEnvironment, desktop_image, png_size

@@ -20,11 +20,11 @@ import pytest
 from composer2_jax.env import EgressPolicy, Environment, SandboxConfig
 from composer2_jax.env import testing as envtest
 from composer2_jax.env.base_images import UnsupportedBase, describe, map_base, normalize
-from composer2_jax.env.config import Resources
 from composer2_jax.env.dockerfile import DockerfileError, parse, rewrite
 from composer2_jax.env.images import ImageBuilder, UnsupportedImage, shift_ownership
 from composer2_jax.env.layers import LayerStore
 from composer2_jax.env.profile import KEEPALIVE
+from composer2_jax.env.sandbox_config import Resources
 
 HARBOR = Path(__file__).parent / "data" / "harbor"
 ON_CI = os.environ.get("CI") == "true"

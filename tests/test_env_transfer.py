@@ -12,9 +12,9 @@ import tarfile
 import pytest
 
 from composer2_jax.env import EgressPolicy, Environment, SandboxConfig, transfer
-from composer2_jax.env.config import Resources
 from composer2_jax.env.images import ImageBuilder
 from composer2_jax.env.sandbox import SandboxError
+from composer2_jax.env.sandbox_config import Resources
 from tests.test_env_images import ON_CI, PROBLEM, needs_images
 
 BIG = 30 << 20

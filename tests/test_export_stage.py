@@ -384,8 +384,8 @@ def test_a_failed_export_leaves_nothing_at_out(long_stage, tmp_path, monkeypatch
 def test_converted_checkpoint_refuses_a_step(tmp_path):
     from flax import linen as nn
 
-    from composer2_jax.config import get_model_config
     from composer2_jax.convert import save_checkpoint
+    from composer2_jax.model_config import get_model_config
 
     cfg = get_model_config("toy", num_layers=2, num_mtp_layers=0)
     shapes = jax.eval_shape(Transformer(cfg).init, jax.random.PRNGKey(0), jnp.zeros((1, 4), jnp.int32))

@@ -1,10 +1,10 @@
 """Sizes that fit, proven on CPU: each --gpu benchmark program, compiled for its real shapes as the GPU would run it
-(benchmarks/gpu_fit.py), peaks within one H200 × the preallocation fraction the GPU suite sets."""
+(benchmarks/perf/gpu_fit.py), peaks within one H200 × the preallocation fraction the GPU suite sets."""
 
 import pytest
 
-from benchmarks import gpu_fit
-from benchmarks.ring_attention import MODEL_STEP_SEQ
+from benchmarks.perf import gpu_fit
+from benchmarks.perf.ring_kernels import MODEL_STEP_SEQ
 
 
 def _check(name: str) -> dict:
@@ -46,10 +46,10 @@ def test_train_step_at_the_suite_sizes_fits():
 
 def test_decode_sizes_are_the_suite_decode_stage():
     """gpu_fit compiles the decode program at the sizes the suite's decode stage runs (no compile: fast)."""
-    from benchmarks import decode, gpu_suite
+    from benchmarks.perf import decode, gpu_suite
 
     (stage,) = [s for s in gpu_suite.STAGES if s.name == "decode"]
-    assert stage.argv[0] == "benchmarks.decode"
+    assert stage.argv[0] == "benchmarks.perf.decode"
     args = decode.parser().parse_args(list(stage.argv[1:]))
     assert args.gpu and not args.smoke
     assert (args.batch, decode.GPU_PROMPT_LEN, args.new_tokens) == tuple(
@@ -59,14 +59,14 @@ def test_decode_sizes_are_the_suite_decode_stage():
 
 @pytest.mark.slow
 def test_static_decode_program_of_the_suite_fits():
-    """benchmarks/decode.py --gpu: the static Engine's program (prefill + rounds) at batch 16, prompt 512, 64 new
+    """benchmarks/perf/decode.py --gpu: the static Engine's program (prefill + rounds) at batch 16, prompt 512, 64 new
     tokens, 2 MTP drafts."""
     rec = _check("decode_static")
     assert rec["peak_gb"] > 6.5e9 * 2 / 1e9  # bf16 params, at least
 
 
 def _pool_bytes() -> int:
-    from benchmarks.rollout_engine import gpu_setup
+    from benchmarks.perf.rollout_vs_static import gpu_setup
 
     cfg, _, e = gpu_setup()
     return cfg.num_layers * e.num_pages * e.page_size * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) * 2
@@ -75,7 +75,8 @@ def _pool_bytes() -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("program", ["rollout_decode", "rollout_prefill"])
 def test_rollout_engine_programs_fit_with_their_page_pool(program):
-    """benchmarks/rollout_engine.py --gpu: the [16, 1] decode and [2, 256] prefill steps over the whole page pool
+    """benchmarks/perf/rollout_vs_static.py --gpu: the [16, 1] decode and [2, 256] prefill steps over the whole page
+    pool
     (64 episodes at their longest context, ~16.6 GB of bf16 latents, donated)."""
     rec = _check(program)
     assert rec["peak_gb"] * 1e9 > 6.5e9 * 2 + _pool_bytes()  # bf16 params and the pool, at least
@@ -83,7 +84,7 @@ def test_rollout_engine_programs_fit_with_their_page_pool(program):
 
 def _draft_pool_bytes() -> int:
     """The drafting engine's extra pools: D MTP depths' latents and the trunk's h_0 per cached token, bf16."""
-    from benchmarks.rollout_engine import GPU_NUM_DRAFT, gpu_setup
+    from benchmarks.perf.rollout_vs_static import GPU_NUM_DRAFT, gpu_setup
 
     cfg, _, e = gpu_setup(GPU_NUM_DRAFT)
     return e.num_pages * e.page_size * (GPU_NUM_DRAFT * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) + cfg.hidden_size) * 2
@@ -92,7 +93,7 @@ def _draft_pool_bytes() -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("program", ["rollout_draft_decode", "rollout_prefill_draft"])
 def test_drafting_rollout_engine_programs_fit_with_their_pools(program):
-    """benchmarks/rollout_engine.py --gpu --num-draft 2: the [16, 3] draft-and-verify decode and the [2, 256]
+    """benchmarks/perf/rollout_vs_static.py --gpu --num-draft 2: the [16, 3] draft-and-verify decode and the [2, 256]
     prefill that also fills the MTP and h_0 pools, over the trunk's page pool and both draft pools (donated)."""
     rec = _check(program)
     assert rec["peak_gb"] * 1e9 > 6.5e9 * 2 + _pool_bytes() + _draft_pool_bytes()
@@ -100,9 +101,9 @@ def test_drafting_rollout_engine_programs_fit_with_their_pools(program):
 
 @pytest.mark.slow
 def test_rollout_benchmark_static_baseline_fits_at_its_gpu_rows():
-    """benchmarks/rollout_engine.py --gpu --only both: the static baseline's fixed [2, 18,736] program, 512 new
+    """benchmarks/perf/rollout_vs_static.py --gpu --only both: the static baseline's fixed [2, 18,736] program, 512 new
     tokens (at the engine's 16 slots it needs ~787 GB)."""
-    from benchmarks.rollout_engine import GPU_STATIC_SLOTS
+    from benchmarks.perf.rollout_vs_static import GPU_STATIC_SLOTS
 
     assert GPU_STATIC_SLOTS == 2
     rec = _check("rollout_static")

@@ -1,4 +1,4 @@
-"""The prepared GPU run (benchmarks/gpu_suite.py): bounded stages, riskiest first, ≤ 8 minutes, and its CPU smoke."""
+"""The prepared GPU run (benchmarks/perf/gpu_suite.py): bounded stages, riskiest first, ≤ 8 min, and its CPU smoke."""
 
 import json
 import os
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from benchmarks import gpu_fit, gpu_suite
+from benchmarks.perf import gpu_fit, gpu_suite
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -35,7 +35,7 @@ def test_the_suite_runs_the_compiled_sizes():
 
 
 def test_a_failing_and_a_hanging_stage_are_reported_not_fatal():
-    fail = gpu_suite.Stage("fail", ("benchmarks.gpu_probe", "--no-such-flag"), 60, smoke_argv=())
+    fail = gpu_suite.Stage("fail", ("benchmarks.perf.gpu_probe", "--no-such-flag"), 60, smoke_argv=())
     r = gpu_suite.run_stage(fail, smoke=True, timeout_s=120)
     assert r["status"] == "failed" and r["rc"] == 2
     assert any("--no-such-flag" in line for line in r["stderr_tail"])
@@ -61,7 +61,7 @@ def test_smoke_runs_every_stage_on_cpu(tmp_path):
     """The same stages at toy sizes on CPU: all succeed under strict kernels, every line carries its paths."""
     env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
-    p = subprocess.run([sys.executable, "-m", "benchmarks.gpu_suite", "--smoke", "--out", str(tmp_path)], cwd=ROOT,
+    p = subprocess.run([sys.executable, "-m", "benchmarks.perf.gpu_suite", "--smoke", "--out", str(tmp_path)], cwd=ROOT,
                        env=env, capture_output=True, text=True, timeout=gpu_suite.SMOKE_TOTAL_S + 120, check=False)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
     assert sorted(os.listdir(tmp_path)) == ["logs.txt", "results.jsonl", "summary.txt"]

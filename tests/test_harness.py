@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from composer2_jax.bench.agents import ScriptedPolicy, call
+from composer2_jax.bench.policies import ScriptedPolicy, call
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.data.chat import render_chat
 from composer2_jax.env import testing as envtest

@@ -3,7 +3,7 @@ parent's context, files and harness state at k, and replays the rest of the pare
 
 import pytest
 
-from composer2_jax.bench.agents import ScriptedPolicy, call
+from composer2_jax.bench.policies import ScriptedPolicy, call
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import testing as envtest
 from composer2_jax.env.harness import HarnessConfig, fork_checkpoint, is_summary_request, resume_episode, run_episode

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from composer2_jax.config import PRESETS, get_model_config
 from composer2_jax.convert import hf_config
 from composer2_jax.convert.hf_config import arch_dict, hf_model_config, read_hf_config, to_hf_config
+from composer2_jax.model_config import PRESETS, get_model_config
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "hf_configs")
 RELEASED = ("kimi_k2_5", "kimi_k2", "deepseek_v3")

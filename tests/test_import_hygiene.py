@@ -16,9 +16,10 @@ GPU_MODULES = ("composer2_jax.model", "composer2_jax.model.kernels", "composer2_
                "composer2_jax.model.ring_attention", "composer2_jax.model.moe", "composer2_jax.model.grouped_matmul",
                "composer2_jax.sharding", "composer2_jax.plan.cli", "composer2_jax.plan.step",
                "composer2_jax.plan.rollout", "composer2_jax.train.step", "composer2_jax.train.checkpoint",
-               "composer2_jax.infer", "benchmarks.ring_attention",
-               "benchmarks.moe", "benchmarks.decode", "benchmarks.train", "benchmarks.gpu_probe",
-               "benchmarks.gpu_fit", "benchmarks.gpu_suite")
+               "composer2_jax.infer", "benchmarks.perf.ring_kernels",
+               "benchmarks.perf.moe_dispatch", "benchmarks.perf.decode", "benchmarks.perf.train_stack",
+               "benchmarks.perf.gpu_probe",
+               "benchmarks.perf.gpu_fit", "benchmarks.perf.gpu_suite")
 
 SCRIPT = textwrap.dedent("""
     import importlib, importlib.abc, sys
@@ -33,7 +34,7 @@ SCRIPT = textwrap.dedent("""
     for m in {modules!r}:
         importlib.import_module(m)
     import jax, jax.numpy as jnp
-    from composer2_jax.config import get_model_config
+    from composer2_jax.model_config import get_model_config
     from composer2_jax.model import Transformer
     cfg = get_model_config("toy")
     tok = jnp.zeros((1, 16), jnp.int32)

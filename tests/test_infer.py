@@ -11,12 +11,12 @@ import pytest
 from flax import linen as nn
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import get_model_config
 from composer2_jax.infer import Engine, SamplingParams, forward, kv_cache, sampler
 from composer2_jax.infer.mla_decode import cached_attention
 from composer2_jax.infer.testing import random_variables
 from composer2_jax.model import Transformer
 from composer2_jax.model.attention import MLAttention
+from composer2_jax.model_config import get_model_config
 from tests.tolerances import FP32_BLOCK, FP32_FN, SHARDED_FP32
 
 VOCAB = 128

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import RopeScaling, preset
 from composer2_jax.convert.testing import KIMI_LIKE, random_hf_model
 from composer2_jax.data import pipeline as data_lib
 from composer2_jax.model import Transformer
+from composer2_jax.model_config import RopeScaling, preset
 from composer2_jax.train import init_from as init_lib
 from composer2_jax.train import optim
 from composer2_jax.train.loop import stage_config, train

@@ -156,7 +156,7 @@ def test_chunked_attention_records_its_fallback_to_full_logits():
 
 
 def test_benchmark_lines_carry_the_paths_of_their_own_work(capsys):
-    from benchmarks.common import emit
+    from benchmarks.perf.common import emit
 
     q, k, v, _ = _qkv()
     kernels.xla_fwd(q, k, v, 0.3, True)

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
-from composer2_jax.config import RopeScaling, get_model_config
 from composer2_jax.model.attention import MLAttention
 from composer2_jax.model.layers import MLP, RMSNorm, apply_rope, rope_inv_freq, softmax_scale, yarn_mscale
 from composer2_jax.model.moe import MoE, grouped_ffn, route
+from composer2_jax.model_config import RopeScaling, get_model_config
 from tests.tolerances import FP32_BLOCK, FP32_FN
 
 rng = np.random.default_rng(0)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
-from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
 from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.model.transformer import stack_params, unstack_params
+from composer2_jax.model_config import get_model_config
 from composer2_jax.params import count_params
 from tests.tolerances import FP32_BLOCK, FP32_FN
 

@@ -16,7 +16,6 @@ from flax import linen as nn
 from jax.sharding import PartitionSpec as P
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import get_model_config
 from composer2_jax.model.expert_parallel import (
     Experts,
     capacity,
@@ -25,6 +24,7 @@ from composer2_jax.model.expert_parallel import (
     ragged_all_to_all_padded,
 )
 from composer2_jax.model.moe import MoE
+from composer2_jax.model_config import get_model_config
 from tests.test_moe_layer import init_moe, naive_moe
 from tests.tolerances import FP32_BLOCK, SHARDED_FP32
 

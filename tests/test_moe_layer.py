@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
-from composer2_jax.config import get_model_config
 from composer2_jax.model.expert_parallel import Experts, capacity, capacity_ffn
 from composer2_jax.model.moe import MoE, sequence_balance_loss
+from composer2_jax.model_config import get_model_config
 from tests.tolerances import FP32_BLOCK, FP32_FN
 
 rng = np.random.default_rng(0)

@@ -9,8 +9,8 @@ import numpy as np
 from flax import linen as nn
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
+from composer2_jax.model_config import get_model_config
 from tests.tolerances import SHARDED_FP32
 
 

@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from composer2_jax.config import get_model_config
 from composer2_jax.model.expert_parallel import capacity
 from composer2_jax.model.moe import MoE
+from composer2_jax.model_config import get_model_config
 from composer2_jax.plan.hlo import moe_overlap, schedule_summary
 from tests.test_moe_expert_parallel import _assert_tree_close, _on_mesh
 from tests.test_moe_layer import init_moe, naive_moe

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
-from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
 from composer2_jax.model.layer_plan import moe_layer_ids
 from composer2_jax.model.moe import moe_metrics, update_router_bias
+from composer2_jax.model_config import get_model_config
 
 
 def _router_state(cfg):

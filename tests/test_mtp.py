@@ -10,11 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from composer2_jax.config import get_model_config
 from composer2_jax.infer.testing import random_variables
 from composer2_jax.losses.mtp import MTPLossConfig, chunked_mtp_sums, mtp_weight, teacher_hidden
 from composer2_jax.model import Transformer
 from composer2_jax.model.mtp import mtp_batch, shift_left, shift_tokens
+from composer2_jax.model_config import get_model_config
 from tests.tolerances import FP32_BLOCK, FP32_FN
 
 VOCAB = 64

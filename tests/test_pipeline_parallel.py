@@ -17,9 +17,9 @@ import optax
 import pytest
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
 from composer2_jax.model.pipeline import bubble_fraction, from_stages, pipeline_spec, to_stages
+from composer2_jax.model_config import get_model_config
 from composer2_jax.train.state import abstract_train_state, activate, init_train_state, logical_axes
 from composer2_jax.train.step import StepConfig, make_train_step
 from tests.tolerances import SHARDED_FP32

@@ -12,8 +12,8 @@ import jax
 import pytest
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
+from composer2_jax.model_config import get_model_config
 from composer2_jax.plan import calibration, hlo, report, roofline, stage, step
 from composer2_jax.plan import search as plan_search
 from composer2_jax.train import optim

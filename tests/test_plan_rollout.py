@@ -12,8 +12,8 @@ import pytest
 from flax import linen as nn
 
 from composer2_jax import chips
-from composer2_jax.config import get_model_config
 from composer2_jax.model import Transformer
+from composer2_jax.model_config import get_model_config
 from composer2_jax.params import count_params
 from composer2_jax.plan import cli
 from composer2_jax.plan import rollout as pr

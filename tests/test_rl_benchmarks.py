@@ -1,11 +1,13 @@
-"""The RL learning benchmarks' own logic (benchmarks/rl_learning.py, benchmarks/rl_ablation.py) without running RL:
+"""The RL learning benchmarks' own logic (benchmarks/learning/rl_learning.py, benchmarks/learning/rl_ablation.py)
+without running
+RL:
 the harness every mode pins, the arms of the ablation and their one difference, and the window means it reports."""
 
 import json
 
 import pytest
 
-from benchmarks import rl_ablation, rl_learning
+from benchmarks.learning import rl_ablation, rl_learning
 
 
 def _fake_runs(monkeypatch, tmp_path, rows_per_run):
@@ -81,7 +83,7 @@ def _tree_metrics(path, evals, tokens_per_version):
 
 
 def test_tree_learning_reads_curves_against_tokens_and_finds_where_plain_final_is_reached(tmp_path):
-    from benchmarks import rl_tree_learning as tl
+    from benchmarks.learning import rl_tree_learning as tl
 
     _tree_metrics(tmp_path / "plain" / "rl" / "logs", {0: 0.1, 10: 0.2, 20: 0.3}, 800)
     _tree_metrics(tmp_path / "uniform" / "rl" / "logs", {0: 0.1, 10: 0.35, 20: 0.4}, 600)
@@ -97,7 +99,7 @@ def test_tree_learning_reads_curves_against_tokens_and_finds_where_plain_final_i
 
 
 def test_tree_learning_refuses_a_missing_start_and_an_unknown_mode(tmp_path):
-    from benchmarks import rl_tree_learning as tl
+    from benchmarks.learning import rl_tree_learning as tl
 
     with pytest.raises(SystemExit, match="not a checkpoint folder"):
         tl.main(["--init", str(tmp_path / "none"), "--workdir", str(tmp_path / "w")])
@@ -135,9 +137,9 @@ def test_rl_learning_family_pkg_parses_into_a_valid_config():
 
 
 def test_rollout_engine_workload_flags_reach_the_workload():
-    """benchmarks/rollout_engine.py: --obs-min, --reply-median, --reply-max and --static-prefill-chunk shape the
+    """benchmarks/perf/rollout_vs_static.py: --obs-min, --reply-median, --reply-max and --static-prefill-chunk shape the
     workload and the static baseline; the defaults stay the documented toy workload; bad ranges are refused."""
-    from benchmarks import rollout_engine as re_bench
+    from benchmarks.perf import rollout_vs_static as re_bench
 
     argv = ["--episodes", "64", "--turns", "8", "--obs-min", "50", "--obs-max", "2000", "--reply-median", "24",
             "--reply-max", "128"]

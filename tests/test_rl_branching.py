@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from composer2_jax.bench.agents import call
+from composer2_jax.bench.policies import call
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env.harness import Completion, HarnessConfig, fork_checkpoint, resume_episode, run_episode
 from composer2_jax.env.observation import Observation
@@ -196,7 +196,7 @@ def test_bad_trees_and_configs_are_refused():
         TreeConfig(node_choice="best")
     with pytest.raises(ValueError, match="token_budget=0"):
         TreeConfig(token_budget=0)
-    from composer2_jax.rl.config import RLConfig
+    from composer2_jax.rl.run_config import RLConfig
 
     with pytest.raises(ValueError, match="group_mode='forest'; expected one of"):
         RLConfig(group_mode="forest")
@@ -204,7 +204,7 @@ def test_bad_trees_and_configs_are_refused():
     summarised = dataclasses.replace(a.result, summaries=1)
     with pytest.raises(ValueError, match="branch 0 summarised its context 1 time"):
         assemble([Branch(summarised, 0.0)])
-    from composer2_jax.rl.config import RLExperimentConfig
+    from composer2_jax.rl.run_config import RLExperimentConfig
 
     with pytest.raises(ValueError, match=r"group_mode='tree' with harness.max_summaries=8: .* expected "
                                          r"harness.max_summaries=0"):
@@ -226,7 +226,7 @@ def test_a_tree_episode_that_fills_its_context_ends_instead_of_summarising():
 
 
 def useful_group(tree, successes):
-    from composer2_jax.rl.services.records import EpisodeRecord, GroupRecord
+    from composer2_jax.rl.records import EpisodeRecord, GroupRecord
 
     eps = [EpisodeRecord(None, [], "t", "easy", s, s, 0.0, {}, "submitted", 1, 0, 0, 1, 0.0, 0.0, 0)
            for s in successes]
@@ -235,7 +235,7 @@ def useful_group(tree, successes):
 
 def test_useful_samples_count_leaves_that_train_a_pass_fail_signal():
     from composer2_jax.episode import Turn
-    from composer2_jax.rl.services.records import useful_samples
+    from composer2_jax.rl.records import useful_samples
     from composer2_jax.rl.tree import GroupTree, TreeNode
 
     def turn():
@@ -312,12 +312,12 @@ def test_concurrent_first_episodes_of_a_task_import_its_repository_once(tmp_path
 def test_tree_groups_run_through_the_embedded_loop_and_pack(tmp_path, rule):
     from composer2_jax.env import Environment, SandboxLimits
     from composer2_jax.rl import tasks
-    from composer2_jax.rl.config import LoopConfig, RLConfig
+    from composer2_jax.rl.curriculum import TaskCurriculum
+    from composer2_jax.rl.records import Counters
     from composer2_jax.rl.rewards import RewardConfig
+    from composer2_jax.rl.run_config import LoopConfig, RLConfig
     from composer2_jax.rl.services.env_worker import EnvWorker
     from composer2_jax.rl.services.local import LocalOrchestrator
-    from composer2_jax.rl.services.records import Counters
-    from composer2_jax.rl.services.sampler import TaskSampler
     from composer2_jax.rl.services.testing import CountingTrainer, ScriptedRollout
     from composer2_jax.rl.services.trainer import training_items
     from composer2_jax.rl.services.weights import WeightStore
@@ -333,7 +333,7 @@ def test_tree_groups_run_through_the_embedded_loop_and_pack(tmp_path, rule):
                       tree=TreeConfig(initial=2, branches=2, token_budget=600, node_choice=rule),
                       loop=LoopConfig(episode_threads=4, max_retries=1, take_timeout_s=120))
         trainer = CountingTrainer(eta=1)
-        orch = LocalOrchestrator(trainer, ScriptedRollout(store, p_correct=0.5, seed=3), worker, TaskSampler(hard),
+        orch = LocalOrchestrator(trainer, ScriptedRollout(store, p_correct=0.5, seed=3), worker, TaskCurriculum(hard),
                                  rl, store, counters)
         orch.run()
         assert trainer.version == 2 and trainer.violations == 0

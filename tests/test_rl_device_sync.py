@@ -47,7 +47,7 @@ def test_device_sync_outside_one_distributed_job_is_an_error():
 def test_the_weight_sync_choice_is_validated_and_a_driver_outside_a_job_is_named(monkeypatch):
     pytest.importorskip("ray")
     from composer2_jax.rl import orchestrator
-    from composer2_jax.rl.config import RayConfig
+    from composer2_jax.rl.run_config import RayConfig
     from composer2_jax.rl.services.ray_loop import join_device_sync_job
     from tests.test_rl_ray import micro_config
 

@@ -7,15 +7,15 @@ import json
 import numpy as np
 import pytest
 
-from composer2_jax.bench.agents import ScriptedPolicy, call
+from composer2_jax.bench.policies import ScriptedPolicy, call
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment, SandboxLimits
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import orchestrator, pkg_tasks, sources
-from composer2_jax.rl.config import RLExperimentConfig
+from composer2_jax.rl.grading import grade_episode
 from composer2_jax.rl.rewards import RewardConfig
+from composer2_jax.rl.run_config import RLExperimentConfig
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.services.grader import grade_episode
 from composer2_jax.rl.services.oracle import write_oracle_transcripts
 from tests.markers import needs_sandbox
 

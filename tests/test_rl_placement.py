@@ -14,7 +14,7 @@ import pytest
 
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.infer.testing import random_variables
-from composer2_jax.rl.config import RLConfig, RLExperimentConfig, check_placement
+from composer2_jax.rl.run_config import RLConfig, RLExperimentConfig, check_placement
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutWorker
 from composer2_jax.rl.services.testing import micro_model_config
 from composer2_jax.rl.services.trainer import Trainer, TrainerConfig
@@ -136,9 +136,9 @@ def test_short_rl_loop_in_each_placement(placement, tmp_path):
     from composer2_jax import schema
     from composer2_jax.env import Environment
     from composer2_jax.rl import orchestrator
+    from composer2_jax.rl.records import Counters
     from composer2_jax.rl.services.env_worker import env_worker_for
     from composer2_jax.rl.services.local import LocalOrchestrator
-    from composer2_jax.rl.services.records import Counters
     from tests.test_rl_ray import micro_config
 
     c = micro_config(tmp_path)
@@ -156,7 +156,7 @@ def test_short_rl_loop_in_each_placement(placement, tmp_path):
                             vocab_limit=trainer.law.vocab_limit)
     with Environment(pool_size=run.env.pool_size, limits=orchestrator.sandbox_limits(run.env)) as env:
         orch = LocalOrchestrator(trainer, rollout, env_worker_for(run, env, tokenizer),
-                                 orchestrator.training_sampler(run), run.rl, store, counters)
+                                 orchestrator.training_curriculum(run), run.rl, store, counters)
         history = orch.run()
     assert trainer.version == 2 and [m["version"] for m in history] == [1, 2]
     assert all(m["staleness_max"] <= 1 for m in history) and counters.get("episodes_done") >= 2 * 2 * 2

@@ -133,7 +133,7 @@ def test_a_rollout_actor_owns_its_devices_and_serves_the_trainers_weights(cluste
     import jax
     import numpy as np
 
-    from composer2_jax.rl.config import RayConfig
+    from composer2_jax.rl.run_config import RayConfig
     from composer2_jax.rl.services.ray_actors import RolloutActor, WeightRegistry, host_weights
     from composer2_jax.rl.services.ray_loop import rollout_actor_options
     from composer2_jax.rl.services.trainer import Trainer

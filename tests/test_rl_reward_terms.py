@@ -7,16 +7,16 @@ import math
 
 import pytest
 
-from composer2_jax.bench.agents import ScriptedPolicy, call
+from composer2_jax.bench.policies import ScriptedPolicy, call
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment, SandboxLimits
 from composer2_jax.env import testing as envtest
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import tasks
 from composer2_jax.rl.orchestrator import progress_line
+from composer2_jax.rl.records import GroupRecord, summarize_groups
 from composer2_jax.rl.rewards import TERMS, RewardConfig, ruff_available
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.services.records import GroupRecord, summarize_groups
 from tests.tolerances import FP32_FN
 
 pytestmark = pytest.mark.skipif(envtest.host_problem() is not None, reason=f"no sandboxes: {envtest.host_problem()}")

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pytest
 
-from composer2_jax.bench.agents import ScriptedPolicy, call
+from composer2_jax.bench.policies import ScriptedPolicy, call
 from composer2_jax.bench.task import load_suite
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.data.chat import render_chat
@@ -22,16 +22,16 @@ from composer2_jax.env import testing as envtest
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.episode import Episode, Segment, Turn
 from composer2_jax.rl import tasks
-from composer2_jax.rl.config import LoopConfig, RLConfig
+from composer2_jax.rl.curriculum import TaskCurriculum
+from composer2_jax.rl.grading import grade_task
+from composer2_jax.rl.records import Counters, GroupRecord
 from composer2_jax.rl.rewards import RewardConfig
+from composer2_jax.rl.run_config import LoopConfig, RLConfig
 from composer2_jax.rl.services.buffer import GroupBuffer
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.services.grader import grade_task
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.oracle import write_oracle_transcripts
-from composer2_jax.rl.services.records import Counters, GroupRecord
 from composer2_jax.rl.services.routing import CallRecord, episode_routing, pack_routing, segment_routing
-from composer2_jax.rl.services.sampler import TaskSampler
 from composer2_jax.rl.services.staleness import StalenessGate, is_fresh
 from composer2_jax.rl.services.testing import CountingTrainer, FaultyEnv, ScriptedRollout
 from composer2_jax.rl.services.weight_delta import apply_delta, delta_stats, encode_delta, full_bytes
@@ -114,7 +114,7 @@ def test_gate_admits_up_to_version_plus_eta_plus_one_batches():
 
 def _record(version):
     """An EpisodeRecord-like object whose trained tokens carry `version`."""
-    from composer2_jax.rl.services.records import EpisodeRecord
+    from composer2_jax.rl.records import EpisodeRecord
 
     seg = Segment((Turn("system", (1,), False), Turn("message", (2, 3), True, (-0.5, -0.5), version)))
     return EpisodeRecord(Episode((seg,), 1.0), [None], "t", "easy", 1.0, 1.0, 0.0, {}, "submitted", 1, 0, 0, 2, 0.0,
@@ -344,7 +344,7 @@ def test_imperfect_teacher_transcripts_are_kept_unverified(worker, tmp_path):
 
 @needs_sandbox
 def test_suite_folders_load_and_grade_with_the_benchmark_runner(env, tmp_path):
-    from composer2_jax.bench.agents import scripted_factory
+    from composer2_jax.bench.policies import scripted_factory
     from composer2_jax.bench.runner import run_suite
     from composer2_jax.rl.services.tool_view import ToolView
 
@@ -369,7 +369,7 @@ def run_loop(env, tmp_path, eta, steps=4, fault=None, faulty_env=None, latency=N
                        repo_root=tmp_path)
     rl = RLConfig(eta=eta, samples=samples, steps=steps, groups_per_batch=groups,
                   loop=LoopConfig(episode_threads=8, max_retries=1, take_timeout_s=120))
-    orch = LocalOrchestrator(trainer, rollout, worker, TaskSampler(tasks.task_set(40, 0)), rl, store, counters)
+    orch = LocalOrchestrator(trainer, rollout, worker, TaskCurriculum(tasks.task_set(40, 0)), rl, store, counters)
     history = orch.run(on_version=(lambda m: fault(rollout, m)) if fault else None)
     return trainer, counters, history
 
@@ -458,7 +458,7 @@ def test_every_version_logs_the_acceptance_of_the_drafts_made_since_the_last(env
     rl = RLConfig(eta=0, samples=2, steps=3, groups_per_batch=2,
                   loop=LoopConfig(episode_threads=4, max_retries=1, take_timeout_s=120))
     orch = LocalOrchestrator(CountingTrainer(0), DraftingRollout(store, p_correct=0.6), worker,
-                             TaskSampler(tasks.task_set(40, 0)), rl, store, counters)
+                             TaskCurriculum(tasks.task_set(40, 0)), rl, store, counters)
     history = orch.run()
     assert [m["rollout/acceptance"] for m in history] == [0.5] * 3
     assert sum(m["rollout/drafted"] for m in history) <= counters.get("rollout_drafted")
@@ -487,7 +487,7 @@ def test_training_continues_while_an_evaluation_is_in_progress(env, tmp_path):
     rl = RLConfig(eta=1, samples=2, steps=4, groups_per_batch=2,
                   loop=LoopConfig(episode_threads=8, max_retries=1, take_timeout_s=120))
     orch = LocalOrchestrator(trainer, ScriptedRollout(store, p_correct=0.6), worker,
-                             TaskSampler(tasks.task_set(40, 0)), rl, store, counters)
+                             TaskCurriculum(tasks.task_set(40, 0)), rl, store, counters)
     busy_at_version = []
     history = orch.run(on_version=lambda m: busy_at_version.append(service.busy.is_set()))
     release.set()

@@ -14,7 +14,7 @@ from composer2_jax.data import tokenizer as tk
 from composer2_jax.episode import SegmentBuilder
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.rl import orchestrator
-from composer2_jax.rl.services.records import EpisodeRecord, GroupRecord
+from composer2_jax.rl.records import EpisodeRecord, GroupRecord
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutPolicy, RolloutWorker
 from composer2_jax.rl.services.routing import episode_routing
 from composer2_jax.rl.services.testing import micro_model_config
@@ -271,11 +271,11 @@ def test_a_summarizing_episode_trains_both_segments_with_the_episodes_advantage(
     from composer2_jax.env import Environment, SandboxLimits
     from composer2_jax.env.harness import HarnessConfig
     from composer2_jax.rl import tasks
+    from composer2_jax.rl.advantages import group_advantages
+    from composer2_jax.rl.records import summarize_groups
     from composer2_jax.rl.rewards import RewardConfig
     from composer2_jax.rl.services.env_worker import EnvWorker
-    from composer2_jax.rl.services.records import summarize_groups
     from composer2_jax.rl.services.testing import ScriptedRollout
-    from composer2_jax.rl.services.trainer import group_advantages
 
     oc = OptimConfig(lr=3e-2, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
     tr = Trainer(CFG, oc, TrainerConfig(rows=2, seq_len=512, router_replay=False), seed=3)
@@ -386,12 +386,12 @@ def test_the_trainer_steps_on_branched_tree_groups(tmp_path):
     from composer2_jax.env.harness import HarnessConfig
     from composer2_jax.rl import tasks
     from composer2_jax.rl.branching import TreeConfig
-    from composer2_jax.rl.config import LoopConfig, RLConfig
+    from composer2_jax.rl.curriculum import TaskCurriculum
+    from composer2_jax.rl.records import Counters
     from composer2_jax.rl.rewards import RewardConfig
+    from composer2_jax.rl.run_config import LoopConfig, RLConfig
     from composer2_jax.rl.services.env_worker import EnvWorker
     from composer2_jax.rl.services.local import LocalOrchestrator
-    from composer2_jax.rl.services.records import Counters
-    from composer2_jax.rl.services.sampler import TaskSampler
     from composer2_jax.rl.services.testing import ScriptedRollout
 
     harness = HarnessConfig(max_turns=4, max_new_tokens=192, max_total_tokens=1024, context_budget=2048,
@@ -410,7 +410,7 @@ def test_the_trainer_steps_on_branched_tree_groups(tmp_path):
                       tree=TreeConfig(initial=2, branches=2, token_budget=500, node_choice="uniform"),
                       loop=LoopConfig(episode_threads=4, max_retries=1, take_timeout_s=300))
         history = LocalOrchestrator(trainer, ScriptedRollout(store, p_correct=0.5, seed=5), worker,
-                                    TaskSampler(hard), rl, store, counters).run()
+                                    TaskCurriculum(hard), rl, store, counters).run()
     (group,), = consumed
     assert any(len(kids) > 1 for n, kids in group.tree.children.items() if n != group.tree.root)  # mid-episode
     sampled = sum(len(t.tokens) for n in group.tree.nodes.values() for t in n.turns if t.trainable)

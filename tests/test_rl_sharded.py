@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from composer2_jax.episode import Segment, SegmentBuilder, Turn
-from composer2_jax.rl.services.records import EpisodeRecord, GroupRecord
+from composer2_jax.rl.records import EpisodeRecord, GroupRecord
 from composer2_jax.rl.services.testing import micro_model_config
 from composer2_jax.rl.services.trainer import Trainer, TrainerConfig, target_batch
 from composer2_jax.rl.trajectory import pack_segments

@@ -8,16 +8,16 @@ import shutil
 
 import pytest
 
-from composer2_jax.bench.agents import scripted_factory
+from composer2_jax.bench.policies import scripted_factory
 from composer2_jax.bench.task import load_suite
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment, SandboxLimits
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import orchestrator, sources
-from composer2_jax.rl.config import RLExperimentConfig
+from composer2_jax.rl.curriculum import Curriculum, TaskCurriculum
 from composer2_jax.rl.rewards import RewardConfig
+from composer2_jax.rl.run_config import RLExperimentConfig
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.services.sampler import CurriculumSampler, TaskSampler
 from experiments import rl as rl_experiment
 from tests.markers import needs_sandbox
 
@@ -59,7 +59,7 @@ def test_run_config_selects_sources_and_held_out_sets():
     c = rl_experiment.get_config("toy")  # as `--config.tasks=toy@3,suite:v0@1 --config.sources.eval_tasks=4` sets it
     c.tasks, c.sources.eval_tasks = "toy@3,suite:v0@1", 4
     run = orchestrator.rl_config(c)
-    sampler = orchestrator.training_sampler(run)
+    sampler = orchestrator.training_curriculum(run)
     drawn = collections.Counter(sampler.next().source for _ in range(400))
     assert set(drawn) == {"toy", "suite:v0"} and 0.68 < drawn["toy"] / 400 < 0.82  # ∝ 3 : 1
     held = orchestrator.heldout_tasks(run)
@@ -78,15 +78,15 @@ def test_a_task_held_out_by_one_source_is_never_trained_from_another(tmp_path):
     c.tasks = f"generated:{folder}"
     c.sources.update(heldout_frac=0.0, heldout_versions=("v0",), eval_tasks=4)
     run = orchestrator.rl_config(c)
-    assert [t.task.name for t in orchestrator.training_sampler(run).tasks[0]] == ["gen9-other"]
+    assert [t.task.name for t in orchestrator.training_curriculum(run).tasks[0]] == ["gen9-other"]
     assert collections.Counter(t.source for t in orchestrator.heldout_tasks(run)) == {"suite:v0": 4}
 
 
 def test_sampler_is_weighted_resumable_and_one_source_keeps_the_old_order():
     a, b = [f"a{i}" for i in range(7)], [f"b{i}" for i in range(3)]
-    s = CurriculumSampler([(a, 1.0), (b, 1.0)], seed=5)
+    s = Curriculum([(a, 1.0), (b, 1.0)], seed=5)
     first = [s.next() for _ in range(50)]
-    resumed = CurriculumSampler([(a, 1.0), (b, 1.0)], seed=5, position=20)
+    resumed = Curriculum([(a, 1.0), (b, 1.0)], seed=5, position=20)
     assert [resumed.next() for _ in range(30)] == first[20:]
     drawn_b = [x for x in first if x.startswith("b")]
     assert sorted(drawn_b[:3]) == b and sorted(drawn_b[3:6]) == b  # each source cycles through all its tasks
@@ -95,10 +95,10 @@ def test_sampler_is_weighted_resumable_and_one_source_keeps_the_old_order():
         order = list(range(7))
         random.Random(f"5-{epoch}").shuffle(order)
         old += [a[i] for i in order]
-    t = TaskSampler(a, seed=5)
+    t = TaskCurriculum(a, seed=5)
     assert [t.next() for _ in range(21)] == old
     with pytest.raises(ValueError, match="empty"):
-        CurriculumSampler([(a, 1.0), ([], 1.0)])
+        Curriculum([(a, 1.0), ([], 1.0)])
 
 
 # ------------------------------------------------------------------------------------------------ through EnvWorker
@@ -136,7 +136,7 @@ def test_harbor_tasks_run_grade_and_reward_through_the_env_worker(env, tmp_path,
 
 
 def _stdlib_tests() -> bool:
-    from composer2_jax.bench import generate
+    from composer2_jax.bench.authoring import generate_stdlib as generate
 
     return any((d / "test" / "test_shlex.py").is_file() for d in generate.stdlib_dirs())
 
@@ -181,7 +181,7 @@ def test_short_rl_run_on_a_mixed_curriculum_logs_every_reward_term(tmp_path):
 # ------------------------------------------------------------------------------------------------ any package
 
 def test_a_package_is_opened_by_name_folder_or_archive_and_must_be_pure_python(tmp_path):
-    from composer2_jax.bench import generate_package as gp
+    from composer2_jax.bench.authoring import generate_package as gp
 
     pasta = gp.open_package("pasta")  # installed (google-pasta): unittest tests beside its modules
     assert pasta.name == "pasta" and (pasta.root / "__init__.py").is_file()
@@ -210,7 +210,7 @@ def test_a_package_is_opened_by_name_folder_or_archive_and_must_be_pure_python(t
 
 
 def test_package_imports_are_renamed_to_the_vendored_copy():
-    from composer2_jax.bench.generate_package import rename_imports
+    from composer2_jax.bench.authoring.generate_package import rename_imports
 
     src = ("import pasta\nimport pasta.base.ast_utils\nfrom pasta.augment import rename\n  from pasta import x\n"
            "import pasta.base as pb\nimport pastary\ns = '''\nimport a\n'''\n")
@@ -227,8 +227,8 @@ def test_tasks_generated_from_an_installed_package_grade_oracle_1_and_forgers_0(
     """The feature-deletion generator on a real third-party package (google-pasta, installed): the task's hidden
     check is the package's own tests with the function traced, judged outside the code's reach; the oracle scores
     1, the untouched start and forging policies 0, through the RL source and the EnvWorker."""
-    from composer2_jax.bench import forging
-    from composer2_jax.rl.services.grader import grade_episode
+    from composer2_jax.bench.authoring import forgeries as forging
+    from composer2_jax.rl.grading import grade_episode
 
     spec = sources.SourceSpec("generated", str(tmp_path / "gen"), 1.0)
     got = sources.generated_tasks(spec, "train", 0.0, 1, 0, packages=("pasta",), per_module=1)

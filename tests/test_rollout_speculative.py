@@ -11,13 +11,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from composer2_jax.config import get_model_config
 from composer2_jax.infer import SamplingParams, forward
 from composer2_jax.infer.rollout_engine import EngineConfig, RolloutEngine
 from composer2_jax.infer.step import TRACES
 from composer2_jax.infer.testing import random_variables
 from composer2_jax.model import Transformer
 from composer2_jax.model.mtp import mtp_batch
+from composer2_jax.model_config import get_model_config
 from tests.test_infer import VOCAB, toy
 from tests.test_speculative import _echo_drafter, _exact_joint, chi2_pvalue
 from tests.tolerances import FP32_BLOCK

@@ -1,4 +1,5 @@
-"""Pinned releases are fetched as files from the indexes pip is configured for, never built (bench/sdist_repo.py).
+"""Pinned releases are fetched as files from the indexes pip is configured for, never built
+(bench/authoring/sdist_repo.py).
 
 The fast tests serve a simple index on loopback (PEP 503 HTML and PEP 691 JSON, with basic-auth credentials in the
 configured URL) and point pip's own configuration at it through PIP_* variables, so `pip config list` is what the
@@ -19,7 +20,7 @@ import threading
 
 import pytest
 
-from composer2_jax.bench import sdist_repo
+from composer2_jax.bench.authoring import sdist_repo
 from composer2_jax.bench.task import load_suite
 
 SDIST = b"\x1f\x8b pretend release bytes"

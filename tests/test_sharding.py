@@ -9,7 +9,7 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import get_model_config
+from composer2_jax.model_config import get_model_config
 
 
 def test_make_mesh_axes_sizes_and_auto_types():

@@ -9,11 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from composer2_jax.config import get_model_config
 from composer2_jax.infer import Engine, SamplingParams, forward, kv_cache, sampler, speculative
 from composer2_jax.infer.testing import random_variables
 from composer2_jax.model import Transformer
 from composer2_jax.model.mtp import mtp_batch
+from composer2_jax.model_config import get_model_config
 from tests.test_infer import prompts, toy
 from tests.tolerances import FP32_BLOCK
 

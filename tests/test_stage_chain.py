@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from composer2_jax.config import RopeScaling, inherit_model, preset
+from composer2_jax.model_config import RopeScaling, inherit_model, preset
 from composer2_jax.train.checkpoint import Checkpointer
 from composer2_jax.train.loop import train
 from experiments import cpt_bulk, cpt_long, sft

@@ -17,8 +17,8 @@ import pytest
 
 from composer2_jax import schema
 from composer2_jax import sharding as shd
-from composer2_jax.config import model_config
 from composer2_jax.model import Transformer
+from composer2_jax.model_config import model_config
 from composer2_jax.train import optim
 from composer2_jax.train.checkpoint import Checkpointer, CheckpointError
 from composer2_jax.train.loop import NonFiniteLoss, train

@@ -10,10 +10,10 @@ import pytest
 from flax import linen as nn
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import get_model_config
 from composer2_jax.losses.lm import chunked_cross_entropy
 from composer2_jax.model import Transformer
 from composer2_jax.model.moe import update_router_bias
+from composer2_jax.model_config import get_model_config
 from composer2_jax.train import optim
 from composer2_jax.train.state import init_train_state
 from composer2_jax.train.step import StepConfig, make_train_step

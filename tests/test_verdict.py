@@ -1,7 +1,7 @@
-"""Verdicts outside the code's reach (bench/verdict_runner.py, bench/verdict.py): the value encoding and the
+"""Verdicts outside the code's reach (verify/verdict_runner.py, verify/verdict.py): the value encoding and the
 judge by hand-computed cases, the runner's protocol against children that misbehave (on the host, with probes that
-stay inside their own process tree), and the zoo of forging policies (bench/forging.py) graded in real sandboxes
-by the real graders: every policy scores 0 on every task kind and the oracle scores 1.
+stay inside their own process tree), and the zoo of forging policies (bench/authoring/forgeries.py) graded in real
+sandboxes by the real graders: every policy scores 0 on every task kind and the oracle scores 1.
 """
 
 import json
@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from composer2_jax.bench import forging, verdict, verdict_record
-from composer2_jax.bench import verdict_runner as vr
+from composer2_jax.bench.authoring import forgeries as forging
 from composer2_jax.env import testing as envtest
+from composer2_jax.verify import verdict
+from composer2_jax.verify import verdict_runner as vr
 from tests.markers import needs_sandbox
 
 # ------------------------------------------------------------------------------------------------ encoding
@@ -176,8 +177,8 @@ def test_the_workspace_cannot_shadow_the_standard_library_and_hidden_files_are_s
 def test_runner_copies_are_current_and_every_project_task_uses_it():
     from composer2_jax.bench.task import load_suite
 
-    assert verdict_record.sync(verdict.RUNNER.parents[2] / "benchmarks" / "tasks") == []  # no stale copy
-    for task in load_suite("v0").tasks:
+    for task in load_suite("v0").tasks:  # loading installs the runner (bench/shared_files.py; no copy is committed)
+        assert (task.tests_dir / verdict.RUNNER_NAME).read_bytes() == verdict.RUNNER.read_bytes(), task.name
         assert verdict.load_expected(task.tests_dir) is not None, task.name
         assert not list(task.tests_dir.glob("test_*_hidden.py")) and not (task.tests_dir / "mutation_grade.py").exists()
         assert (task.tests_dir / "test.sh").read_text() == verdict.TEST_SH
@@ -222,8 +223,8 @@ def fast_jobs() -> list[tuple[str, str, str]]:
 
 
 def grade_job(env, kind: str, name: str, policy: str, work: Path, hang_s: float) -> dict:
-    """Grade one (kind, task, policy) with benchmarks/forging.py's graders."""
-    from benchmarks import forging as bench_forging
+    """Grade one (kind, task, policy) with benchmarks/tasks/forgery_grid.py's graders."""
+    from benchmarks.tasks import forgery_grid as bench_forging
     from composer2_jax.bench.task import load_suite
     from composer2_jax.rl import tasks as rl_tasks
 
@@ -256,8 +257,8 @@ def test_oracle_still_scores_one(env, tmp_path, kind, name):
 @needs_sandbox
 def test_a_child_cannot_read_the_runner_parent_in_the_sandbox(env, tmp_path):
     """Non-dumpable: the sandbox user (no capabilities) cannot read the parent's environment, memory or fds."""
-    from composer2_jax.bench.grade import grade
     from composer2_jax.bench.task import load_task
+    from composer2_jax.verify.grade import grade
 
     probes = ("import os\n"
               "def probe_parent(ctx):\n    out = []\n"
@@ -290,8 +291,8 @@ else echo 0 > "$LOGS_DIR/verifier/reward.txt"; fi
 def test_third_party_verifier_guard_keeps_runner_modules_out_of_the_workspace(env, tmp_path, policy):
     """A Harbor test.sh we do not control (unittest from the repository root): the oracle passes, and a workspace
     that shadows unittest/json/sitecustomize does not, because the guard resolves them from the interpreter."""
-    from composer2_jax.bench.grade import grade
     from composer2_jax.bench.task import load_task
+    from composer2_jax.verify.grade import grade
 
     root = tmp_path / "third"
     envtest.make_repo(str(root), {

@@ -82,9 +82,9 @@ def load_checkpoint(path: str | Path, engine_config: Any = None) -> tuple[Any, d
     import orbax.checkpoint as ocp
     from flax import linen as nn
 
-    from composer2_jax.config import model_config
     from composer2_jax.infer.rollout_engine import RolloutEngine
     from composer2_jax.model import Transformer
+    from composer2_jax.model_config import model_config
     from composer2_jax.train.checkpoint import Checkpointer
 
     if not Path(path).is_dir():

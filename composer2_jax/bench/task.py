@@ -36,6 +36,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from composer2_jax.bench import shared_files
 from composer2_jax.bench.compose import ComposeError, ComposeSpec, compose_file, parse_compose
 from composer2_jax.bench.task_config import (  # noqa: F401  (re-exported: the task API lives here)
     DIFFICULTIES,
@@ -236,6 +237,7 @@ def load_task(path: str | os.PathLike) -> Task | Unsupported:
     reason = _unsupported_reason(path, config)
     if reason is not None:
         return Unsupported(name, path, reason)
+    shared_files.install(path)  # the verdict runner and the pinned-release script, from the repository's one copy
     env_dir = path / "environment"
     compose = _compose(path, config)
     image_context = env_dir if (env_dir / "Dockerfile").is_file() and compose is None else None

@@ -19,8 +19,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from composer2_jax.bench import agents
-from composer2_jax.bench.negatives import negative_factory, negatives
+from composer2_jax.bench import policies
+from composer2_jax.bench.authoring.negatives import negative_factory, negatives
 from composer2_jax.bench.runner import SnapshotCache, Trial, run_trial
 from composer2_jax.bench.task import Suite, Task, load_suite
 from composer2_jax.data import tokenizer as tk
@@ -82,8 +82,8 @@ def validate(env, suite: Suite, workers: int = 3, config: HarnessConfig = Harnes
     static = {t.name: static_problems(t, cache_dir) for t in suite.tasks}
     jobs = []
     for task in suite.tasks:
-        jobs += [(task, "oracle", agents.scripted_factory("oracle", tok, config)),
-                 (task, "null", agents.scripted_factory("null", tok, config))]
+        jobs += [(task, "oracle", policies.scripted_factory("oracle", tok, config)),
+                 (task, "null", policies.scripted_factory("null", tok, config))]
         jobs += [(task, f"negative:{n}", negative_factory(n, tok, config)) for n in negatives(task)]
     snaps = SnapshotCache(env, cache_dir)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="validate") as pool:

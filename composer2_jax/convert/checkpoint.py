@@ -26,8 +26,8 @@ from typing import Any, Iterable, Iterator, Optional
 import jax
 import numpy as np
 
-from composer2_jax.config import ModelConfig, model_config
 from composer2_jax.model.layer_plan import SCANNED_STACK, layer_name, layer_plan, unit_name
+from composer2_jax.model_config import ModelConfig, model_config
 
 FORMAT = "composer2_jax.convert/1"
 MODEL_CONFIG = "model_config.json"

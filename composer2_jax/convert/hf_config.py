@@ -19,7 +19,7 @@ import json
 import os
 from typing import Any, Mapping, Optional
 
-from composer2_jax.config import ModelConfig, RopeScaling, model_config
+from composer2_jax.model_config import ModelConfig, RopeScaling, model_config
 
 # HF key → our key. Keys with a default may be absent from config.json.
 MAPPED: dict[str, str] = {

@@ -14,11 +14,11 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from composer2_jax.config import ModelConfig, model_config
 from composer2_jax.convert import hf_config
 from composer2_jax.convert.checkpoint import CheckpointWriter, assemble, flatten, unflatten
 from composer2_jax.convert.hf_source import DTYPE_NAMES, NP_DTYPES, CheckpointError, HFSource
 from composer2_jax.convert.mapping import Group, Leaf, groups, mtp_shared_source
+from composer2_jax.model_config import ModelConfig, model_config
 
 log = logging.getLogger(__name__)
 IMPORT_DTYPES = ("auto", "float32", "bfloat16")

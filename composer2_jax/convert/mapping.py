@@ -28,8 +28,8 @@ import dataclasses
 import math
 from typing import Optional
 
-from composer2_jax.config import ModelConfig
 from composer2_jax.model.layer_plan import layer_name, layer_plan, unit_layer_name
+from composer2_jax.model_config import ModelConfig
 
 PROJ_IN_OUT = {"gate_proj": ("wi_gate", False), "up_proj": ("wi_up", False), "down_proj": ("wo", True)}
 

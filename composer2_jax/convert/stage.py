@@ -26,11 +26,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-from composer2_jax.config import ModelConfig, model_config
 from composer2_jax.convert.checkpoint import describe, flatten, split, unflatten
 from composer2_jax.convert.hf_source import CheckpointError
 from composer2_jax.convert.mapping import groups
 from composer2_jax.model.layer_plan import SCANNED_STACK, layer_name, layer_plan, unit_name
+from composer2_jax.model_config import ModelConfig, model_config
 
 log = logging.getLogger(__name__)
 CHECKPOINTS = "checkpoints"

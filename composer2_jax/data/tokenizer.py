@@ -464,7 +464,7 @@ def _token_content(v: Union[str, Mapping]) -> str:
 
 
 TOKENIZERS = ("byte", "kimi", "tiktoken", "hf", "auto")
-# The tokenizer family each model preset (composer2_jax/config.py) ships with: Kimi's tiktoken.model for the Kimi
+# The tokenizer family each model preset (composer2_jax/model_config.py) ships with: Kimi's tiktoken.model for the Kimi
 # presets, tokenizer.json for the others; only the toy presets run on bytes.
 PRESET_TOKENIZER = {"kimi_k2_5": "kimi", "kimi_k2": "kimi", "deepseek_v3": "hf", "llama2_70b_mla": "hf",
                     "mixtral_8x7b_mla": "hf", "toy": "byte", "gpu_small": "byte"}

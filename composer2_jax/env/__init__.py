@@ -8,12 +8,12 @@ See docs/env.md for the design.
 
 from composer2_jax.env.budget import DiskBudgetExceeded
 from composer2_jax.env.client import EnvironmentClient
-from composer2_jax.env.config import SandboxConfig, SandboxLimits
 from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.environment import Environment
 from composer2_jax.env.observation import Observation
 from composer2_jax.env.runtime import check_host
 from composer2_jax.env.sandbox import SandboxError
+from composer2_jax.env.sandbox_config import SandboxConfig, SandboxLimits
 from composer2_jax.env.tool_schemas import TODO_STATUSES, TOOL_NAMES, tool_specs
 
 __all__ = [

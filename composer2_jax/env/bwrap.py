@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from composer2_jax.env.config import SandboxConfig, SandboxLimits
+from composer2_jax.env.sandbox_config import SandboxConfig, SandboxLimits
 
 AGENT_DIR = "/opt/sandbox-agent"  # where the agent scripts appear inside the sandbox
 EGRESS_SOCKET = "/run/egress.sock"  # where the egress proxy's Unix socket appears inside the sandbox

@@ -37,7 +37,6 @@ from typing import Any
 from composer2_jax.env.budget import Lineage, tree_bytes
 from composer2_jax.env.bwrap import command_env
 from composer2_jax.env.changes import WorkspaceChanges, layer_changes
-from composer2_jax.env.config import Resources, SandboxConfig, SandboxLimits
 from composer2_jax.env.egress_policy import EgressLog, EgressPolicy
 from composer2_jax.env.layers import EMPTY, Chain
 from composer2_jax.env.mirrors import MirrorMap
@@ -46,6 +45,7 @@ from composer2_jax.env.pool import SandboxPool, new_sid
 from composer2_jax.env.profile import ImageProfile, profile_of
 from composer2_jax.env.runtime import Runtime
 from composer2_jax.env.sandbox import Sandbox, SandboxError
+from composer2_jax.env.sandbox_config import Resources, SandboxConfig, SandboxLimits
 from composer2_jax.env.tool_schemas import tool_specs
 from composer2_jax.env.tools import Episode, ToolContext, call_tool
 from composer2_jax.env.transfer import pack_parts

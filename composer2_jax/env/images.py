@@ -60,7 +60,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from composer2_jax.env import base_images, dockerfile
-from composer2_jax.env.config import SandboxLimits
+from composer2_jax.env.sandbox_config import SandboxLimits
 from composer2_jax.env.egress import EgressProxy
 from composer2_jax.env.egress_policy import EgressPolicy
 

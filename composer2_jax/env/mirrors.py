@@ -2,7 +2,7 @@
 
 RL clusters have no open internet, yet published verifiers fetch tools at verification time
 (`curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh`). A `MirrorMap` answers such URLs itself, in the phases that
-turn it on (the verifier phase, bench/verifier_net.py):
+turn it on (the verifier phase, verify/network.py):
 
     MirrorMap.from_dict({"mirrors": [
         {"url": "https://example.org/tool/{version}/tool.tar.gz", "file": "/srv/mirror/tool-{version}.tar.gz"},

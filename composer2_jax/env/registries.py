@@ -1,6 +1,6 @@
 """The package registries this host is configured for (pip, apt, npm), read from the host's own configuration.
 
-The verifier phase may reach these (bench/verifier_net.py), whatever the task lets its agent reach. Nothing here names
+The verifier phase may reach these (verify/network.py), whatever the task lets its agent reach. Nothing here names
 a host: pip's indexes come from `pip config list` (files and PIP_* variables) with pip's own default index when none
 replaces it; apt's from /etc/apt/sources.list and the enabled entries of /etc/apt/sources.list.d (one-line and deb822
 forms); npm's from `npm config get registry` when npm is installed. Local indexes (file://, paths) are not hosts and

@@ -11,10 +11,10 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 from composer2_jax.env.cgroups import Cgroups
-from composer2_jax.env.config import SandboxConfig, SandboxLimits
 from composer2_jax.env.egress import EgressProxy
 from composer2_jax.env.layers import LayerStore
 from composer2_jax.env.mounts import MountHelper
+from composer2_jax.env.sandbox_config import SandboxConfig, SandboxLimits
 
 AGENT_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent")
 

@@ -4,7 +4,7 @@ Only hosts that the mirror map serves are intercepted (env/mirrors.py); every ot
 the package registries is never terminated here. The CA's key is generated when first needed, lives in this
 process (and in a 0700 temporary directory that `close` removes), is made with the `cryptography` package when it is
 installed and with the openssl CLI otherwise, is valid for two days and is trusted only by the
-sandboxes of a verifier phase (bench/verifier_net.py installs its certificate there and removes it afterwards).
+sandboxes of a verifier phase (verify/network.py installs its certificate there and removes it afterwards).
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from composer2_jax.env.bwrap import WORKSPACE
-from composer2_jax.env.config import SandboxLimits
 from composer2_jax.env.observation import ERROR_KINDS, Observation
 from composer2_jax.env.sandbox import Sandbox, SandboxError
+from composer2_jax.env.sandbox_config import SandboxLimits
 from composer2_jax.env.tool_schemas import ArgumentError, parse_arguments
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

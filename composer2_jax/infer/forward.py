@@ -13,7 +13,6 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from composer2_jax.config import ModelConfig
 from composer2_jax.infer import kv_cache
 from composer2_jax.infer.mla_decode import cached_attention, rms_norm
 from composer2_jax.model.block import RESIDUAL
@@ -21,6 +20,7 @@ from composer2_jax.model.layer_plan import SCANNED_STACK, layer_slots, layer_sub
 from composer2_jax.model.layers import MLP, constrain, dtype_of
 from composer2_jax.model.moe import MoE
 from composer2_jax.model.mtp import mtp_embedding, mtp_is_moe
+from composer2_jax.model_config import ModelConfig
 
 
 class Layer(NamedTuple):

@@ -17,8 +17,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from composer2_jax.config import ModelConfig
 from composer2_jax.model.layers import constrain
+from composer2_jax.model_config import ModelConfig
 
 LATENT_BSX = ("activation_batch", None, "activation_kv")  # cache arrays: batch-sharded like the residual stream
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from composer2_jax.config import ModelConfig
 from composer2_jax.infer import kv_cache, paged_cache
 from composer2_jax.model.attention import LATENT_NORM_EPS, NEG_INF
 from composer2_jax.model.layers import RMSNorm, apply_rope, dtype_of, softmax_scale
+from composer2_jax.model_config import ModelConfig
 
 
 def _w(p: dict, name: str, cfg: ModelConfig):

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from composer2_jax.config import ModelConfig
+from composer2_jax.model_config import ModelConfig
 
 
 class PagedLayerCache(NamedTuple):

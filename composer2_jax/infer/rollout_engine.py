@@ -68,9 +68,8 @@ import numpy as np
 from flax import linen as nn
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import ModelConfig
 from composer2_jax.infer import paged_cache, sampler
-from composer2_jax.infer.engine import (
+from composer2_jax.infer.static_engine import (
     Completion,
     SamplingParams,
     moe_layers,
@@ -78,6 +77,7 @@ from composer2_jax.infer.engine import (
 )
 from composer2_jax.infer.step import TRACES, draft_step, engine_step
 from composer2_jax.model.layers import dtype_of
+from composer2_jax.model_config import ModelConfig
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,7 +7,7 @@ padded rows of its LM head) are removed first, from every distribution below, so
 k-th largest; ties at the threshold are kept), then top-p (keep the most likely tokens until their mass reaches p,
 always at least one; ties at the threshold are kept), renormalised.
 
-Which log-prob to record (Completion fields, infer/engine.py):
+Which log-prob to record (Completion fields, infer/static_engine.py):
   logprobs         log of the warped distribution above: what the token was truly drawn from.
   policy_logprobs  log_softmax(logits / T) over the FULL vocabulary (below vocab_limit; T = 1 when greedy): the
                    behaviour log-prob μ the RL trainer must use — its π_θ is the same full softmax at the policy's

@@ -25,10 +25,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from composer2_jax.config import ModelConfig
 from composer2_jax.infer import sampler
 from composer2_jax.infer.forward import head, mtp_depth
 from composer2_jax.model.mtp import mtp_head
+from composer2_jax.model_config import ModelConfig
 
 
 def accept(key, logp_BKV, logq_BDV, drafts_BD):

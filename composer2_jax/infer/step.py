@@ -34,10 +34,10 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from composer2_jax.config import ModelConfig
 from composer2_jax.infer import paged_cache, sampler, speculative
 from composer2_jax.infer.forward import head, mtp_depth, trunk
 from composer2_jax.model.mtp import mtp_head
+from composer2_jax.model_config import ModelConfig
 
 TRACES: collections.Counter = collections.Counter()  # (rows, tokens) → times `engine_step` was traced (compiled)
 

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from composer2_jax.config import ModelConfig
+from composer2_jax.model_config import ModelConfig
 
 
 def random_variables(cfg: ModelConfig, seed: int = 0, head_scale: float = 1.0, on_device: bool = False) -> dict:

@@ -1,7 +1,7 @@
 """PPO-family policy losses for LLM RL: ratios, clipping, off-policy corrections, KL, entropy, aggregation.
 
 Every function is a pure jnp function of arrays and masks; `policy_loss` composes them from a `PolicyLossConfig`.
-Advantage estimators (GAE, GRPO, Dr. GRPO, RLOO) live in `composer2_jax.rl.advantages`.
+The advantage (Dr. GRPO) comes from `composer2_jax.rl.advantages`.
 
 Axis legend: B rows, T tokens, V vocab, N sequences. Token-level inputs are [B, T] with a mask [B, T]
 (1 = a model token trained on, 0 = prompt, observation or padding). A row is one sequence unless
@@ -57,8 +57,7 @@ class PolicyLossConfig:
     # α and β of the IcePop band.
     behav_mask_low: float = 0.5
     behav_mask_high: float = 5.0  # β of the IcePop band (see above)
-    # β of the k3 KL to a reference policy added to the loss (needs ref_logp); 0 = off. The k1 alternative
-    # is folded into the rewards instead (`composer2_jax.rl.advantages.fold_kl_into_rewards`).
+    # β of the k3 KL to a reference policy added to the loss (needs ref_logp); 0 = off.
     kl_coef: float = 0.0
     # λ of the asymmetric estimator: Â ← λ·Â where Â < 0, before everything else. 1 = the standard estimator;
     # 0 = positive samples only (PSR, Zhu et al. 2025 "The Surprising Effectiveness of Negative Reinforcement in

@@ -23,9 +23,9 @@ import jax.numpy as jnp
 from flax import linen as nn
 from jax.ad_checkpoint import checkpoint_name
 
-from composer2_jax.config import ModelConfig
 from composer2_jax.model import kernel_paths, planning
 from composer2_jax.model.layers import RMSNorm, apply_rope, constrain, dtype_of, param, softmax_scale
+from composer2_jax.model_config import ModelConfig
 
 # The q and kv latent norms use a fixed eps of 1e-6 in DeepSeek's and Kimi's reference code, whatever
 # rms_norm_eps the decoder norms use (Kimi K2.5: 1e-5).

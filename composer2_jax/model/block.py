@@ -11,10 +11,10 @@ from typing import Optional
 import jax
 from flax import linen as nn
 
-from composer2_jax.config import ModelConfig
 from composer2_jax.model.attention import ATTENTION_OUT, MLAttention
 from composer2_jax.model.layers import MLP, RMSNorm, constrain
 from composer2_jax.model.moe import MoE
+from composer2_jax.model_config import ModelConfig
 
 RESIDUAL = ("activation_batch", "activation_length", "activation_embed")  # logical axes of the residual stream
 

@@ -13,7 +13,7 @@ from typing import NamedTuple, Optional
 
 import jax
 
-from composer2_jax.config import ModelConfig
+from composer2_jax.model_config import ModelConfig
 
 SCANNED_STACK = "stack"  # the scanned units (every leaf [U, ...])
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from composer2_jax.config import ModelConfig, RopeScaling
+from composer2_jax.model_config import ModelConfig, RopeScaling
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
 

@@ -32,7 +32,6 @@ import numpy as np
 from flax import linen as nn
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import ModelConfig
 from composer2_jax.model.expert_parallel import (
     Experts,
     MoEAxes,
@@ -51,6 +50,7 @@ from composer2_jax.model.expert_parallel import (
 from composer2_jax.model.grouped_matmul import padded_capacity, swiglu_ecd
 from composer2_jax.model.layer_plan import SCANNED_STACK, layer_slots
 from composer2_jax.model.layers import MLP, constrain, dtype_of, in_per_shard_program, param
+from composer2_jax.model_config import ModelConfig
 
 
 class Routing(NamedTuple):

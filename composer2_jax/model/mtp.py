@@ -31,9 +31,9 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
-from composer2_jax.config import ModelConfig
 from composer2_jax.model.block import DecoderLayer, remat
 from composer2_jax.model.layers import RMSNorm, dtype_of, embed_tokens, param
+from composer2_jax.model_config import ModelConfig
 
 MTP_KEYS = ("mtp_tokens", "mtp_targets", "mtp_mask")  # batch keys, each [B, T, M], natural or zigzag like the batch
 

@@ -21,7 +21,6 @@ from flax import linen as nn
 from jax.sharding import PartitionSpec as P
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import ModelConfig
 from composer2_jax.model.block import RESIDUAL, DecoderLayer, remat
 from composer2_jax.model.layer_plan import (
     SCANNED_STACK,
@@ -34,6 +33,7 @@ from composer2_jax.model.layer_plan import (
 from composer2_jax.model.layers import RMSNorm, constrain, dtype_of, embed_tokens, param
 from composer2_jax.model.mtp import MTP, MTPOutput
 from composer2_jax.model.pipeline import pipeline_spec, run_pipeline, runs_per_shard
+from composer2_jax.model_config import ModelConfig
 
 
 class ModelOutput(NamedTuple):

@@ -34,8 +34,8 @@ import jax.numpy as jnp
 from flax import linen as nn
 
 from composer2_jax.chips import Chip
-from composer2_jax.config import ModelConfig
 from composer2_jax.model import Transformer
+from composer2_jax.model_config import ModelConfig
 from composer2_jax.params import count_params
 
 

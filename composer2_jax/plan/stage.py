@@ -8,7 +8,7 @@ import dataclasses
 import math
 from typing import Optional
 
-from composer2_jax.config import get_model_config
+from composer2_jax.model_config import get_model_config
 
 STAGES = {  # stage -> (sequence length, attention kernel, global batch in sequences per data-parallel shard)
     "cpt_bulk": (32768, "xla", 1),

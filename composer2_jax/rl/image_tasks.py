@@ -5,7 +5,7 @@ sandboxes the evaluator uses (bench/runner.py), so a task trains exactly as it i
     opened = episodes.open(task)             # fork of the step's start: every service of a compose task, the task's
                                              # egress policy (allow_internet) and resources, /logs made, healthchecks
                                              # passed, the step's workdir/ and setup.sh applied, the agent's user set
-    ... run_episode(view, opened.sid, ...); grade (rl/services/grader.py, a fork of opened.sid) ...
+    ... run_episode(view, opened.sid, ...); grade (rl/grading.py, a fork of opened.sid) ...
     episodes.close(opened)
 
 The first episode of a task builds its image(s) (bench/runner.SnapshotCache: cached by content across runs) and every

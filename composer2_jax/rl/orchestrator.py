@@ -1,11 +1,11 @@
 """The RL run: config → services → the loop (embedded threads, or Ray actors) → metrics, checkpoints, plots.
 
     run_rl(config)   config: the ConfigDict of experiments/rl.py, frozen here (`rl_config`) into the
-                     RLExperimentConfig every service receives (rl/config.py)
+                     RLExperimentConfig every service receives (rl/run_config.py)
 
 Start: the trainer takes the SFT weights (`init_from`) as version 0, with the model config they recorded (YaRN,
 MTP depth, vocabulary; changed only by the RL config's explicit model edits: train/loop.inherited_model), or
-resumes workdir/checkpoints (train state, weight version, counters, task-sampler position; groups in flight at the
+resumes workdir/checkpoints (train state, weight version, counters, curriculum position; groups in flight at the
 checkpoint are regenerated). Each new version is logged to workdir/logs/metrics.jsonl; the evaluator, a service
 of its own (thread or Ray actor, its own environment), pulls every `rl.eval_every`-th published version and runs
 the held-out tasks while training goes on (and the final version once training ends); every `checkpoint.every`
@@ -27,15 +27,15 @@ from composer2_jax.data.chat import end_token_id
 from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import sources
-from composer2_jax.rl.config import RLExperimentConfig
+from composer2_jax.rl.curriculum import Curriculum
 from composer2_jax.rl.plots import plot_curves
+from composer2_jax.rl.records import Counters
 from composer2_jax.rl.rewards import TERMS
+from composer2_jax.rl.run_config import RLExperimentConfig
 from composer2_jax.rl.services.env_worker import EnvWorker, env_worker_for, sandbox_limits
 from composer2_jax.rl.services.evaluator import EvalService, Evaluator
 from composer2_jax.rl.services.local import LocalOrchestrator
-from composer2_jax.rl.services.records import Counters
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutWorker
-from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import PolicyLaw, Trainer
 from composer2_jax.rl.services.weights import WeightStore
 from composer2_jax.train.checkpoint import Checkpointer
@@ -103,7 +103,7 @@ def source_tasks(run: RLExperimentConfig, spec: sources.SourceSpec, split: str) 
                                    sc.generated_packages)
 
 
-def training_sampler(run: RLExperimentConfig, position: int = 0) -> CurriculumSampler:
+def training_curriculum(run: RLExperimentConfig, position: int = 0) -> Curriculum:
     """The curriculum of `run.tasks` over the train splits, resumed at `position`. A Harbor task whose name is held
     out by any source (a generated copy of a held-out suite task, say) is not trained on."""
     held = {t.task.name for t in _heldout_all(run) if isinstance(t, sources.HarborTask)}
@@ -117,7 +117,7 @@ def training_sampler(run: RLExperimentConfig, position: int = 0) -> CurriculumSa
         log.info("task source %s: %d training tasks, %d skipped, %d held out elsewhere", spec.name, len(train),
                  len(got.skipped), len(got.tasks) - len(train))
         entries.append((train, spec.weight))
-    return CurriculumSampler(entries, run.seed, position)
+    return Curriculum(entries, run.seed, position)
 
 
 def _heldout_specs(run: RLExperimentConfig) -> list[sources.SourceSpec]:
@@ -171,10 +171,10 @@ def start_state(run: RLExperimentConfig, trainer: Trainer, ckpt: Checkpointer) -
     return {}
 
 
-def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, sampler: CurriculumSampler,
+def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, curriculum: Curriculum,
          run: RLExperimentConfig) -> None:
-    """Checkpoint the train state with the loop state (version, counters, sampler position)."""
-    data = {"version": trainer.version, "counters": counters.snapshot(), "sampler_position": sampler.position}
+    """Checkpoint the train state with the loop state (version, counters, curriculum position)."""
+    data = {"version": trainer.version, "counters": counters.snapshot(), "sampler_position": curriculum.position}
     ckpt.save(trainer.version, trainer.state, data, config_record(run))
 
 
@@ -204,7 +204,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
                         processes={0} if started is not None else None)
     saved = start_state(run, trainer, ckpt)
     counters = Counters(saved.get("counters"))
-    sampler = training_sampler(run, saved.get("sampler_position", 0))
+    curriculum = training_curriculum(run, saved.get("sampler_position", 0))
     writer = MetricWriter(workdir / "logs", enabled=run.log.write)
     stop_id = end_token_id(tokenizer)
     check_shapes(run.harness, run.rollout, run.trainer.seq_len, tokenizer)
@@ -225,10 +225,10 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
             if hook is not None:
                 hook(m)
             if trainer.version % run.checkpoint.every == 0 or trainer.version == run.rl.steps:
-                save(ckpt, trainer, counters, sampler, run)
+                save(ckpt, trainer, counters, curriculum, run)
 
         try:
-            history = run_loop(run, trainer, worker, sampler, stop_id, counters, on_version, store, started)
+            history = run_loop(run, trainer, worker, curriculum, stop_id, counters, on_version, store, started)
         finally:
             results = evals.finish(trainer.version) if evals is not None else []
     if evals is not None and evals.errors:
@@ -269,7 +269,7 @@ def start_evaluator(run: RLExperimentConfig, tokenizer: tk.Tokenizer, store: Wei
     return service
 
 
-def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampler: CurriculumSampler,
+def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, curriculum: Curriculum,
              stop_id: int, counters: Counters, on_version, store: WeightStore | None = None,
              started: tuple | None = None) -> list[dict[str, Any]]:
     """The loop on the configured backend: 'local' (threads in this process) or 'ray' (actors); the trainer
@@ -277,11 +277,11 @@ def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, sampl
     store = store if store is not None else WeightStore()
     if run.rl.backend == "local":
         rollout = RolloutWorker(run.model, store, run.rollout, stop_id, counters, vocab_limit=trainer.law.vocab_limit)
-        return LocalOrchestrator(trainer, rollout, worker, sampler, run.rl, store, counters).run(on_version)
+        return LocalOrchestrator(trainer, rollout, worker, curriculum, run.rl, store, counters).run(on_version)
     from composer2_jax.rl.services.ray_loop import RayOrchestrator
 
     _ray_init(run)
-    return RayOrchestrator(run, trainer, sampler, counters, stop_id, store, started).run(on_version)
+    return RayOrchestrator(run, trainer, curriculum, counters, stop_id, store, started).run(on_version)
 
 
 def _ray_init(run: RLExperimentConfig) -> None:

@@ -15,7 +15,7 @@ Difficulty knob `level` (0 … MAX_LEVEL): k = 2 + level % 2 buggy modules; easy
 always `a - b` (the fix text is constant: only the file names flow from the test run), hard ones are one of
 `rl.tasks.WRONG_OPS` each, so the operator also has to be read from the module before the edit.
 
-Grading is the toy family's: the hidden check (the verdict runner, rl/services/grader.py) calls every module's `f`
+Grading is the toy family's: the hidden check (the verdict runner, rl/grading.py) calls every module's `f`
 on fixed inputs in an isolated child interpreter and compares the values on the host with ones the sandbox never
 sees; test.py and its output are not part of the verdict (an edited test.py passes nothing). Held-out tasks are a
 content split (the modules, their operators and their order). The SFT teacher can be imperfect like the toy's:
@@ -23,7 +23,7 @@ on a fraction `error_rate` of tasks it writes a wrong operator into one of its f
 and submits anyway (the transcript is kept unverified).
 
 Selected in a run with `--config.tasks=pkg` (rl/sources.py); the episodes need `run_terminal_cmd` among
-`env.tools` and a harness that allows 2k + 2 turns (benchmarks/rl_learning.py `--family pkg` sets both).
+`env.tools` and a harness that allows 2k + 2 turns (benchmarks/learning/rl_learning.py `--family pkg` sets both).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@
                         read and fix each failing module, re-run); needs run_terminal_cmd in env.tools
     suite:VERSION|DIR   Harbor-format task folders (benchmarks/tasks/VERSION or any folder of task folders)
     generated:DIR       feature-deletion tasks in DIR, generated there on first use: from the standard library
-                        (bench/generate.py), or from any pure-Python package (`sources.generated_packages`:
-                        bench/generate_package.py)
+                        (bench/authoring/generate_stdlib.py), or from any pure-Python package
+                        (`sources.generated_packages`: bench/authoring/generate_package.py)
 
 A curriculum is comma-separated sources with weights, `toy@2,suite:v0@1,generated:runs/gen@1` (weight 1 when
 omitted): each group's source is drawn with probability ∝ its weight, then a task of that source (each source's
@@ -17,7 +17,7 @@ tasks cycle in their own seeded order). Every source has a train and a held-out 
 - the toy and pkg families split by content (rl/tasks.py, rl/pkg_tasks.py `split_of`).
 Groups, staleness, grading and evaluation are the same for every source: a task of any source is an `RLTask`
 (id, instruction, difficulty, source, starting repository) that the env worker grades through its source's
-verdict (rl/services/grader.py `grade_episode`). Harbor folders give every task the benchmark runner can run:
+verdict (rl/grading.py `grade_episode`). Harbor folders give every task the benchmark runner can run:
 workspace tasks, image tasks (environment/Dockerfile or docker_image), multi-container tasks (docker-compose.yaml)
 and multi-step tasks, one RL task per step (step k starts where the reference solutions of steps 1..k-1 leave the
 machine: rl/image_tasks.py); image tasks run in the evaluator's sandboxes (bench/runner.py). Tasks that are not
@@ -39,7 +39,7 @@ from composer2_jax.rl import tasks as toy
 
 KINDS = ("toy", "pkg", "suite", "generated")
 FAMILIES = ("toy", "pkg")  # generated in memory, no argument, split by content; the rest are Harbor folders
-HARBOR_KINDS = ("suite", "generated")  # Harbor folders: the deploy harness's tools (rl/config.py EnvConfig)
+HARBOR_KINDS = ("suite", "generated")  # Harbor folders: the deploy harness's tools (rl/run_config.py EnvConfig)
 SPLITS = ("train", "heldout")
 
 
@@ -170,18 +170,18 @@ def generated_tasks(spec: SourceSpec, split: str, heldout_frac: float, count: in
                     modules: Sequence[str] = (), dirs: Sequence[str] = (), per_module: int = 2,
                     packages: Sequence[str] = ()) -> SourceTasks:
     """The feature-deletion tasks in the spec's folder (generated there first when it holds none): from `packages`
-    (any pure-Python package: an importable name, a folder, a wheel or an sdist; bench/generate_package.py) when
-    given, else from standard-library `modules` and their Lib/test tests (bench/generate.py)."""
+    (any pure-Python package: an importable name, a folder, a wheel or an sdist; bench/authoring/generate_package.py)
+    when given, else from standard-library `modules` and their Lib/test tests (bench/authoring/generate_stdlib.py)."""
     folder = Path(spec.arg)
     if not folder.is_dir() or not any((p / "instruction.md").is_file() for p in folder.iterdir()):
         folder.mkdir(parents=True, exist_ok=True)
         if packages:
-            from composer2_jax.bench import generate_package
+            from composer2_jax.bench.authoring import generate_package
 
             written = generate_package.generate_tasks(folder, count, tuple(packages), seed, per_module=per_module)
             what = f"packages {list(packages)}"
         else:
-            from composer2_jax.bench import generate
+            from composer2_jax.bench.authoring import generate_stdlib as generate
 
             written = generate.generate(folder, count, seed, tuple(modules) or generate.MODULES, list(dirs) or None,
                                         per_module=per_module)

@@ -4,7 +4,7 @@ Each task is a one-file repository `calc.py` of one-line functions `def NAME(a, 
 (the target) computes the wrong operator where it must add; the instruction names it. The hidden check calls the
 target of the final `calc.py` on fixed inputs, and every other function to check it still behaves as before, in
 an isolated child interpreter that only answers with values; the grader compares them with values it never
-shows the sandbox (bench/verdict_runner.py).
+shows the sandbox (verify/verdict_runner.py).
 The fix is always `+`, and the target is the only function using its wrong operator, so the edit names the
 expression alone (`return a - b` → `return a + b`).
 
@@ -24,7 +24,7 @@ hidden check, and its transcripts are kept unverified, as demonstrations usually
 error rate and RL, which sees the check's verdict, has to rise above its teacher.
 
 Tasks are plain data (`CodingTask`): the RL environment workers grade them in a fresh sandbox fork with the check
-copied in only then (`rl/services/grader.py`); `write_suite` writes the same tasks as Harbor folders, so the
+copied in only then (`rl/grading.py`); `write_suite` writes the same tasks as Harbor folders, so the
 benchmark runner (`experiments/evaluate.py --suite DIR`) grades them through test.sh with the same check.
 """
 
@@ -38,8 +38,8 @@ import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from composer2_jax.bench import verdict_runner
 from composer2_jax.data.chat import format_tool_call
+from composer2_jax.verify import verdict_runner
 
 # Equal length (fixed offsets), and capitalised: their initials occur nowhere else in a context (prompts, tool calls),
 # so a byte-level model finds a name by its first character alone. Sixteen, so that even level 0 (one content per
@@ -173,7 +173,7 @@ def check_spec(task: CodingTask, timeout_s: float = 20.0) -> dict:
     """The hidden check as the verdict runner's check.json: call every function on every case.
 
     The code under test only answers with the values its functions return (in a child interpreter, see
-    bench/verdict_runner.py); what they should return is `expected_values`, which never enters the sandbox.
+    verify/verdict_runner.py); what they should return is `expected_values`, which never enters the sandbox.
     """
     items = [{"kind": "call", "name": case_name(n, a, b), "module": "calc", "function": n, "args": [a, b]}
              for n, _ in task.functions for a, b in CASES]

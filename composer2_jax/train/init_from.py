@@ -11,8 +11,8 @@ Sources (`resolve`), recognised by what the directory holds:
 
 The model a stage trains (`stage_model`) is the checkpoint's own architecture (its config.json or recorded model
 config); the stage's model section supplies what the checkpoint does not say (dtypes, kernels, remat, MoE
-execution) and changes an architecture field only where it departs explicitly from its preset (config.inherit_model);
-every change is logged with both values. Two rules on top:
+execution) and changes an architecture field only where it departs explicitly from its preset
+(model_config.inherit_model); every change is logged with both values. Two rules on top:
   - MTP depth grows, never shrinks, unless asked: when the stage's config wants more MTP depths than the checkpoint
     has (Kimi K2.5 ships none), the extra depths are initialised fresh as DeepSeek-V3 describes (the embedding and
     output head are the main model's, shared; the projection M_k, the block TRM_k and the norms are new); the trunk is
@@ -42,8 +42,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from composer2_jax.config import PRESETS, ModelConfig, RopeScaling, inherit_model, model_config
-from composer2_jax.config import preset as model_preset
+from composer2_jax.model_config import PRESETS, ModelConfig, RopeScaling, inherit_model, model_config
+from composer2_jax.model_config import preset as model_preset
 from composer2_jax.train.state import path_keys
 
 log = logging.getLogger(__name__)

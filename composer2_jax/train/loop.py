@@ -18,8 +18,6 @@ import numpy as np
 
 from composer2_jax import chips, schema
 from composer2_jax import sharding as shd
-from composer2_jax.config import ModelConfig
-from composer2_jax.config import preset as model_preset
 from composer2_jax.data import pipeline as data_lib
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.data.tokenizer import TokenizerConfig
@@ -28,6 +26,8 @@ from composer2_jax.model import context_parallel as cp
 from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.model.mtp import layout_context
 from composer2_jax.model.pipeline import pipeline_spec
+from composer2_jax.model_config import ModelConfig
+from composer2_jax.model_config import preset as model_preset
 from composer2_jax.params import count_params
 from composer2_jax.train import distributed
 from composer2_jax.train import init_from as init_from_lib
@@ -67,7 +67,7 @@ class StageConfig:
     """One supervised training stage (cpt_bulk, cpt_long, sft): the schema of experiments/base.py's config."""
 
     preset: str = "toy"  # which architecture/run-size preset this config was built from
-    model: ModelConfig = model_preset("toy")  # the architecture (composer2_jax/config.py documents each field)
+    model: ModelConfig = model_preset("toy")  # the architecture (composer2_jax/model_config.py documents each field)
     optim: optim_lib.OptimConfig = optim_lib.OptimConfig()  # optimizer and schedule (train/optim.py)
     step: StepConfig = StepConfig()  # loss weights, accumulation, NaN policy, the MTP loss (train/step.py)
     data: data_lib.DataConfig = data_lib.DataConfig()  # sources, packing, mixture, shuffling (data/pipeline.py)

@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from composer2_jax.config import ModelConfig
+from composer2_jax.model_config import ModelConfig
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,7 @@ import os
 import secrets
 import shutil
 
-from composer2_jax.env.config import Resources
+from composer2_jax.env.sandbox_config import Resources
 from composer2_jax.env.environment import Environment, _Record
 from composer2_jax.env.profile import profile_of
 from composer2_jax.env.sandbox import SandboxError

@@ -2,7 +2,7 @@
 
     trainer.py / rl_step.py      decoupled PPO on Dr. GRPO advantages with router replay; versioned weights
     rollout.py / routing.py      the inference engine for many concurrent episodes; log μ, routing, version per reply
-    env_worker.py / grader.py    sandboxes: task → fork → episode (harness) → grading in a fresh fork → reward
+    env_worker.py                sandboxes: task → fork → episode (harness) → grading (rl/grading.py) → reward
     evaluator.py                 held-out tasks with a fixed version, nothing trained
     weights.py / weight_delta.py publication by version; bf16 delta statistics
     staleness.py / buffer.py     bounded staleness η: admission control and the group buffer

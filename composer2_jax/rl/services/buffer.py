@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
-from composer2_jax.rl.services.records import Counters, GroupRecord
+from composer2_jax.rl.records import Counters, GroupRecord
 from composer2_jax.rl.services.staleness import StalenessGate, is_fresh
 
 

@@ -37,7 +37,8 @@ from composer2_jax.env.harness import (
 )
 from composer2_jax.env.tool_schemas import TOOL_NAMES
 from composer2_jax.env.workspace import make_repo
-from composer2_jax.rl.config import EnvConfig, RLExperimentConfig
+from composer2_jax.rl.grading import grade_episode
+from composer2_jax.rl.records import EpisodeRecord
 from composer2_jax.rl.rewards import (
     EpisodeOutcome,
     RewardConfig,
@@ -45,8 +46,7 @@ from composer2_jax.rl.rewards import (
     compute_reward,
     effort_counts_from_episode,
 )
-from composer2_jax.rl.services.grader import grade_episode
-from composer2_jax.rl.services.records import EpisodeRecord
+from composer2_jax.rl.run_config import EnvConfig, RLExperimentConfig
 from composer2_jax.rl.services.tool_view import ToolView
 from composer2_jax.rl.sources import HARBOR_KINDS, HarborTask, RLTask, parse_mix, required_tools
 

@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from composer2_jax.rl.records import EpisodeRecord, term_stats
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.services.records import EpisodeRecord, term_stats
 from composer2_jax.rl.services.rollout import RolloutConfig, RolloutWorker, episode_policy
 from composer2_jax.rl.services.weights import Weights, WeightStore
 from composer2_jax.rl.sources import RLTask

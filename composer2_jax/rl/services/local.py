@@ -35,13 +35,13 @@ import numpy as np
 
 from composer2_jax.env.harness import TurnCheckpoint
 from composer2_jax.rl.branching import Branch, grow_tree
-from composer2_jax.rl.config import RLConfig
+from composer2_jax.rl.curriculum import Curriculum
+from composer2_jax.rl.records import Counters, EpisodeRecord, GroupRecord
+from composer2_jax.rl.run_config import RLConfig
 from composer2_jax.rl.services.buffer import GroupBuffer
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.services.records import Counters, EpisodeRecord, GroupRecord
 from composer2_jax.rl.services.rollout import RolloutPolicy, RolloutWorker, episode_policy
 from composer2_jax.rl.services.routing import CallRecord, episode_routing
-from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.staleness import StalenessGate
 from composer2_jax.rl.services.trainer import Trainer
 from composer2_jax.rl.services.weights import WeightStore
@@ -120,9 +120,9 @@ class _DropStreak:
 class LocalOrchestrator:
     """Runs the RL loop in this process; `run(on_version)` trains until version `rl.steps`."""
 
-    def __init__(self, trainer: Trainer, rollout: RolloutWorker, env_worker: EnvWorker, sampler: CurriculumSampler,
+    def __init__(self, trainer: Trainer, rollout: RolloutWorker, env_worker: EnvWorker, curriculum: Curriculum,
                  rl: RLConfig, store: WeightStore, counters: Counters):
-        self.trainer, self.rollout, self.env_worker, self.sampler = trainer, rollout, env_worker, sampler
+        self.trainer, self.rollout, self.env_worker, self.curriculum = trainer, rollout, env_worker, curriculum
         self.rl, self.lc, self.store, self.counters = rl, rl.loop, store, counters
         g = rl.groups_per_batch
         self.gate = StalenessGate(rl.eta, g, admitted=trainer.version * g)
@@ -220,7 +220,7 @@ class LocalOrchestrator:
             index = self.gate.admit(lambda: self.store.version, self.stop)
             if index is None:
                 return
-            task, version = self.sampler.next(), self.store.version
+            task, version = self.curriculum.next(), self.store.version
             self.counters.add("groups_admitted")
             if self.rl.group_mode == "tree":
                 self._pool.submit(self._tree_job, index, task, version)

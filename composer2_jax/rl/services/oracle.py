@@ -1,7 +1,7 @@
 """SFT warm-start data: the oracle solves generated tasks through the real harness and sandboxes; its transcripts
 become chat JSONL (`{"messages": [...]}` per line, the format `experiments/sft.py` reads).
 
-The oracle is a scripted harness Policy (bench/agents.py ScriptedPolicy) replaying `rl.tasks.oracle_replies`: its
+The oracle is a scripted harness Policy (bench/policies.py ScriptedPolicy) replaying `rl.tasks.oracle_replies`: its
 tool calls run in forked sandboxes and the observations in the transcript are the sandbox's real answers. Each
 transcript is kept only if the hidden check passes on the final workspace — or, for an imperfect teacher
 (`error_rate` > 0, `rl.tasks.teacher_op`), if it failed by the teacher's deliberate wrong operator: demonstrations
@@ -11,7 +11,7 @@ budget) the oracle writes `rl.tasks.oracle_summary`: the line to fix, all the ne
 builds.
 
 Harbor tasks (rl/sources.py HarborTask: workspace, image, compose, a step of a multi-step task) have no generated
-oracle: `write_solution_transcripts` replays each task's solution/solve.sh as terminal tool calls (bench/agents.py's
+oracle: `write_solution_transcripts` replays each task's solution/solve.sh as terminal tool calls (bench/policies.py's
 oracle: solution/ uploaded, solve.sh run, submit) in the task's own sandbox, through the family's tools and harness,
 and keeps the transcripts the task's verifier passes. `read_transcripts` checks a ready JSONL of transcripts.
 """
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from composer2_jax.bench.agents import ScriptedPolicy, scripted_factory
+from composer2_jax.bench.policies import ScriptedPolicy, scripted_factory
 from composer2_jax.bench.runner import step_view
 from composer2_jax.rl import pkg_tasks
 from composer2_jax.rl.services.env_worker import EnvWorker

@@ -23,8 +23,8 @@ import numpy as np
 import ray
 
 from composer2_jax.env.harness import TurnCheckpoint
-from composer2_jax.rl.config import RLExperimentConfig
-from composer2_jax.rl.services.records import Counters, EpisodeRecord
+from composer2_jax.rl.records import Counters, EpisodeRecord
+from composer2_jax.rl.run_config import RLExperimentConfig
 from composer2_jax.rl.services.rollout import Generation, RolloutConfig, RolloutPolicy, RolloutWorker
 from composer2_jax.rl.services.routing import CallRecord, episode_routing
 from composer2_jax.rl.services.weight_delta import WeightDelta, apply_delta, encode_delta, full_bytes

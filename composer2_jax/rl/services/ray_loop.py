@@ -29,12 +29,12 @@ import jax
 import ray
 
 from composer2_jax.env.harness import TurnCheckpoint
-from composer2_jax.rl.config import RayConfig, RLExperimentConfig
+from composer2_jax.rl.curriculum import Curriculum
+from composer2_jax.rl.records import Counters, EpisodeRecord
+from composer2_jax.rl.run_config import RayConfig, RLExperimentConfig
 from composer2_jax.rl.services.device_sync import DeviceWeightSender, check_one_job
 from composer2_jax.rl.services.local import LocalOrchestrator
 from composer2_jax.rl.services.ray_actors import EnvActor, RegistryPublisher, RolloutActor, WeightRegistry
-from composer2_jax.rl.services.records import Counters, EpisodeRecord
-from composer2_jax.rl.services.sampler import CurriculumSampler
 from composer2_jax.rl.services.trainer import Trainer
 from composer2_jax.rl.services.weights import WeightStore
 from composer2_jax.train import distributed
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 class RayOrchestrator(LocalOrchestrator):
     """The embedded orchestrator with episodes executed on Ray actors."""
 
-    def __init__(self, run: RLExperimentConfig, trainer: Trainer, sampler: CurriculumSampler, counters: Counters,
+    def __init__(self, run: RLExperimentConfig, trainer: Trainer, curriculum: Curriculum, counters: Counters,
                  stop_id: int, store: WeightStore | None = None, started: tuple | None = None):
         """`started`: (registry, rollout actors) from `join_device_sync_job` (weight_sync='device'); else both are
         created here."""
@@ -61,7 +61,8 @@ class RayOrchestrator(LocalOrchestrator):
         self.envs = [EnvActor.options(**_placement(r.env_resources)).remote(
             run, trainer.num_moe, trainer.model_cfg.num_experts_per_tok, tokens, run.rollout.prompt_len)
             for _ in range(r.env_actors)]
-        super().__init__(trainer, None, None, sampler, run.rl, store if store is not None else WeightStore(), counters)
+        super().__init__(trainer, None, None, curriculum, run.rl, store if store is not None else WeightStore(),
+                         counters)
         self._next = itertools.count()
         self._owner: dict[str, int] = {}  # tree groups: checkpoint snapshot -> index of the EnvActor holding it
         self._lock = threading.Lock()

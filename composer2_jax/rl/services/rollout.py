@@ -37,7 +37,7 @@ from composer2_jax import sharding as shd
 from composer2_jax.env.harness import Completion as HarnessCompletion
 from composer2_jax.infer import SamplingParams
 from composer2_jax.infer.rollout_engine import EngineConfig, RolloutEngine
-from composer2_jax.rl.services.records import Counters
+from composer2_jax.rl.records import Counters
 from composer2_jax.rl.services.routing import CallRecord
 from composer2_jax.rl.services.weights import Weights, WeightStore
 

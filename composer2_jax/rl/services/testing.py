@@ -14,9 +14,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from composer2_jax.bench.agents import call
+from composer2_jax.bench.policies import call
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.rl.services.records import GroupRecord, summarize_groups
+from composer2_jax.rl.records import GroupRecord, summarize_groups
 from composer2_jax.rl.services.rollout import Generation
 from composer2_jax.rl.services.staleness import is_fresh
 from composer2_jax.rl.services.weights import Weights, WeightStore
@@ -29,7 +29,7 @@ _HARD = re.compile(r"In calc\.py, (\w+) should return a (\S) b")
 def micro_model_config(**overrides):
     """A two-layer MoE (one dense, one routed layer) small enough to compile in seconds; byte-tokenizer vocab; no MTP
     modules unless `num_mtp_layers` says so (the RL loss trains the trunk)."""
-    from composer2_jax.config import get_model_config
+    from composer2_jax.model_config import get_model_config
 
     kw = dict(vocab_size=tk.ByteTokenizer().vocab_size, hidden_size=32, num_layers=2, num_heads=2, q_lora_rank=16,
               kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8, intermediate_size=64,

@@ -22,15 +22,15 @@ import jax
 import numpy as np
 
 from composer2_jax import sharding as shd
-from composer2_jax.config import ModelConfig
 from composer2_jax.episode import Segment
 from composer2_jax.losses.rl import PolicyLossConfig
 from composer2_jax.model import Transformer
 from composer2_jax.model import context_parallel as cp
 from composer2_jax.model.layer_plan import moe_layer_ids
 from composer2_jax.model.mtp import layout_context
-from composer2_jax.rl.advantages import dr_grpo_advantages
-from composer2_jax.rl.services.records import GroupRecord, summarize_groups
+from composer2_jax.model_config import ModelConfig
+from composer2_jax.rl.advantages import group_advantages
+from composer2_jax.rl.records import GroupRecord, summarize_groups
 from composer2_jax.rl.services.rl_step import make_logprob_fn, make_update_fn
 from composer2_jax.rl.services.routing import pack_routing
 from composer2_jax.rl.services.weight_delta import delta_stats
@@ -83,13 +83,6 @@ class PolicyLaw:
 
     temperature: float = 1.0  # the sampler's temperature
     vocab_limit: int = 0  # the sampler's vocab_limit
-
-
-def group_advantages(groups: list[GroupRecord]) -> list[float]:
-    """Dr. GRPO advantage of every episode, groups flattened in order."""
-    rewards = np.asarray([r for g in groups for r in g.rewards], np.float32)
-    ids = np.asarray([i for i, g in enumerate(groups) for _ in g.episodes], np.int32)
-    return [float(a) for a in np.asarray(dr_grpo_advantages(rewards, ids, num_groups=len(groups)))]
 
 
 def training_items(groups: list[GroupRecord], seq_len: int
