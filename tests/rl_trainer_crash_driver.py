@@ -17,7 +17,7 @@ import numpy as np
 
 from composer2_jax.episode import SegmentBuilder
 from composer2_jax.model.layer_plan import moe_layer_ids
-from composer2_jax.rl.services.records import EpisodeRecord, GroupRecord
+from composer2_jax.rl.records import EpisodeRecord, GroupRecord
 from composer2_jax.rl.services.testing import micro_model_config
 from composer2_jax.rl.services.trainer import Trainer, TrainerConfig
 from composer2_jax.train.checkpoint import Checkpointer

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from composer2_jax.bench import agents, compose
+from composer2_jax.bench import compose
+from composer2_jax.bench import policies
 from composer2_jax.bench.compose import ComposeError, parse_compose
 from composer2_jax.bench.runner import SnapshotCache, run_suite
 from composer2_jax.bench.task import Task, Unsupported, load_suite, load_task
@@ -171,7 +172,7 @@ def test_two_service_task_oracle_passes_null_fails(compose_env, tmp_path):
     suite, snapshots, config = load_suite(tmp_path / "suite"), SnapshotCache(compose_env), HarnessConfig(max_turns=4)
     trials = {}
     for agent in ("oracle", "null"):
-        [trials[agent]] = run_suite(compose_env, suite, agents.make_agent(agent, config).factory, workers=1,
+        [trials[agent]] = run_suite(compose_env, suite, policies.make_agent(agent, config).factory, workers=1,
                                     config=config, snapshots=snapshots)
     oracle, null = trials["oracle"], trials["null"]
     assert oracle.passed and oracle.reward == 1.0 and oracle.error is None and oracle.grade_error is None, oracle

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from composer2_jax.bench.agents import call
+from composer2_jax.bench.policies import call
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment, SandboxConfig
 from composer2_jax.env import testing as envtest

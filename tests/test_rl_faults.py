@@ -19,12 +19,12 @@ from composer2_jax.env import Environment, SandboxLimits
 from composer2_jax.env import testing as envtest
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import tasks
-from composer2_jax.rl.config import LoopConfig, RLConfig
+from composer2_jax.rl.curriculum import TaskCurriculum
+from composer2_jax.rl.records import Counters
 from composer2_jax.rl.rewards import RewardConfig
+from composer2_jax.rl.run_config import LoopConfig, RLConfig
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.services.local import LocalOrchestrator
-from composer2_jax.rl.services.records import Counters
-from composer2_jax.rl.services.sampler import TaskSampler
 from composer2_jax.rl.services.testing import CountingTrainer, ScriptedRollout
 from composer2_jax.rl.services.weights import WeightStore
 from composer2_jax.train.checkpoint import Checkpointer
@@ -184,7 +184,7 @@ def _run(env, tmp_path, rollout_fault_at: int | None, steps: int = 5):
     worker = EnvWorker(env, TOK, HARNESS, RewardConfig(), TOOLS, schemas_in_prompt=False, repo_root=tmp_path)
     rl = RLConfig(eta=1, samples=3, steps=steps, groups_per_batch=2,
                   loop=LoopConfig(episode_threads=6, max_retries=2, take_timeout_s=120))
-    orch = LocalOrchestrator(trainer, rollout, worker, TaskSampler(tasks.task_set(40, 0)), rl, store, counters)
+    orch = LocalOrchestrator(trainer, rollout, worker, TaskCurriculum(tasks.task_set(40, 0)), rl, store, counters)
     produced, execute = [], orch.execute
 
     def tracked(*args, **kwargs):

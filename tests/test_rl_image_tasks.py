@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from composer2_jax import schema
-from composer2_jax.bench.agents import scripted_factory
+from composer2_jax.bench.policies import scripted_factory
 from composer2_jax.bench.runner import step_view
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment, SandboxConfig, SandboxLimits

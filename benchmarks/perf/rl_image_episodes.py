@@ -26,7 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from composer2_jax.bench.agents import scripted_factory
+from composer2_jax.bench.policies import scripted_factory
 from composer2_jax.bench.runner import step_view
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment, SandboxConfig, SandboxLimits

@@ -34,12 +34,12 @@ from composer2_jax.env import Environment, SandboxLimits
 from composer2_jax.env.budget import tree_bytes
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.rl import tasks
-from composer2_jax.rl.config import LoopConfig, RLConfig
+from composer2_jax.rl.curriculum import TaskCurriculum
+from composer2_jax.rl.records import Counters
 from composer2_jax.rl.rewards import RewardConfig
+from composer2_jax.rl.run_config import LoopConfig, RLConfig
 from composer2_jax.rl.services.env_worker import EnvWorker
 from composer2_jax.rl.services.local import LocalOrchestrator
-from composer2_jax.rl.services.records import Counters
-from composer2_jax.rl.services.sampler import TaskSampler
 from composer2_jax.rl.services.testing import CountingTrainer, ScriptedRollout
 from composer2_jax.rl.services.weights import WeightStore
 from composer2_jax.train.checkpoint import Checkpointer
@@ -126,7 +126,7 @@ def main() -> None:
     rl = RLConfig(eta=1, samples=args.samples, steps=args.versions, groups_per_batch=args.groups,
                   loop=LoopConfig(episode_threads=8, max_retries=1, take_timeout_s=300))
     orch = LocalOrchestrator(trainer, ScriptedRollout(store, p_correct=0.6, seed=0), worker,
-                             TaskSampler(tasks.task_set(40, 0)), rl, store, counters)
+                             TaskCurriculum(tasks.task_set(40, 0)), rl, store, counters)
     ckpt = Checkpointer(work / "ckpt", max_to_keep=2, async_save=False)
     state = {"w": np.zeros((512, 512), np.float32)}
     rows = []

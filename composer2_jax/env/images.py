@@ -60,9 +60,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from composer2_jax.env import base_images, dockerfile
-from composer2_jax.env.sandbox_config import SandboxLimits
 from composer2_jax.env.egress import EgressProxy
 from composer2_jax.env.egress_policy import EgressPolicy
+from composer2_jax.env.sandbox_config import SandboxLimits
 
 BUILDER_VERSION = 3  # part of every key: bump when a change of this module changes what a build produces
 # (2: build-host facts scrubbed from debootstrapped roots, see scrub_host_facts; 3: RUN steps in a user namespace)

@@ -20,10 +20,10 @@ import os
 import secrets
 import shutil
 
-from composer2_jax.env.sandbox_config import Resources
 from composer2_jax.env.environment import Environment, _Record
 from composer2_jax.env.profile import profile_of
 from composer2_jax.env.sandbox import SandboxError
+from composer2_jax.env.sandbox_config import Resources
 from composer2_jax.env.tools import Episode
 from composer2_jax.env.vm import assets
 from composer2_jax.env.vm.sandbox import VmSandbox, VmSnapshot
