@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from composer2_jax.bench import compose
-from composer2_jax.bench import policies
+from composer2_jax.bench import compose, policies
 from composer2_jax.bench.compose import ComposeError, parse_compose
 from composer2_jax.bench.runner import SnapshotCache, run_suite
 from composer2_jax.bench.task import Task, Unsupported, load_suite, load_task
