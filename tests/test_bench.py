@@ -339,7 +339,7 @@ def test_tampering_with_tests_or_reward_cannot_change_the_grade(env, tmp_path):
 def test_reward_symlink_planted_by_tested_code_is_not_followed(env, tmp_path):
     evil = '#!/usr/bin/env bash\nmkdir -p "$LOGS_DIR/verifier"\nln -s /etc/hostname "$LOGS_DIR/verifier/reward.txt"\n'
     root = toy_task(tmp_path / "suite", test_sh=evil)
-    from composer2_jax.verify.grade import grade
+    from composer2_jax.bench.grade import grade
 
     task = load_task(root)
     g = grade(env, env.import_repo(task.repo_dir()), task)
@@ -349,7 +349,7 @@ def test_reward_symlink_planted_by_tested_code_is_not_followed(env, tmp_path):
 
 @needs_sandbox
 def test_verifier_timeout_and_missing_reward(env, tmp_path):
-    from composer2_jax.verify.grade import grade
+    from composer2_jax.bench.grade import grade
 
     slow = toy_task(tmp_path, "slow", test_sh="sleep 30\n",
                     **{"task.toml": HARBOR_TOML.replace("timeout_sec = 30.0", "timeout_sec = 1.0", 1)})

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from composer2_jax.bench import policies
+from composer2_jax.bench.grade import parse_rewards, scalar_reward, startup_failure
 from composer2_jax.bench.runner import SnapshotCache, min_reward_miss, run_suite
 from composer2_jax.bench.task import (
     Task,
@@ -26,7 +27,6 @@ from composer2_jax.bench.task import (
 from composer2_jax.bench.task_config import parse_task_toml
 from composer2_jax.env import Environment, SandboxConfig, SandboxLimits
 from composer2_jax.env.harness import HarnessConfig
-from composer2_jax.verify.grade import parse_rewards, scalar_reward, startup_failure
 from tests.test_env_images import ON_CI, PROBLEM, needs_images
 
 HARBOR = Path(__file__).parent / "data" / "harbor"
@@ -257,7 +257,7 @@ def test_grading_errors_are_errors_not_zero_rewards(bench_env, snapshots, tmp_pa
 
 @needs_images
 def test_the_verifier_sees_the_agents_files_and_none_of_its_processes(bench_env, snapshots, tmp_path):
-    from composer2_jax.verify.grade import grade
+    from composer2_jax.bench.grade import grade
 
     task = load_task(HARBOR / "http-service")
     sid = bench_env.fork(snapshots.get(task))
@@ -283,7 +283,7 @@ def test_agent_processes_cannot_forge_a_third_party_verdict(bench_env, snapshots
     """Background, ptrace and mid-grading rewrite policies started in the agent's turn, against Harbor test.sh
     scripts we do not control, three times each: never a pass (the null agent scores 0 on both)."""
     from composer2_jax.bench.authoring import forgeries as forging
-    from composer2_jax.verify.grade import grade
+    from composer2_jax.bench.grade import grade
 
     task = load_task(HARBOR / name)
     for policy in forging.AGENT_PHASE:
@@ -301,7 +301,7 @@ def test_agent_processes_cannot_forge_a_third_party_verdict(bench_env, snapshots
 
 @needs_images
 def test_a_verdict_on_tools_the_agent_replaced_is_marked(bench_env, snapshots):
-    from composer2_jax.verify.grade import grade
+    from composer2_jax.bench.grade import grade
 
     task = load_task(HARBOR / "apt-pytest")
     sid = bench_env.fork(snapshots.get(task))

@@ -110,7 +110,7 @@ def test_an_exported_task_grades_like_the_suite(tmp_path):
 
 
 def test_record_sync_installs_into_every_task_under_a_root(tmp_path):
-    from composer2_jax.verify import record
+    from composer2_jax.bench.authoring import record
 
     for name in ("bug-config-equals", "real-semver-subclass-replace"):
         export.export_task(SUITES_DIR / SAMPLE[name][0] / name, tmp_path)

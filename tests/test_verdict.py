@@ -257,8 +257,8 @@ def test_oracle_still_scores_one(env, tmp_path, kind, name):
 @needs_sandbox
 def test_a_child_cannot_read_the_runner_parent_in_the_sandbox(env, tmp_path):
     """Non-dumpable: the sandbox user (no capabilities) cannot read the parent's environment, memory or fds."""
+    from composer2_jax.bench.grade import grade
     from composer2_jax.bench.task import load_task
-    from composer2_jax.verify.grade import grade
 
     probes = ("import os\n"
               "def probe_parent(ctx):\n    out = []\n"
@@ -291,8 +291,8 @@ else echo 0 > "$LOGS_DIR/verifier/reward.txt"; fi
 def test_third_party_verifier_guard_keeps_runner_modules_out_of_the_workspace(env, tmp_path, policy):
     """A Harbor test.sh we do not control (unittest from the repository root): the oracle passes, and a workspace
     that shadows unittest/json/sitecustomize does not, because the guard resolves them from the interpreter."""
+    from composer2_jax.bench.grade import grade
     from composer2_jax.bench.task import load_task
-    from composer2_jax.verify.grade import grade
 
     root = tmp_path / "third"
     envtest.make_repo(str(root), {

@@ -6,7 +6,7 @@
 
 Every policy of `composer2_jax.bench.authoring.forgeries` is applied to the starting repository of every task and the
 result is graded by the real graders in real sandboxes: the RL toy family (`rl/tasks.py`) through the RL grader
-(`rl/grading.py`) and as Harbor folders through the benchmark grader (`verify/grade.py`), and every task of
+(`rl/grading.py`) and as Harbor folders through the benchmark grader (`bench/grade.py`), and every task of
 suite v0 through the benchmark grader (and, with `--generated DIR`, every task of that folder). One line per
 grading, then one summary line per policy, then the table kept in docs/benchmark.md (passes out of tasks; every cell
 must be 0). The `oracle` row applies the reference solution instead (every cell must be full) and the `null` row
@@ -25,11 +25,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from composer2_jax.bench.authoring import forgeries as forging
+from composer2_jax.bench.grade import grade, pack_dir, unpack_command, upload_commands
 from composer2_jax.bench.task import Task, load_suite
 from composer2_jax.env import Environment, SandboxLimits
 from composer2_jax.rl import tasks as rl_tasks
 from composer2_jax.rl.grading import grade_task
-from composer2_jax.verify.grade import grade, pack_dir, unpack_command, upload_commands
 
 HANG_TIMEOUT_S = 10.0  # the verifier timeout the `hang` policy is graded under (it would wait out any limit)
 RL_TIMEOUT_S = 30.0  # the RL grader's check timeout (rl/services/env_worker.py's default)

@@ -20,6 +20,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from composer2_jax.bench.grade import pack_dir, unpack_command, upload_commands
 from composer2_jax.bench.task import Task, resolve_env
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.data.chat import end_token_id, format_tool_call, get_chat_format, rewrite_tool_calls
@@ -29,7 +30,6 @@ from composer2_jax.env.harness import (
     Policy,
     is_summary_request,
 )
-from composer2_jax.verify.grade import pack_dir, unpack_command, upload_commands
 
 SCRIPTED = ("oracle", "null", "broken", "tamper")
 _CHUNK = 64 * 1024

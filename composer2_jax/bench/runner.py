@@ -9,7 +9,7 @@ A trial, as Harbor runs one (harbor.trial.trial / harbor.trial.multi_step):
 2. image tasks: /logs/{agent,verifier,artifacts} are made; the [environment] healthcheck must pass;
 3. per step (a single-step task is one step): copy steps/<name>/workdir/ into the working directory and run its
    setup.sh; run the agent (the step's instruction, the step's or task's agent timeout, not capped; as the
-   [agent] user); grade a fresh fork of it, its processes killed (verify/grade.py); stop when the step errs or
+   [agent] user); grade a fresh fork of it, its processes killed (bench/grade.py); stop when the step errs or
    misses its min_reward;
 4. the trial's rewards: the one step's, or the steps' per-key mean ("mean", missing keys 0) or the last step's
    ("final"); passed = scalar ≥ 1.
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from composer2_jax.bench import compose
+from composer2_jax.bench.grade import Grade, grade, scalar_reward
 from composer2_jax.bench.task import Step, Suite, Task, TaskError, resolve_env
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env.egress_policy import EgressPolicy
@@ -41,7 +42,6 @@ from composer2_jax.env.harness import (
     transcript_jsonl,
 )
 from composer2_jax.env.sandbox_config import Resources
-from composer2_jax.verify.grade import Grade, grade, scalar_reward
 
 log = logging.getLogger(__name__)
 MiB = 1 << 20

@@ -15,6 +15,7 @@ from composer2_jax.env.runtime import check_host
 from composer2_jax.env.sandbox import SandboxError
 from composer2_jax.env.sandbox_config import SandboxConfig, SandboxLimits
 from composer2_jax.env.tool_schemas import TODO_STATUSES, TOOL_NAMES, tool_specs
+from composer2_jax.env.vm import environment as _vm_backend  # noqa: F401  (registers the "vm" backend)
 
 __all__ = [
            "TODO_STATUSES",

@@ -90,16 +90,23 @@ def _repo_dir(task: Any) -> str | None:
     raise TypeError(f"task {task!r} has no repository; expected a path, .repo_dir or a mapping with 'repo_dir'")
 
 
+# SandboxConfig.backend → the Environment subclass that runs it, for backends other than "bwrap" (this class). Each
+# registers itself where it is defined (env/vm/environment.py: "vm"); importing composer2_jax.env registers them all.
+BACKENDS: dict[str, type] = {}
+
+
 class Environment:
     """Creates and drives sandboxes; see the module docstring. With `SandboxConfig(backend="vm")` it is a
     `vm.environment.VmEnvironment`: the same API, every sandbox a VM with memory snapshots (docs/env.md)."""
 
     def __new__(cls, *args, **kwargs):
-        """An Environment, or a VmEnvironment when the config (argument 4 or config=) asks for the vm backend."""
+        """An Environment, or the registered subclass of the config's backend (argument 4 or config=)."""
         config = kwargs.get("config", args[3] if len(args) > 3 else None)
-        if cls is Environment and config is not None and config.backend == "vm":
-            from composer2_jax.env.vm.environment import VmEnvironment
-            cls = VmEnvironment
+        if cls is Environment and config is not None and config.backend != "bwrap":
+            if config.backend not in BACKENDS:
+                raise ValueError(f"backend={config.backend!r} has no registered Environment; registered: "
+                                 f"{sorted(BACKENDS)} (importing composer2_jax.env registers them)")
+            cls = BACKENDS[config.backend]
         return super().__new__(cls)
 
     def __init__(self, base_dir: str | None = None, limits: SandboxLimits | None = None,

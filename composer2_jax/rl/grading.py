@@ -1,6 +1,6 @@
 """Grading an RL episode: the hidden check runs in a fresh fork of the final workspace, copied in only then.
 
-Same protocol as the benchmark's `verify/grade.py`, in one command instead of three and with the grader itself as
+Same protocol as the benchmark's `bench/grade.py`, in one command instead of three and with the grader itself as
 the runner's parent (`verdict.direct_run`): fork → write the runner and the child's request (not the expected
 values) at a fresh random path → start the isolated child from an empty directory, answers to a file → read it
 from outside the sandbox through /proc, never through a symlink → keep the lines with the nonce → judge them on the
@@ -15,13 +15,13 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from composer2_jax.bench.grade import WORKSPACE, fresh_dirs, read_file
+from composer2_jax.bench.grade import grade as harbor_grade
 from composer2_jax.rl import pkg_tasks
 from composer2_jax.rl.rewards import TestResult
 from composer2_jax.rl.sources import HarborTask, family_module
 from composer2_jax.rl.tasks import CodingTask
 from composer2_jax.verify import verdict
-from composer2_jax.verify.grade import WORKSPACE, fresh_dirs, read_file
-from composer2_jax.verify.grade import grade as harbor_grade
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +61,7 @@ def grade_task(env, source: str, task: CodingTask | pkg_tasks.PkgTask, timeout_s
 
 
 def grade_harbor(env, source: str, task: HarborTask) -> GradeResult:
-    """A Harbor task's verdict (verify/grade.py: its tests installed at fresh paths after the agent's turn, judged
+    """A Harbor task's verdict (bench/grade.py: its tests installed at fresh paths after the agent's turn, judged
     on the host for the project's own tasks) in a fresh fork of `source`, closed after. Pass/fail is one case."""
     start = time.monotonic()
     gid = env.fork(source)

@@ -4,11 +4,11 @@ A task of this project carries, in tests/: verdict_runner.py (a byte-identical c
 check.json (what to ask the code under test), probes.py (child-side probes; no expected values), optionally
 setup.py (parent-side fixtures), and expected.json (the hidden values). Its test.sh runs the runner from the
 repository root. Under a third-party Harbor runner that is the whole story (the runner judges in the sandbox).
-Under this project's graders (verify/grade.py, rl/grading.py) expected.json never enters the sandbox:
+Under this project's graders (bench/grade.py, rl/grading.py) expected.json never enters the sandbox:
 the grader installs tests/ without it, reads the answers the runner wrote ($LOGS_DIR/verifier/answers.json)
 from outside the sandbox, and judges them here, in a process that never executes task code.
 
-Authoring (refreshing the runner's copies, recording hidden values) is verify/record.py.
+Authoring (refreshing the runner's copies, recording hidden values) is bench/authoring/record.py.
 
 docs/benchmark.md ("Verdicts") gives the file formats, the spec kinds and what a policy can and cannot forge.
 """
@@ -72,11 +72,11 @@ def load_expected(tests_dir: Path) -> dict | None:
         return None
     if (tests_dir / RUNNER_NAME).read_bytes() != RUNNER.read_bytes():
         raise VerdictError(f"{tests_dir / RUNNER_NAME} differs from {RUNNER}; run "
-                           "`python -m composer2_jax.verify.record sync`")
+                           "`python -m composer2_jax.bench.authoring.record sync`")
     path = tests_dir / vr.EXPECTED
     if not path.is_file():
         raise VerdictError(f"{tests_dir}: the verdict runner is installed but {vr.EXPECTED} is missing; expected "
-                           "the hidden values (`python -m composer2_jax.verify.record record TASK_DIR`)")
+                           "the hidden values (`python -m composer2_jax.bench.authoring.record record TASK_DIR`)")
     try:
         expected = json.loads(path.read_text())
     except ValueError as e:

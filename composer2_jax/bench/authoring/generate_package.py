@@ -42,8 +42,8 @@ import zipfile
 from pathlib import Path
 
 from composer2_jax.bench.authoring import generate_stdlib as generate
+from composer2_jax.bench.authoring import record as verdict_record
 from composer2_jax.env.sandbox_config import SandboxConfig
-from composer2_jax.verify import record as verdict_record
 from composer2_jax.verify import verdict
 
 GENERATOR_VERSION = 1

@@ -30,8 +30,8 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+from composer2_jax.bench.authoring import record as verdict_record
 from composer2_jax.env.sandbox_config import SandboxConfig
-from composer2_jax.verify import record as verdict_record
 from composer2_jax.verify import verdict
 
 GENERATOR_VERSION = 1

@@ -14,11 +14,11 @@ import io
 import tarfile
 from pathlib import Path
 
+from composer2_jax.bench.grade import unpack_command, upload_commands
 from composer2_jax.bench.policies import ScriptedPolicy, call
 from composer2_jax.bench.task import Task
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env.harness import HarnessConfig, Policy
-from composer2_jax.verify.grade import unpack_command, upload_commands
 
 FOLDER = "negatives"
 SUFFIX = ".patch"

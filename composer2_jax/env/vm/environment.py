@@ -20,7 +20,7 @@ import os
 import secrets
 import shutil
 
-from composer2_jax.env.environment import Environment, _Record
+from composer2_jax.env.environment import BACKENDS, Environment, _Record
 from composer2_jax.env.profile import profile_of
 from composer2_jax.env.sandbox import SandboxError
 from composer2_jax.env.sandbox_config import Resources
@@ -198,3 +198,6 @@ class VmEnvironment(Environment):
     def _freeze(self, record):
         """Not used by VMs (snapshots are `VmSandbox.snapshot`)."""
         raise SandboxError(f"sandbox {record.sandbox.sid} is a VM; its snapshots are memory snapshots")
+
+
+BACKENDS["vm"] = VmEnvironment

@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 
 from composer2_jax.bench.task import Step, Task, resolve_env
 from composer2_jax.env.bwrap import IMAGE_ROOT
-from composer2_jax.env.transfer import pack_dir  # noqa: F401  (agents and verify/record.py import it from here)
+from composer2_jax.env.transfer import pack_dir  # noqa: F401  (agents and bench/authoring/record.py import it from here)
 from composer2_jax.verify import network as verifier_net
 from composer2_jax.verify import verdict
 
@@ -321,7 +321,7 @@ def read_verifier_files(env, sid: str, logs_dir: str, names: tuple[str, ...],
 
 def run_verifier(env, sid: str, task: Task, exclude: tuple[str, ...] = ()) -> tuple[dict | None, str, str | None]:
     """Install tests/ (less `exclude`) at a fresh layout and run test.sh; (exec result or None, logs dir, install
-    error). The one-call form used to record expected values (verify/record.py)."""
+    error). The one-call form used to record expected values (bench/authoring/record.py)."""
     where = layout(task)
     error = install_tests(env, sid, task, where, exclude=exclude)
     if error is not None:

@@ -1,10 +1,10 @@
 """Authoring checks: install the tasks' shared files, record the hidden values from the oracle.
 
-    python -m composer2_jax.verify.record sync                  # install the shared files into every task
-    python -m composer2_jax.verify.record record TASK_DIR ...   # expected.json from the oracle's answers
+    python -m composer2_jax.bench.authoring.record sync                  # install the shared files into every task
+    python -m composer2_jax.bench.authoring.record record TASK_DIR ...   # expected.json from the oracle's answers
 
 `record` runs the task's oracle in a sandbox, collects the runner's answers (through the same grading path as
-verify/grade.py) and writes tests/expected.json: exact values, or check.json's `match` templates (approx, sha256),
+bench/grade.py) and writes tests/expected.json: exact values, or check.json's `match` templates (approx, sha256),
 overridden by values setup.py's `expected(ctx)` computes from trusted code (labels of generated logs). Read the
 diff before committing it. `record_local` does the same on this host for a generator whose code is trusted.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from composer2_jax.bench import shared_files
+from composer2_jax.bench.grade import pack_dir, read_verifier_files, run_verifier, unpack_command, upload_commands
 from composer2_jax.verify import verdict_runner as vr
-from composer2_jax.verify.grade import pack_dir, read_verifier_files, run_verifier, unpack_command, upload_commands
 from composer2_jax.verify.verdict import HOST_ONLY, RUNNER_NAME, VerdictError
 
 
@@ -143,7 +143,7 @@ def trusted_expected(tests_dir: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: see the module docstring."""
-    p = argparse.ArgumentParser(prog="python -m composer2_jax.verify.record",
+    p = argparse.ArgumentParser(prog="python -m composer2_jax.bench.authoring.record",
                                 description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("sync", help="install the shared files (runner, sdist script) into every task folder")
