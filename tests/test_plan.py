@@ -52,8 +52,8 @@ def test_pipelined_mesh_plans_memory_the_bubble_and_the_roofline():
     work is (M·R + S − 1)/(M·R) of the useful work."""
     mesh = dict(MESH, stage=2, fsdp=2, expert=2)
     rep = report.plan("toy", "cpt_bulk", mesh, "h200", seq_len=64, optimizer="adamw", microbatches=4)
-    assert rep["pipeline"] == dict(stages=2, microbatches=4, repeats=1, units_per_stage=1, bubble=1 / 5,
-                                   gather_params=False)
+    assert rep["pipeline"] == dict(stages=2, microbatches=4, repeats=1, units_per_stage=1, bubble=1 / 5, ticks=5,
+                                   compiled_trips=[5, 5], gather_params=False)  # trips: the compiled loops
     assert rep["global_batch"] == 4 * 4 and rep["per_device"]["peak_bytes"] > 0  # 4 data-parallel shards × M
     c, r = rep["pipeline_costs"], rep["roofline"]
     assert c["bubble_flops"] == pytest.approx(c["stack_flops_useful"] * (2 - 1) / 4)

@@ -5,9 +5,13 @@
   python benchmarks/perf/pipeline_parallel.py --gpu    # every visible GPU (needs ≥ 2: stage = device count)
 
 Each line times one jitted forward+backward of a toy MoE stack (the train step's gradient, no optimizer) at equal
-global batch, unpipelined on a (fsdp, expert) mesh and pipelined over `stage` with M microbatches and R repeats:
+global batch, unpipelined on a (fsdp, expert) mesh and pipelined over `stage` with M microbatches and R repeats
+(virtual stages per device), GPipe-like (R = 1, M = S) next to the interleaved schedules (R > 1 and/or M > S):
+  schedule          "gpipe" (R = 1, M = S) or "interleaved"
   step_ratio        pipelined / unpipelined wall time
   bubble_formula    (S − 1) / (M·R + S − 1)
+  ticks             M·R + S − 1 schedule iterations; compiled_trips: the compiled schedule loops' trip counts
+                    (forward, backward; plan/hlo.py `schedule_trip_counts`)
   bubble_measured   1 − t_unpipelined / t_pipelined: the share of the pipelined step spent on no useful work
   permutes          collective-permute ops in the compiled pipelined program (the stage-to-stage sends)
 On CPU the 8 fake devices share the same cores, so a time is the total work of all devices: the bubble shows up as
@@ -42,6 +46,7 @@ from composer2_jax.losses.lm import chunked_cross_entropy
 from composer2_jax.model import Transformer
 from composer2_jax.model.pipeline import bubble_fraction
 from composer2_jax.model_config import get_model_config
+from composer2_jax.plan.hlo import schedule_trip_counts
 from composer2_jax.train.state import activate
 
 
@@ -62,7 +67,8 @@ def timed(fn, *args, reps: int = 3) -> float:
 
 
 def grad_step(cfg, mesh, batch: int, seq: int):
-    """(grad of the LM loss, params, collective-permute ops in its compiled HLO) on `mesh`."""
+    """(grad of the LM loss, params, collective-permute ops in its compiled HLO, the schedule loops' trip counts)
+    on `mesh`."""
     model = Transformer(cfg, mesh)
     tokens = jnp.asarray(np.random.default_rng(0).integers(0, cfg.vocab_size, (batch, seq)), jnp.int32)
     boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), tokens))
@@ -84,7 +90,7 @@ def grad_step(cfg, mesh, batch: int, seq: int):
         with activate(mesh):
             return grad(params)
 
-    return run, variables["params"], len(re.findall(r"collective-permute(-start)?\(", hlo))
+    return run, variables["params"], len(re.findall(r"collective-permute(-start)?\(", hlo)), schedule_trip_counts(hlo)
 
 
 def main(argv=None):
@@ -102,22 +108,25 @@ def main(argv=None):
     else:
         cfg = get_model_config("toy", num_layers=args.layers)
         layouts = [dict(stage=2, fsdp=4, mb=2, r=1), dict(stage=2, fsdp=4, mb=8, r=1),
+                   dict(stage=2, fsdp=4, mb=8, r=2),
                    dict(stage=4, fsdp=2, mb=4, r=1), dict(stage=4, fsdp=2, mb=4, r=2),
-                   dict(stage=4, fsdp=2, mb=8, r=2)]
+                   dict(stage=4, fsdp=2, mb=8, r=2), dict(stage=4, fsdp=2, mb=16, r=2)]
         wanted = {int(x) for x in args.stages.split(",") if x}
         layouts = [lay for lay in layouts if lay["stage"] in wanted]
         batch, seq, base = 32, args.seq, dict(fsdp=n)
-    ref_fn, ref_params, _ = grad_step(cfg, shd.make_mesh(base), batch, seq)
+    ref_fn, ref_params, _, _ = grad_step(cfg, shd.make_mesh(base), batch, seq)
     t_ref = timed(ref_fn, ref_params)
     emit(what="unpipelined", mesh=base, batch=batch, seq=seq, layers=cfg.num_layers, seconds=round(t_ref, 4),
          devices=n, platform=jax.devices()[0].platform)
     for lay in layouts:
         pcfg = dataclasses.replace(cfg, pipeline_microbatches=lay["mb"], pipeline_repeats=lay["r"])
         mesh_shape = dict(stage=lay["stage"], fsdp=lay["fsdp"])
-        fn, params, n_permutes = grad_step(pcfg, shd.make_mesh(mesh_shape), batch, seq)
+        fn, params, n_permutes, trips = grad_step(pcfg, shd.make_mesh(mesh_shape), batch, seq)
         t = timed(fn, params)
-        emit(what="pipelined", mesh=mesh_shape, microbatches=lay["mb"], repeats=lay["r"], seconds=round(t, 4),
-             step_ratio=round(t / t_ref, 3),
+        gpipe = lay["r"] == 1 and lay["mb"] == lay["stage"]
+        emit(what="pipelined", schedule="gpipe" if gpipe else "interleaved", mesh=mesh_shape,
+             microbatches=lay["mb"], repeats=lay["r"], seconds=round(t, 4), step_ratio=round(t / t_ref, 3),
+             ticks=lay["mb"] * lay["r"] + lay["stage"] - 1, compiled_trips=trips,
              bubble_formula=round(bubble_fraction(lay["stage"], lay["mb"], lay["r"]), 3),
              bubble_measured=round(1 - t_ref / t, 3), permutes=n_permutes)
 

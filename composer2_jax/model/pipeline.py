@@ -18,9 +18,34 @@ j = i − s when 0 ≤ j < M·R: microbatch m = j mod M in repeat r = j div M.
   3. the outputs move one stage on, S − 1 → 0 closing the circle: `jax.lax.ppermute` in a shard_map over `stage`
   4. what stage 0 received from stage S − 1 is written to the buffer under its microbatch
 Stage s idles for S − 1 of the M·R + S − 1 iterations: bubble = (S − 1) / (M·R + S − 1). Items in the bubble
-compute on zeros or stale activations; their outputs and MoE statistics are masked out.
+compute on zeros or stale activations; their outputs and MoE statistics are masked out. `schedule_table` lists
+which (microbatch, repeat) each stage runs at each iteration; tests/test_pipeline_schedule.py derives the bubble
+from it and the planner reads the loops' trip count from the compiled program (plan/hlo.py
+`schedule_trip_counts`).
 Backward: autodiff of the scan replays the schedule in reverse (a ppermute transposes to the opposite shift) and
 sums each stage's parameter gradients over its microbatches.
+
+Why this schedule, and why autodiff rather than a hand-written 1F1B. R = `pipeline_repeats` is the number v of
+model chunks per device of Megatron-LM's interleaved 1F1B (Narayanan et al. 2021, "Efficient Large-Scale Language
+Model Training on GPU Clusters Using Megatron-LM", §2.2.2: bubble time (p − 1)/v of a microbatch's forward +
+backward against m of them, i.e. a fraction (p − 1)/(v·m + p − 1) of the step, p = S stages, m = M microbatches),
+laid out as MaxText's circular pipeline (`pipeline_parallel_layers`, `num_pipeline_repeats`; praxis's
+`CircularLayerwiseShardablePipelined`): the same forward order, with the backward as the scan's reverse, so
+forward and backward each idle for S − 1 of M·R + S − 1 ticks — the same fraction as interleaved 1F1B.
+  * GPipe (R = 1, M = S) has (S − 1)/(2S − 1) = 42.9 % at S = 4; R > 1 divides the idle ticks' share without more
+    microbatches (R = 5, M = S = 4: 3/23 = 13.0 %), which matters where the global batch caps M (a microbatch
+    is split over the stage's data×fsdp×expert devices, so M ≤ B / that product).
+  * What 1F1B buys over GPipe is memory, not bubble: a stage holds at most S microbatches' activations instead of
+    M. Here the same bound comes from checkpointing each stage step whole (`remat_stage`): the backward keeps
+    one [mb, T, D] stage input per tick, (M·R + S − 1)·mb = R·B + (S − 1)·B/M rows per stage group — fixed in M
+    at a given global batch B (larger M: smaller microbatches) — and recomputes the L units of one tick at a
+    time. So M ≥ 4·S costs no activation memory; R costs R× the stage inputs (and the parameter regroup below).
+  * Gradients by jax autodiff of the forward schedule, not an explicit forward/backward interleaving: the
+    transpose of ppermute, of the buffer updates and of the masked bubble items is exact by construction
+    (tests check params − gradients and the router-bias update against the single-device step at SHARDED_FP32),
+    the stage body keeps its own remat policy, MoE shard_map and ring attention unchanged, and a hand-scheduled
+    1F1B would need its own VJP of every one of them. An interleaved 1F1B's earlier backward start would not
+    shrink the bubble fraction further, only the activation memory, which the stage checkpoint already bounds.
 
 The buffer is kept per stage ([S, M, mb, T, D], sharded over `stage`) so reads and writes stay local; the final
 outputs leave stage 0 once, for the final norm, head, MTP and loss, which run outside the pipeline with the batch
@@ -81,6 +106,21 @@ class PipelineSpec(NamedTuple):
 def bubble_fraction(stages: int, microbatches: int, repeats: int = 1) -> float:
     """(S − 1) / (M·R + S − 1): the share of schedule iterations in which a stage has no work."""
     return (stages - 1) / (microbatches * repeats + stages - 1)
+
+
+def schedule_table(spec: PipelineSpec) -> list[tuple]:
+    """The schedule as a table: for each of the `spec.iterations` ticks, per stage s, the (microbatch, repeat)
+    item stage s runs (virtual stage repeat·S + s on that microbatch), or None when it idles (the bubble).
+    Stage s runs item j = tick − s, j = repeat·M + microbatch, for 0 ≤ j < M·R (module docstring)."""
+    m_, r_ = spec.microbatches, spec.repeats
+    rows = []
+    for tick in range(spec.iterations):
+        row = []
+        for s in range(spec.stages):
+            j = tick - s
+            row.append((j % m_, j // m_) if 0 <= j < m_ * r_ else None)
+        rows.append(tuple(row))
+    return rows
 
 
 def stage_count(mesh) -> int:

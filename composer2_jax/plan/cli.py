@@ -8,6 +8,10 @@ devices, report per-device memory, the collectives, and a roofline step-time / M
     python -m composer2_jax.plan --preset kimi_k2_5 --stage cpt_bulk --mesh data=1,fsdp=32,expert=8 --chip h200 \
         --search_execution --remat full,save_attention_out --capacity 1.0,1.25 --causal_skip 0,1
                                                    (how to execute on that mesh: `search_execution`)
+    python -m composer2_jax.plan --preset kimi_k2_5 --stage cpt_bulk --mesh stage=4,data=1,fsdp=8,expert=8 \
+        --chip h200 --search_schedule --repeats_options 1,3,5 --execution full,1.0,1
+                                                   (virtual stages × microbatches on a pipelined mesh:
+                                                    composer2_jax/plan/schedule.py)
     python -m composer2_jax.plan --stage rl --mesh ... --pod 256   (trainer compiled, rollout side and pod split:
                                                                     composer2_jax/plan/rollout.py)
 
@@ -103,7 +107,8 @@ def _human(report: dict) -> str:
     if "pipeline" in report:
         p = report["pipeline"]
         lines.append(f"  pipeline: {p['stages']} stages × {p['repeats']} repeats, {p['microbatches']} microbatches, "
-                     f"{p['units_per_stage']} units per virtual stage; bubble {p['bubble']:.1%}")
+                     f"{p['units_per_stage']} units per virtual stage; bubble {p['bubble']:.1%} "
+                     f"((S − 1) / {p['ticks']} ticks; compiled schedule loops: {p['compiled_trips']} trips)")
     if "roofline" in report:
         r = report["roofline"]
         lines.append(f"  step ≈ {r['step_calibrated_s']:.3f} s calibrated (bounds {r['step_lower_s']:.3f}–"
@@ -165,6 +170,12 @@ def _parser() -> argparse.ArgumentParser:
                     help="pipeline stage counts --search includes, e.g. 1,2,4 (pipelined compiles are slow)")
     ap.add_argument("--search_execution", action="store_true",
                     help="with --mesh: search remat policy × expert capacity factor × causal block skipping")
+    ap.add_argument("--search_schedule", action="store_true",
+                    help="with a pipelined --mesh: search virtual stages R × microbatches M (plan/schedule.py)")
+    ap.add_argument("--repeats_options", default="",
+                    help="R values --search_schedule tries, e.g. 1,3,5 (default: divisors of the units per stage)")
+    ap.add_argument("--microbatch_options", default="",
+                    help="M values --search_schedule tries, e.g. 4,8 (default: every M >= stage the batch allows)")
     ap.add_argument("--remat", default=",".join(EXECUTION_REMATS), help="remat policies --search_execution tries")
     ap.add_argument("--capacity", default=",".join(map(str, EXECUTION_CAPACITIES)),
                     help="expert capacity factors --search_execution tries")
@@ -244,6 +255,8 @@ def _plan_and_print(ap, a):
                                       skips=tuple(bool(int(x)) for x in a.causal_skip.split(",") if x))
         print(json.dumps(out, indent=1, default=str) if a.json else _execution_human(out))
         return out
+    if a.search_schedule:
+        return _search_schedule(ap, a, parse_mesh)
     if a.search:
         out = search.search(a.preset, a.stage, a.search, a.chip, a.optimizer, seq_len=a.seq_len,
                             stages=tuple(int(x) for x in a.search_stages.split(",") if x))
@@ -257,6 +270,20 @@ def _plan_and_print(ap, a):
         rep["rollout"] = _rollout_plan(a, rep["roofline"]["step_calibrated_s"], rep["chips"], rep["global_batch"])
     print(json.dumps(rep, indent=1, default=str) if a.json else _human(rep))
     return rep
+
+
+def _search_schedule(ap, a, parse_mesh):
+    """--search_schedule: the fastest fitting (R, M) on the pipelined --mesh (plan/schedule.py), as JSON."""
+    from composer2_jax.plan.schedule import ScheduleSearch, search_schedule
+
+    if not a.mesh or parse_mesh(a.mesh).get("stage", 1) < 2:
+        ap.error("--search_schedule needs a pipelined --mesh (stage >= 2)")
+    ints = lambda text: tuple(int(x) for x in text.split(",") if x) or None  # noqa: E731
+    out = search_schedule(ScheduleSearch(
+        a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer, ints(a.repeats_options),
+        ints(a.microbatch_options), parse_execution(a.execution) if a.execution else None))
+    print(json.dumps(out, indent=1, default=str))
+    return out
 
 
 def _rollout_plan(a, train_step_s: float, train_chips: int, samples: int) -> dict:

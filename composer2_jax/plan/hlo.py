@@ -331,3 +331,26 @@ def _by_kind(colls) -> dict:
         a["bytes"] += c.bytes
         a["wire_bytes"] += c.wire_bytes
     return agg
+
+
+# ------------------------------------------------------------------ the pipeline schedule's loops
+
+_SCHEDULE_LOOP = re.compile(r"\swhile\(.*op_name=\"[^\"]*_pipelined_stack\)*/(?:(?!while)[^\"])*while\"")
+_TRIP_COUNT = re.compile(r"\"known_trip_count\":\{\"n\":\"(\d+)\"")
+
+
+def schedule_trip_counts(hlo_text: str) -> list[int]:
+    """Trip counts of the pipeline schedule's loops in a compiled module (model/pipeline.py; the forward loop and
+    the backward one autodiff derives from it), in module order: the `while` ops traced directly under
+    `_pipelined_stack` (the units' scans nested inside carry `.../while/...` and are not counted), with the trip
+    count XLA proved (`known_trip_count`). A schedule loop without a proved trip count is an error naming it."""
+    out = []
+    for line in hlo_text.splitlines():
+        if not _SCHEDULE_LOOP.search(line):
+            continue
+        m = _TRIP_COUNT.search(line)
+        if m is None:
+            name = line.split("=")[0].strip()
+            raise ValueError(f"the schedule loop {name} has no known_trip_count in its backend_config")
+        out.append(int(m.group(1)))
+    return out

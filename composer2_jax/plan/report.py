@@ -15,6 +15,7 @@ from composer2_jax import sharding as shd
 from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.model.pipeline import pipeline_spec
 from composer2_jax.plan.calibration import CPU_MEMORY_OVERESTIMATE, REFERENCES
+from composer2_jax.plan.hlo import schedule_trip_counts
 from composer2_jax.plan.roofline import _moe_overlap_report, _pipelined_roofline, _roofline
 from composer2_jax.plan.stage import STAGES, Execution, _stage_config
 from composer2_jax.plan.step import _shard_bytes, _unit_costs, compile_train_step, parse_mesh, peak_bytes
@@ -59,9 +60,12 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
                   seq_len=seq, tokens_per_step=batch * seq, **report)
     if stages > 1:
         spec = pipeline_spec(cfg, mesh, layer_plan(cfg)[2])
+        trips = report.pop("schedule_trips")
+        if trips and trips != [spec.iterations] * 2:  # [] where XLA unrolled the loops: nothing to compare
+            raise RuntimeError(f"the compiled schedule loops run {trips} trips, expected two of {spec.iterations}")
         report["pipeline"] = dict(stages=spec.stages, microbatches=spec.microbatches, repeats=spec.repeats,
-                                  units_per_stage=spec.units_per_stage, bubble=spec.bubble,
-                                  gather_params=cfg.pipeline_gather_params)
+                                  units_per_stage=spec.units_per_stage, bubble=spec.bubble, ticks=spec.iterations,
+                                  compiled_trips=trips, gather_params=cfg.pipeline_gather_params)
     if not estimate:
         return report
     if stages > 1:
@@ -94,10 +98,12 @@ def _default_batch(mesh_shape: dict, stage: str, microbatches: int) -> int:
 
 
 def _memory_report(cfg, mesh, batch: int, seq: int, optimizer: str, chip) -> tuple[dict, object]:
-    """(the report's memory fields, the abstract train state) from one full-model compile of the step."""
+    """(the report's memory fields, the abstract train state) from one full-model compile of the step; on a
+    pipelined mesh also `schedule_trips`, the compiled schedule loops' trip counts (plan/hlo.py)."""
     t0 = time.time()
     compiled, abstract = compile_train_step(cfg, mesh, batch, seq, optimizer)
     mem = compiled.memory_analysis()
+    trips = schedule_trip_counts(compiled.as_text()) if dict(mesh.shape).get("stage", 1) > 1 else None
     params_b, opt_b = _shard_bytes(abstract.params), _shard_bytes(abstract.opt_state)
     peak = peak_bytes(mem)
     return dict(per_device=dict(params_bytes=params_b, optimizer_bytes=opt_b,
@@ -106,7 +112,8 @@ def _memory_report(cfg, mesh, batch: int, seq: int, optimizer: str, chip) -> tup
                                 activation_and_temp_bytes=mem.temp_size_in_bytes, peak_bytes=peak),
                 hbm_bytes=chip.hbm_bytes, fits=bool(peak <= chip.hbm_bytes),
                 fits_calibrated=bool(peak / CPU_MEMORY_OVERESTIMATE <= chip.hbm_bytes),
-                compile_s=round(time.time() - t0, 1)), abstract
+                compile_s=round(time.time() - t0, 1), **({} if trips is None else dict(schedule_trips=trips))), \
+        abstract
 
 
 def _add_unpipelined_roofline(report: dict, cfg, mesh, chip, batch: int, seq: int, optimizer: str, abstract):

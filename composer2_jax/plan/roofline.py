@@ -9,10 +9,11 @@ import math
 import jax
 
 from composer2_jax import sharding as shd
+from composer2_jax.model.layer_plan import SCANNED_STACK
 from composer2_jax.model.pipeline import runs_per_shard
 from composer2_jax.params import count_params
 from composer2_jax.plan.calibration import REFERENCE_EFFICIENCY
-from composer2_jax.plan.step import _optimizer_cost, _unit_costs
+from composer2_jax.plan.step import _optimizer_cost, _shard_bytes, _unit_costs
 from composer2_jax.train.metrics import flops_per_token
 
 
@@ -126,7 +127,34 @@ def param_collective_passes(cfg, mesh_shape: dict, spec) -> tuple[int, int]:
     return once, once if runs_per_shard(cfg, mesh_shape) else passes
 
 
-def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int, optimizer: str, abstract) -> dict:
+def pipelined_costs(cfg, mesh_shape: dict, chip, batch: int, seq: int, optimizer: str) -> dict:
+    """The compiles `_pipelined_roofline` reads, none of which depends on the schedule (M, R): the 1- and 2-unit
+    unrolled models on one stage's sub-mesh at B/S (per-microbatch costs are scaled from them), and a matrix
+    optimizer's extra over AdamW on the whole mesh. `plan/schedule.py` compiles them once for all (M, R)."""
+    s_ = mesh_shape["stage"]
+    n = math.prod(mesh_shape.values())
+    inner = shd.make_mesh(dict(mesh_shape, stage=1), devices=jax.devices()[: n // s_])
+    flat = dataclasses.replace(cfg, pipeline_microbatches=0)
+    # Per-pass costs from AdamW (elementwise, no collectives of its own); a matrix optimizer's extra work (Muon's
+    # Newton–Schulz and its gathers) runs once per step on a stage's U/S units, not once per microbatch pass: it is
+    # the difference of the optimizer update alone, Muon − AdamW, compiled for the real state on the whole mesh.
+    base, delta, _, raw = _unit_costs(flat, inner, batch // s_, seq, "adamw", chip.node_size)
+    return dict(base=base, delta=delta, raw=raw, inner=inner,
+                opt_once=_optimizer_once(cfg, mesh_shape, batch, seq, optimizer, chip))
+
+
+def regroup_bytes(abstract, spec) -> float:
+    """Bytes a device sends over `stage` per step to regroup the stack's parameters for R > 1 virtual stages
+    (model/pipeline.py `to_stages`: [U] → [S, R, L], (S − 1)/S of a device's stack shard moves) and their
+    gradients back: 2 · (S − 1)/S · the device's stack parameter bytes; 0 for R = 1 (contiguous blocks)."""
+    if spec.repeats == 1:
+        return 0.0
+    stack = abstract.params[SCANNED_STACK]
+    return 2 * (spec.stages - 1) / spec.stages * _shard_bytes(stack)
+
+
+def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int, optimizer: str, abstract,
+                        costs: dict | None = None) -> dict:
     """Roofline of a pipelined mesh from the unrolled compiles of one stage's sub-mesh.
 
     A pipelined program's stack is a loop (the schedule) around a loop (the units), which XLA's cost analysis
@@ -151,25 +179,21 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     (forward, recompute, backward ≈ 2 forwards), Δ/3 without. The stage sends: one [mb, T, D] bf16 activation per
     device and iteration forward and one gradient backward, over `stage` (the outermost axis: across nodes), plus
     the batch's move into and out of the schedule's buffer (twice [B/S, T, D] per stage group, forward and back).
-    Then, as for unpipelined meshes: t = max(compute, HBM) + comm, the optimistic bound max(compute, comm), and
-    the calibrated estimate = bound / REFERENCE_EFFICIENCY.
+    With R > 1 the stack's parameters are regrouped over `stage` each step and their gradients back
+    (`regroup_bytes`), counted with the stage sends. Then, as for unpipelined meshes: t = max(compute, HBM) + comm,
+    the optimistic bound max(compute, comm), and the calibrated estimate = bound / REFERENCE_EFFICIENCY.
+    `costs`: `pipelined_costs` of the same config, mesh and batch (compiled once for a search over M and R).
     """
     s_ = spec.stages
     n = math.prod(mesh_shape.values())
-    inner_shape = dict(mesh_shape, stage=1)
-    inner = shd.make_mesh(inner_shape, devices=jax.devices()[: n // s_])
-    flat = dataclasses.replace(cfg, pipeline_microbatches=0)
-    # Per-pass costs from AdamW (elementwise, no collectives of its own); a matrix optimizer's extra work (Muon's
-    # Newton–Schulz and its gathers) runs once per step on a stage's U/S units, not once per microbatch pass: it is
-    # the difference of the optimizer update alone, Muon − AdamW, compiled for the real state on the whole mesh.
-    base, delta, n_units, raw = _unit_costs(flat, inner, batch // s_, seq, "adamw", chip.node_size)
-    opt_once = _optimizer_once(cfg, mesh_shape, batch, seq, optimizer, chip)
+    costs = costs or pipelined_costs(cfg, mesh_shape, chip, batch, seq, optimizer)
+    base, delta, raw, inner, opt_once = (costs[k] for k in ("base", "delta", "raw", "inner", "opt_once"))
     stack = _stack_costs(cfg, mesh_shape, spec, delta, raw)
     outer = {k: base[k] - delta[k] for k in ("flops", "bytes", "ici", "dcn")}
     # a stage's devices split the activations' batch over data × fsdp × expert and their length over `context`
     inner_split = (shd.axis_size(inner, shd.mesh_axes_of("activation_batch", shd.within_stage()))
                    * shd.axis_size(inner, shd.mesh_axes_of("activation_length", shd.within_stage())))
-    pipe_bytes = _stage_send_bytes(cfg, spec, batch, seq, inner_split)
+    pipe_bytes = _stage_send_bytes(cfg, spec, batch, seq, inner_split) + regroup_bytes(abstract, spec)
     pipe_crosses = n > chip.node_size  # `stage` is outermost: its neighbours sit n/S devices apart
     pipe_dcn, pipe_ici = (pipe_bytes, 0.0) if pipe_crosses else (0.0, pipe_bytes)
     flops = outer["flops"] + stack["flops"] + opt_once["flops"]
@@ -181,7 +205,8 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     return dict(
         _roofline(flops, hbm, ici, dcn, cfg, abstract, chip, n, batch, seq), collectives_per_unit=raw[1]["kinds"],
         _moe_overlap=overlap,
-        pipeline_costs=_pipeline_costs(outer, stack, opt_once, pipe_bytes, pipe_crosses, ici, dcn, chip))
+        pipeline_costs=dict(_pipeline_costs(outer, stack, opt_once, pipe_bytes, pipe_crosses, ici, dcn, chip),
+                            param_regroup_bytes=regroup_bytes(abstract, spec)))
 
 
 def _optimizer_once(cfg, mesh_shape: dict, batch: int, seq: int, optimizer: str, chip) -> dict:
