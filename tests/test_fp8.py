@@ -17,7 +17,7 @@ from composer2_jax.model.moe import MoE
 from composer2_jax.plan import roofline
 from tests.test_moe_expert_parallel import MESHES, _loss_and_grads, _on_mesh
 from tests.test_moe_layer import init_moe
-from tests.tolerances import FP8_RELAYOUT_GRAD_RTOL, FP32_BLOCK, SHARDED_FP32
+from tests.tolerances import FP8_RELAYOUT_GRAD_RTOL, FP8_VS_BF16_LOSS_RTOL, FP32_BLOCK, SHARDED_FP32
 
 rng = np.random.default_rng(7)
 U = 2.0 ** -4  # e4m3 unit roundoff: 3 mantissa bits, round to nearest
@@ -177,29 +177,33 @@ def test_every_expert_path_runs_fp8():
 
 
 def test_sharded_fp8_moe_matches_single_device():
-    """Expert parallelism on 8 fake devices (expert=8 and data=2·expert=4) with fp8 on: output, routing and the
-    gradients equal the single-device fp8 layer at SHARDED_FP32 — activation tiles are per row, weight blocks per
-    expert and Wgrad's token tiles start at each expert's first row, so no layout changes a tile. The gate and up
-    projections' Wgrads take a cotangent through silu(gate), whose fp32 rounding differs between layouts; where that
-    moves an element across an e4m3 boundary the gradient moves by one e4m3 step (FP8_RELAYOUT_GRAD_RTOL)."""
+    """Expert parallelism on 8 fake devices with fp8 on. `expert=8`: output, routing and every gradient equal the
+    single-device fp8 layer at SHARDED_FP32 — activation tiles are per row, weight blocks per expert, and the
+    all-to-all brings all of an expert's rows, in order, to one device, where Wgrad's token tiles start at the
+    expert's first row. The gradients' GEMMs take cotangents whose fp32 rounding differs between layouts (through
+    silu(gate), the combine weights); where that moves an element across an e4m3 boundary the gradient moves by one
+    e4m3 step: each gradient is within FP8_RELAYOUT_GRAD_RTOL and > 99 % of its elements within SHARDED_FP32.
+    `data=2, expert=4`: each data shard computes its experts' Wgrad on its own tokens
+    (its own token tiles) and the shards' sums are added, so the expert Wgrads are a different quantization and are
+    not compared; everything else is, likewise."""
     cfg = get_model_config("toy", **FP8_TOY)
     x = rng.normal(size=(8, 24, cfg.hidden_size)).astype(np.float32)
     ct = rng.normal(size=x.shape).astype(np.float32)
     v = init_moe(cfg, x)
     y0, aux0, g0 = _loss_and_grads(cfg, v, x, ct)
+    expert_wgrads = ("[0]['wi_gate']", "[0]['wi_up']", "[0]['wo']")
     for mesh in ("expert8", "data2_expert4"):
         with _on_mesh(MESHES[mesh]) as m:
             y1, aux1, g1 = _loss_and_grads(cfg, v, x, ct, mesh=m)
         np.testing.assert_array_equal(np.asarray(aux1["indices"]), np.asarray(aux0["indices"]))
         np.testing.assert_allclose(np.asarray(y1), np.asarray(y0), **SHARDED_FP32)
-        flat0 = jax.tree_util.tree_flatten_with_path(g0)[0]
-        for (path, a), b in zip(flat0, jax.tree.leaves(g1)):
-            a, b, name = np.asarray(a), np.asarray(b), mesh + jax.tree_util.keystr(path)
-            if jax.tree_util.keystr(path) in ("[0]['wi_gate']", "[0]['wi_up']"):  # Wgrad of silu-path cotangents
-                assert np.linalg.norm(b - a) <= FP8_RELAYOUT_GRAD_RTOL * np.linalg.norm(a), name
-                assert np.mean(np.isclose(b, a, **SHARDED_FP32)) > 0.99, name  # the few flipped tiles only
-            else:
-                np.testing.assert_allclose(b, a, err_msg=name, **SHARDED_FP32)
+        for (path, a), b in zip(jax.tree_util.tree_flatten_with_path(g0)[0], jax.tree.leaves(g1)):
+            key = jax.tree_util.keystr(path)
+            a, b, name = np.asarray(a), np.asarray(b), mesh + key
+            if key in expert_wgrads and mesh != "expert8":
+                continue
+            assert np.linalg.norm(b - a) <= FP8_RELAYOUT_GRAD_RTOL * np.linalg.norm(a), name
+            assert np.mean(np.isclose(b, a, **SHARDED_FP32)) > 0.99, name  # all but the few flipped tiles
 
 
 # ------------------------------------------------------------------------------------------------- the planner
@@ -219,3 +223,21 @@ def test_planner_counts_ffn_matmuls_at_the_fp8_peak():
     assert roofline.compute_seconds(1e15, 2e15, h200)["fp8_flops"] == 1e15  # never more than all FLOPs
     with pytest.raises(ValueError, match="chip 'v5p' has no FP8 matmul peak"):
         roofline.compute_seconds(3e15, 2e15, chips.get_chip("v5p"))
+
+
+# ------------------------------------------------------------------------------------------------ training
+
+
+@pytest.mark.slow
+def test_fp8_training_tracks_bf16_loss_curve():
+    """60 AdamW steps of the toy MoE model (bf16 compute, FFN widths 256/384/160) with fp8 on and off, same data and
+    seeds: both learn (the loss falls by more than 2 nats), the curves differ (FP8 really ran) and every 10-step
+    window's mean loss is within FP8_VS_BF16_LOSS_RTOL. The 300-step table: benchmarks/fp8_vs_bf16.py."""
+    from benchmarks.fp8_vs_bf16 import Run, loss_curve, window_gaps
+
+    run = Run(steps=60, batch=4, seq_len=32, corpus=16)
+    l16, l8 = loss_curve(run, "bf16"), loss_curve(run, "fp8")
+    assert l16[-1] < l16[0] - 2 and l8[-1] < l8[0] - 2, (l16, l8)
+    assert l16 != l8
+    gaps = window_gaps(l16, l8, 10)
+    assert max(g[3] for g in gaps) <= FP8_VS_BF16_LOSS_RTOL, gaps

@@ -23,7 +23,9 @@ The residuals are x and w in the compute dtype (re-quantized in the backward wit
 Batched (per-expert) weights [G, K, N] are quantized per expert; the grouped (ragged) form quantizes the rows of
 group-sorted activations in 1×128 tiles, the per-expert weights in blocks, and for Wgrad tiles of 128 consecutive
 rows of one expert counted from its first row, as the batched form's tiles along an expert's buffer: so the grouped
-and the batched path, and every expert-parallel layout that keeps an expert's rows in order, quantize alike.
+and the batched path, and every expert-parallel layout that keeps an expert's rows in order, quantize alike. Where
+tokens are split over data-parallel axes (data, fsdp) each shard's Wgrad quantizes its own tokens' tiles before the
+gradients are summed, as every data-parallel FP8 Wgrad does: a different (equally fine) quantization per layout.
 
 Lowering: the dense and batched forms (`fp8_matmul`, `fp8_einsum_batched`: the dense SwiGLU, the capacity and padded
 expert paths) issue `dot_general`s on float8_e4m3fn operands, batched over the 128-wide contraction slices, giving
@@ -149,12 +151,29 @@ def _bmm_bwd(res, g):
 _bmm.defvjp(_bmm_fwd, _bmm_bwd)
 
 
+def _vma(a) -> frozenset:
+    """Mesh axes over which `a` varies inside a shard_map (empty outside one)."""
+    return frozenset(getattr(jax.typeof(a), "vma", None) or ())
+
+
+def _same_vma(x, w):
+    """x and w made varying over the same shard_map axes (`lax.pcast(.., to='varying')`), as a plain einsum of the
+    two does implicitly: the custom VJP's cotangents then carry its inputs' types, and autodiff of the cast adds the
+    psum of the weight's gradient over the axes only the tokens vary on (e.g. `fsdp` inside the expert shard_map)."""
+    vx, vw = _vma(x), _vma(w)
+    if vx - vw:
+        w = jax.lax.pcast(w, tuple(sorted(vx - vw)), to="varying")
+    if vw - vx:
+        x = jax.lax.pcast(x, tuple(sorted(vw - vx)), to="varying")
+    return x, w
+
+
 def fp8_matmul(x, w):
     """x [..., K] · w [K, N] → [..., N] in x's dtype, block-scaled FP8 forward and backward (module docstring)."""
     if w.ndim != 2 or x.shape[-1] != w.shape[0]:
         raise ValueError(f"fp8_matmul: x {x.shape} · w {w.shape}; expected x [..., K] and w [K, N] with equal K")
     lead = x.shape[:-1]
-    y = _bmm(x.reshape(1, -1, x.shape[-1]), w.astype(x.dtype)[None])
+    y = _bmm(*_same_vma(x.reshape(1, -1, x.shape[-1]), w.astype(x.dtype)[None]))
     return y.reshape(*lead, w.shape[1])
 
 
@@ -162,7 +181,7 @@ def fp8_einsum_batched(x, w):
     """Per-group x [G, M, K] · w [G, K, N] → [G, M, N] (the `ECD,EDF->ECF` expert einsum), block-scaled FP8."""
     if x.ndim != 3 or w.ndim != 3 or x.shape[0] != w.shape[0] or x.shape[2] != w.shape[1]:
         raise ValueError(f"fp8_einsum_batched: x {x.shape} · w {w.shape}; expected [G, M, K] and [G, K, N]")
-    return _bmm(x, w.astype(x.dtype))
+    return _bmm(*_same_vma(x, w.astype(x.dtype)))
 
 
 def _ragged(a, b, sizes):
@@ -211,7 +230,7 @@ def _ragged_bwd(res, g):
     tile_X, n_tiles = _group_row_tiles(sizes, x.shape[0])
     xt = _qdq_row_tiles(x, tile_X, n_tiles)  # 128×1 tiles along each expert's rows
     gt = _qdq_row_tiles(g, tile_X, n_tiles)
-    _, pull = jax.vjp(lambda w_: _ragged(xt, w_, sizes), w.astype(jnp.float32))  # linear in w_
+    _, pull = jax.vjp(lambda w_: _ragged(xt, w_, sizes), w.astype(jnp.float32))  # linear in w_: any primal
     (dw,) = pull(gt.astype(jnp.float32))
     return dx.astype(x.dtype), dw.astype(w.dtype), None
 
@@ -223,7 +242,7 @@ def fp8_ragged_dot(x, w, sizes):
     """`lax.ragged_dot(x [X, K], w [E, K, N], sizes [E])` with block-scaled FP8 operands (module docstring)."""
     if x.ndim != 2 or w.ndim != 3 or x.shape[1] != w.shape[1]:
         raise ValueError(f"fp8_ragged_dot: x {x.shape} · w {w.shape}; expected [X, K] and [E, K, N]")
-    return _ragged_fp8(x, w.astype(x.dtype), sizes)
+    return _ragged_fp8(*_same_vma(x, w.astype(x.dtype)), sizes)
 
 
 def check_precision(value: str) -> str:
