@@ -183,7 +183,7 @@ def test_sharded_fp8_moe_matches_single_device():
     expert's first row. The gradients' GEMMs take cotangents whose fp32 rounding differs between layouts (through
     silu(gate), the combine weights); where that moves an element across an e4m3 boundary the gradient moves by one
     e4m3 step: each gradient is within FP8_RELAYOUT_GRAD_RTOL and > 99 % of its elements within SHARDED_FP32.
-    `data=2, expert=4`: each data shard computes its experts' Wgrad on its own tokens
+    `data=2, expert=4` and `fsdp=2, expert=4`: each token shard computes its experts' Wgrad on its own tokens
     (its own token tiles) and the shards' sums are added, so the expert Wgrads are a different quantization and are
     not compared; everything else is, likewise."""
     cfg = get_model_config("toy", **FP8_TOY)
@@ -192,7 +192,7 @@ def test_sharded_fp8_moe_matches_single_device():
     v = init_moe(cfg, x)
     y0, aux0, g0 = _loss_and_grads(cfg, v, x, ct)
     expert_wgrads = ("[0]['wi_gate']", "[0]['wi_up']", "[0]['wo']")
-    for mesh in ("expert8", "data2_expert4"):
+    for mesh in ("expert8", "data2_expert4", "data1_fsdp2_expert4"):
         with _on_mesh(MESHES[mesh]) as m:
             y1, aux1, g1 = _loss_and_grads(cfg, v, x, ct, mesh=m)
         np.testing.assert_array_equal(np.asarray(aux1["indices"]), np.asarray(aux0["indices"]))
@@ -241,3 +241,18 @@ def test_fp8_training_tracks_bf16_loss_curve():
     assert l16 != l8
     gaps = window_gaps(l16, l8, 10)
     assert max(g[3] for g in gaps) <= FP8_VS_BF16_LOSS_RTOL, gaps
+
+
+def test_capacity_fp8_under_fsdp_and_expert_parallelism_differentiates():
+    """Capacity dispatch with fp8 on a data1·fsdp2·expert4 mesh: the expert weights vary over `expert` only, the
+    tokens over fsdp too; the custom VJP's inputs are cast to the same varying axes (fp8._same_vma), else jax
+    rejects the backward's types. Gradients are finite and reach every expert weight."""
+    cfg = get_model_config("toy", matmul_precision="fp8", moe_impl="capacity")
+    x = rng.normal(size=(8, 8, cfg.hidden_size)).astype(np.float32)
+    v = init_moe(cfg, x)
+    with _on_mesh(MESHES["data1_fsdp2_expert4"]) as m:
+        _, _, (gp, gx) = _loss_and_grads(cfg, v, x, rng.normal(size=x.shape).astype(np.float32), mesh=m)
+    for name in ("wi_gate", "wi_up", "wo"):
+        g = np.asarray(gp[name])
+        assert np.all(np.isfinite(g)) and np.abs(g).sum(axis=(1, 2)).min() > 0, name
+    assert np.all(np.isfinite(np.asarray(gx)))

@@ -143,17 +143,28 @@ def _bmm_fwd(x, w):
     return _bmm(x, w), (x, w)
 
 
+def _like(ct, primal):
+    """Cotangent `ct` summed (psum) over the shard_map axes it varies on and `primal` does not: the transpose of the
+    implicit broadcast of an invariant value (a cotangent may arrive more varying than its primal output)."""
+    extra = _vma(ct) - _vma(primal)
+    ct = jax.lax.psum(ct, tuple(sorted(extra))) if extra else ct
+    return ct.astype(primal.dtype)
+
+
 def _bmm_bwd(res, g):
     x, w = res
-    return _dgrad(g, w).astype(x.dtype), _wgrad(x, g).astype(w.dtype)
+    return _like(_dgrad(g, w), x), _like(_wgrad(x, g), w)
 
 
 _bmm.defvjp(_bmm_fwd, _bmm_bwd)
 
 
 def _vma(a) -> frozenset:
-    """Mesh axes over which `a` varies inside a shard_map (empty outside one)."""
-    return frozenset(getattr(jax.typeof(a), "vma", None) or ())
+    """Mesh axes over which `a` varies inside a shard_map (empty outside one): the aval's
+    `manual_axis_type.varying` (jax 0.10), or its `vma` (the name other releases use)."""
+    t = jax.typeof(a)
+    m = getattr(t, "manual_axis_type", None)
+    return frozenset(m.varying if m is not None else (getattr(t, "vma", None) or ()))
 
 
 def _same_vma(x, w):
@@ -232,7 +243,7 @@ def _ragged_bwd(res, g):
     gt = _qdq_row_tiles(g, tile_X, n_tiles)
     _, pull = jax.vjp(lambda w_: _ragged(xt, w_, sizes), w.astype(jnp.float32))  # linear in w_: any primal
     (dw,) = pull(gt.astype(jnp.float32))
-    return dx.astype(x.dtype), dw.astype(w.dtype), None
+    return _like(dx, x), _like(dw, w), None
 
 
 _ragged_fp8.defvjp(_ragged_fwd, _ragged_bwd)
