@@ -29,5 +29,5 @@ FP8_RELAYOUT_GRAD_RTOL = 2.0 ** -7
 # is a smooth function of many such outputs and their errors average, so the loss gap sits far below either. 2 %
 # is the bar DeepSeek-V3 §3.3 reports its FP8 runs stayed within (relative loss error below 0.25 %) times 8,
 # headroom for a toy model whose 128-channel tiles are whole rows; the benchmark (benchmarks/fp8_vs_bf16.py,
-# benchmarks/RESULTS.md) measured the actual gap.
+# benchmarks/RESULTS.md) measured at most 0.372 % per 25-step window over 300 steps (2026-12-06, 2-core CPU).
 FP8_VS_BF16_LOSS_RTOL = 2e-2
