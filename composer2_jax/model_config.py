@@ -103,6 +103,11 @@ class ModelConfig:
     # all-to-all can overlap another chunk's expert FFN (model/moe.py `_routed_experts`); 1 = no chunking; must
     # divide the tokens each MoE shard holds. Capacity mode gives every chunk its own slots (docs/scaling.md "Overlap")
     moe_overlap_chunks: int = 1
+    # FFN matmul precision: 'bf16' = the dense SwiGLU, shared and routed expert matmuls in model.dtype; 'fp8' = all
+    # of them block-scaled FP8 e4m3 (DeepSeek-V3 recipe: 1×128 activation tiles, 128×128 weight blocks, fp32
+    # accumulation, fp32 master weights; forward and backward GEMMs, model/fp8.py). Attention, router and LM head
+    # stay in model.dtype. The planner costs these matmuls at the chip's FP8 peak (composer2_jax/chips.py)
+    matmul_precision: str = "bf16"
 
     def __post_init__(self):
         _validate(self)
@@ -121,6 +126,7 @@ _REMAT_POLICIES = ("none", "full", "dots", "dots_no_batch", "save_attention_out"
 _DTYPES = ("float32", "bfloat16", "float16")
 _MOE_IMPLS = ("dropless", "capacity")
 _GMM_IMPLS = ("auto", "ragged", "padded")
+_MATMUL_PRECISIONS = ("bf16", "fp8")  # model/fp8.py PRECISIONS
 
 
 def _validate(c: ModelConfig):
@@ -165,6 +171,8 @@ def _validate(c: ModelConfig):
     _require(c.num_mtp_layers >= 0, f"model.num_mtp_layers must be >= 0, got {c.num_mtp_layers}")
     _require(c.moe_impl in _MOE_IMPLS, f"model.moe_impl={c.moe_impl!r}; expected one of {_MOE_IMPLS}")
     _require(c.moe_gmm_impl in _GMM_IMPLS, f"model.moe_gmm_impl={c.moe_gmm_impl!r}; expected one of {_GMM_IMPLS}")
+    _require(c.matmul_precision in _MATMUL_PRECISIONS,
+             f"model.matmul_precision={c.matmul_precision!r}; expected one of {_MATMUL_PRECISIONS}")
     _require(c.moe_capacity_factor > 0, f"model.moe_capacity_factor must be > 0, got {c.moe_capacity_factor}")
     _require(c.moe_dropless_slack >= 1, f"model.moe_dropless_slack must be >= 1, got {c.moe_dropless_slack}")
     _require(isinstance(c.moe_overlap_chunks, int) and not isinstance(c.moe_overlap_chunks, bool)
@@ -251,7 +259,7 @@ def long_context_rope(m: ModelConfig, target_len: int = CPT_LONG_TARGET_LEN,
 # values of these (ring attention in cpt_long need not follow into SFT); every other field is the architecture the
 # checkpoint's parameters belong to and is inherited (`inherit_model`).
 EXECUTION_FIELDS = ("attention_kernel", "remat_policy", "moe_impl", "moe_capacity_factor", "moe_expert_parallel",
-                    "moe_gmm_impl", "moe_dropless_slack", "moe_overlap_chunks")
+                    "moe_gmm_impl", "moe_dropless_slack", "moe_overlap_chunks", "matmul_precision")
 
 
 def inherit_model(recorded: ModelConfig, stage: ModelConfig, base: ModelConfig

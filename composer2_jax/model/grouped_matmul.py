@@ -23,7 +23,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from composer2_jax.model import kernel_paths
+from composer2_jax.model import fp8, kernel_paths
 
 GMM_IMPLS = ("ragged", "padded")
 _AUTO_IMPL = {"gpu": "padded", "cuda": "padded", "rocm": "padded", "tpu": "ragged", "cpu": "ragged"}
@@ -84,16 +84,30 @@ def _fetch(buf_SD, dest_R):
     return jnp.take(buf_SD, dest_R, axis=0, mode="fill", fill_value=0)
 
 
+def _bmm(x_EMK, w_EKN):
+    """Per-expert matmul `EMK,EKN->EMN`: block-scaled FP8 inside an 'fp8' `fp8.precision_scope` (model/fp8.py)."""
+    if fp8.current_precision() == "fp8":
+        return fp8.fp8_einsum_batched(x_EMK, w_EKN)
+    return jnp.einsum("EMK,EKN->EMN", x_EMK, w_EKN)
+
+
+def _ragged_dot(xs_XK, w_EKN, sizes_E):
+    """`lax.ragged_dot`: block-scaled FP8 inside an 'fp8' `fp8.precision_scope` (model/fp8.py)."""
+    if fp8.current_precision() == "fp8":
+        return fp8.fp8_ragged_dot(xs_XK, w_EKN, sizes_E)
+    return jax.lax.ragged_dot(xs_XK, w_EKN, sizes_E)
+
+
 def swiglu_ecd(x_ECD, wi_gate_EDF, wi_up_EDF, wo_EFD):
     """SwiGLU experts on a padded buffer with batched einsums: [E, C, D] -> [E, C, D]."""
-    h_ECF = jax.nn.silu(jnp.einsum("ECD,EDF->ECF", x_ECD, wi_gate_EDF)) * jnp.einsum("ECD,EDF->ECF", x_ECD, wi_up_EDF)
-    return jnp.einsum("ECF,EFD->ECD", h_ECF, wo_EFD)
+    h_ECF = jax.nn.silu(_bmm(x_ECD, wi_gate_EDF)) * _bmm(x_ECD, wi_up_EDF)
+    return _bmm(h_ECF, wo_EFD)
 
 
 def swiglu_ragged(xs_XD, sizes_E, wi_gate_EDF, wi_up_EDF, wo_EFD):
     """SwiGLU experts on group-sorted rows with `lax.ragged_dot` (rows past sum(sizes) give 0): [X, D] -> [X, D]."""
-    h_XF = jax.nn.silu(jax.lax.ragged_dot(xs_XD, wi_gate_EDF, sizes_E)) * jax.lax.ragged_dot(xs_XD, wi_up_EDF, sizes_E)
-    return jax.lax.ragged_dot(h_XF, wo_EFD, sizes_E)
+    h_XF = jax.nn.silu(_ragged_dot(xs_XD, wi_gate_EDF, sizes_E)) * _ragged_dot(xs_XD, wi_up_EDF, sizes_E)
+    return _ragged_dot(h_XF, wo_EFD, sizes_E)
 
 
 def _ragged_rows(x_SD, src_R, e_R, pos_R, sizes_E, weights):

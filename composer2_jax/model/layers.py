@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
+from composer2_jax.model import fp8
 from composer2_jax.model_config import ModelConfig, RopeScaling
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
@@ -71,7 +72,8 @@ class RMSNorm(nn.Module):
 
 
 class MLP(nn.Module):
-    """SwiGLU feed-forward: (silu(x·W_gate) ⊙ x·W_up)·W_out (Shazeer 2020)."""
+    """SwiGLU feed-forward: (silu(x·W_gate) ⊙ x·W_up)·W_out (Shazeer 2020); with model.matmul_precision = 'fp8'
+    the three matmuls are block-scaled FP8 (model/fp8.py)."""
 
     cfg: ModelConfig
     width: int
@@ -86,9 +88,10 @@ class MLP(nn.Module):
         w_up = param(self, "wi_up", (d, self.width), ("embed", "mlp"), init, pd).astype(dt)
         w_out = param(self, "wo", (self.width, d), ("mlp", "embed"), init, pd).astype(dt)
         x_BTD = x_BTD.astype(dt)
-        h_BTF = jax.nn.silu(x_BTD @ w_gate) * (x_BTD @ w_up)
+        mm = fp8.fp8_matmul if c.matmul_precision == "fp8" else jnp.matmul
+        h_BTF = jax.nn.silu(mm(x_BTD, w_gate)) * mm(x_BTD, w_up)
         h_BTF = constrain(h_BTF, ("activation_batch", "activation_length", "activation_mlp"))
-        return h_BTF @ w_out
+        return mm(h_BTF, w_out)
 
 
 # ----------------------------------------------------------------------------------------------- RoPE / YaRN

@@ -18,6 +18,8 @@ Choosing the implementation (config → `MoE`):
     specs from the rules table, and the all-to-alls run over the axis `exp` maps to (`expert`) when its size is
     > 1. Without a mesh (or with `moe_expert_parallel=False`) the same block runs as one GSPMD program.
   * `moe_gmm_impl`: the grouped matmul (model/grouped_matmul.py), 'auto' picks per backend.
+  * `matmul_precision`: 'fp8' makes every expert matmul (capacity einsum, padded einsum, ragged_dot) and the shared
+    expert's block-scaled FP8 (model/fp8.py); `MoE` sets it for the routed experts with `fp8.precision_scope`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 from flax import linen as nn
 
 from composer2_jax import sharding as shd
+from composer2_jax.model import fp8
 from composer2_jax.model.expert_parallel import (
     Experts,
     MoEAxes,
@@ -276,8 +279,9 @@ class MoE(nn.Module):
         wi_up = param(self, "wi_up", (e_w, d, f), ("exp", "embed", "moe_mlp"), init, pd).astype(dt)
         wo = param(self, "wo", (e_w, f, d), ("exp", "moe_mlp", "embed"), init, pd).astype(dt)
         valid_BT = jnp.ones((b, t), bool) if valid_BT is None else valid_BT
-        y_BTD, idx_BTk, stats, seq_loss_B = run_moe_block(x_BTD.astype(dt), valid_BT, replay_BTk, w_router, bias_E,
-                                                          wi_gate, wi_up, wo, c, self.mesh)
+        with fp8.precision_scope(c.matmul_precision):  # the expert SwiGLUs' matmuls (model/grouped_matmul.py)
+            y_BTD, idx_BTk, stats, seq_loss_B = run_moe_block(x_BTD.astype(dt), valid_BT, replay_BTk, w_router,
+                                                              bias_E, wi_gate, wi_up, wo, c, self.mesh)
         if c.n_shared_experts:
             y_BTD = y_BTD + MLP(c, f * c.n_shared_experts, name="shared_experts")(x_BTD)
         aux = dict(indices=idx_BTk, load=stats["load"], balance_loss=jnp.mean(seq_loss_B),

@@ -162,6 +162,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--repeats", type=int, default=1, help="pipeline virtual stages per stage (circular schedule)")
     ap.add_argument("--gather_params", action="store_true",
                     help="pipeline: gather a stage's parameters once per step (model.pipeline_gather_params)")
+    ap.add_argument("--matmul_precision", default="bf16", choices=["bf16", "fp8"],
+                    help="model.matmul_precision: fp8 = block-scaled FP8 FFN matmuls at the chip's FP8 peak")
     ap.add_argument("--moe_overlap_chunks", type=int, default=1,
                     help="model.moe_overlap_chunks: MoE tokens in C software-pipelined chunks; the report gains the "
                          "expert all-to-all time hidden under expert compute (a2a_hidden_s)")
@@ -265,7 +267,8 @@ def _plan_and_print(ap, a):
     rep = report.plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer,
                       estimate=not a.memory_only, moe_impl=a.moe_impl, microbatches=a.microbatches,
                       repeats=a.repeats, gather_params=a.gather_params, moe_overlap_chunks=a.moe_overlap_chunks,
-                      execution=parse_execution(a.execution) if a.execution else None)
+                      execution=parse_execution(a.execution) if a.execution else None,
+                      matmul_precision=a.matmul_precision)
     if a.stage == "rl" and "roofline" in rep:
         rep["rollout"] = _rollout_plan(a, rep["roofline"]["step_calibrated_s"], rep["chips"], rep["global_batch"])
     print(json.dumps(rep, indent=1, default=str) if a.json else _human(rep))

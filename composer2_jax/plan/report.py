@@ -25,7 +25,8 @@ from composer2_jax.train.loop import validate_layout
 def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optional[int] = None,
          seq_len: Optional[int] = None, optimizer: str = "muon", estimate: bool = True,
          moe_impl: str = "capacity", microbatches: int = 0, repeats: int = 1,
-         execution: Optional["Execution"] = None, gather_params: bool = False, moe_overlap_chunks: int = 1) -> dict:
+         execution: Optional["Execution"] = None, gather_params: bool = False, moe_overlap_chunks: int = 1,
+         matmul_precision: str = "bf16") -> dict:
     """Compile the stage on the mesh (devices must exist) and return the memory/cost/roofline report.
 
     `execution` (remat policy, expert capacity factor, causal block skipping) overrides the stage's defaults (full
@@ -35,13 +36,18 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
     stage) and `repeats` virtual stages per stage; the report gains the schedule and its bubble. `gather_params`
     sets model.pipeline_gather_params (a stage's parameters gathered once per step, not once per iteration).
     `moe_overlap_chunks` sets model.moe_overlap_chunks: the report gains `moe_overlap` (`moe_overlap_hidden`) and
-    the roofline `a2a_hidden_s` and `step_overlap_s` = step_s − a2a_hidden_s (the other bounds are unchanged)."""
+    the roofline `a2a_hidden_s` and `step_overlap_s` = step_s − a2a_hidden_s (the other bounds are unchanged).
+    `matmul_precision` sets model.matmul_precision: 'fp8' compiles the FP8 FFNs (model/fp8.py) and the roofline
+    costs their matmul FLOPs at the chip's FP8 peak (`roofline.fp8_matmul_flops_per_token`)."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; expected one of {sorted(STAGES)}")
     chip = chips.get_chip(chip_name)
     cfg, seq = _stage_config(preset, stage, moe_impl=moe_impl)
     cfg = dataclasses.replace(cfg, pipeline_microbatches=microbatches, pipeline_repeats=repeats,
-                              pipeline_gather_params=gather_params, moe_overlap_chunks=moe_overlap_chunks)
+                              pipeline_gather_params=gather_params, moe_overlap_chunks=moe_overlap_chunks,
+                              matmul_precision=matmul_precision)
+    if matmul_precision == "fp8":
+        chips.matmul_peak(chip, "fp8")  # a chip without FP8 is an error before anything compiles
     cfg = _mesh_kernel(cfg, mesh_shape)
     seq = seq_len or seq
     if execution is not None:

@@ -9,6 +9,7 @@ import math
 import jax
 
 from composer2_jax import sharding as shd
+from composer2_jax.chips import matmul_peak
 from composer2_jax.model.layer_plan import SCANNED_STACK
 from composer2_jax.model.pipeline import runs_per_shard
 from composer2_jax.params import count_params
@@ -17,9 +18,42 @@ from composer2_jax.plan.step import _optimizer_cost, _shard_bytes, _unit_costs
 from composer2_jax.train.metrics import flops_per_token
 
 
+def fp8_matmul_flops_per_token(cfg) -> float:
+    """Train-step FLOPs per token of the matmuls model.matmul_precision = 'fp8' runs in FP8 (model/fp8.py), 0 when
+    it is 'bf16': every trunk and MTP layer's FFN — the dense SwiGLU (3 matmuls of D·I), or the routed experts
+    (`expert_flops_per_token`) and the shared experts (3 matmuls of D·F·n_shared) — × 2 FLOPs, × the passes
+    `expert_flops_per_token` counts (forward, backward ×2, remat recompute). Attention, router, LM head: bf16."""
+    if cfg.matmul_precision != "fp8":
+        return 0.0
+    passes = 3 + (cfg.remat_policy not in ("none", "dots", "dots_no_batch"))
+    d, total = cfg.hidden_size, 0.0
+    for i in range(cfg.num_layers + cfg.num_mtp_layers):  # MTP depth m is layer num_layers + m by DeepSeek's rule
+        if cfg.is_moe_layer(i):
+            total += expert_flops_per_token(cfg) + 3 * 2 * d * cfg.moe_intermediate_size * cfg.n_shared_experts * passes
+        else:
+            total += 3 * 2 * d * cfg.intermediate_size * passes
+    return total
+
+
+def compute_seconds(flops: float, fp8_flops: float, chip) -> dict:
+    """Compute time of `flops` per device of which `fp8_flops` (at most all of them) run at the chip's FP8 peak and
+    the rest at its bf16 peak."""
+    fp8_flops = min(fp8_flops, flops)
+    t = (flops - fp8_flops) / chip.peak_bf16_flops
+    if fp8_flops:
+        t += fp8_flops / matmul_peak(chip, "fp8")
+    return dict(compute_s=t, fp8_flops=fp8_flops)
+
+
 def _roofline(flops, hbm, ici, dcn, cfg, abstract, chip, n, batch, seq) -> dict:
-    """The per-device cost totals of one step turned into the roofline times and the MFU / tokens/s estimates."""
-    t_compute = flops / chip.peak_bf16_flops
+    """The per-device cost totals of one step turned into the roofline times and the MFU / tokens/s estimates.
+
+    With model.matmul_precision = 'fp8' the FFN matmuls (`fp8_matmul_flops_per_token` × the device's share of the
+    step's tokens, batch·seq / n: the FFN work every mesh axis splits evenly; a pipelined step's bubble repeats
+    some, counted at bf16 here, the conservative side) run at the FP8 peak, the rest at bf16. MFU stays
+    bf16-equivalent: model FLOPs over the bf16 peak."""
+    fp8 = compute_seconds(flops, fp8_matmul_flops_per_token(cfg) * batch * seq / n, chip)
+    t_compute = fp8["compute_s"]
     t_memory = hbm / chip.hbm_bw
     t_comm = ici / chip.ici_bw + dcn / chip.dcn_bw
     step_s = max(t_compute, t_memory) + t_comm  # pessimistic: no overlap, XLA:CPU's unfused bytes
@@ -29,6 +63,7 @@ def _roofline(flops, hbm, ici, dcn, cfg, abstract, chip, n, batch, seq) -> dict:
     model_flops = flops_per_token(cfg, active, seq) * batch * seq
     return dict(
         compiled_flops_per_device=flops, hbm_bytes_per_device=hbm, ici_bytes_per_device=ici, dcn_bytes_per_device=dcn,
+        matmul_precision=cfg.matmul_precision, fp8_flops_per_device=fp8["fp8_flops"],
         roofline=dict(compute_s=t_compute, memory_s=t_memory, comm_s=t_comm, step_s=step_s,
                       step_lower_s=step_lower_s, step_calibrated_s=step_cal_s,
                       bound="compute" if t_compute >= t_memory else "memory"),
@@ -107,7 +142,8 @@ def _moe_overlap_report(cfg, colls_1, colls_2, n_unit_passes: float, tokens_per_
     (i1, d1), (i2, d2) = _a2a_wire(colls_1), _a2a_wire(colls_2)
     a2a_s = n_unit_passes * ((i2 - i1) / chip.ici_bw + (d2 - d1) / chip.dcn_bw)
     tensor = shd.axis_size(mesh, shd.mesh_axes_of("moe_mlp"))
-    expert_s = n_unit_passes * tokens_per_pass * expert_flops_per_token(cfg) / tensor / chip.peak_bf16_flops
+    expert_s = n_unit_passes * tokens_per_pass * expert_flops_per_token(cfg) / tensor / matmul_peak(
+        chip, cfg.matmul_precision)
     return moe_overlap_hidden(max(a2a_s, 0.0), expert_s, cfg.moe_overlap_chunks)
 
 
