@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from composer2_jax.config import preset as model_preset
-from experiments import base
+from experiments import base, plans
 from experiments.main import run
 
 LONG = {"toy": 512, "gpu_small": 262144, "kimi_k2_5": 262144, "kimi_k2": 262144, "deepseek_v3": 262144}
@@ -36,9 +36,8 @@ def get_config(preset: str = "toy"):
     c.optim.lr = 1e-3 if preset == "toy" else 5e-5
     c.optim.warmup_steps = 2 if preset == "toy" else 200
     c.step.mtp.update(weight=0.1, ce_weight=1.0, distill_weight=1.0)  # the MTP schedule: experiments/cpt_bulk.py
-    if preset != "toy":
-        c.mesh.context = 8  # ring attention over 8 devices; shorter per-device rows
-    return c
+    # real presets: the planned mesh, chip, kernels, remat, expert capacity and grad_accum (experiments/plans.py)
+    return plans.apply_stage(c, preset, "cpt_long")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from composer2_jax.rl.services.rollout import RolloutConfig
 from composer2_jax.rl.services.trainer import TrainerConfig
 from composer2_jax.train import init_from
 from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer
-from experiments import base, sft
+from experiments import base, plans, sft
 
 
 def get_config(preset: str = "toy"):
@@ -46,7 +46,7 @@ def get_config(preset: str = "toy"):
     # within 16 versions, 1e-4 (one update per version) learns (docs/rl.md, "The toy experiment").
     optim = dataclasses.replace(stage.optim, lr=1e-4 if toy else 1e-6, schedule="constant", warmup_steps=4,
                                 weight_decay=0.0, clip_norm=1.0)
-    return schema.to_config_dict(RLExperimentConfig(
+    c = schema.to_config_dict(RLExperimentConfig(
         preset=preset, model=stage.model, tokenizer=stage.tokenizer, optim=optim, workdir=f"runs/{preset}/rl",
         init_from=f"runs/{preset}/rl/sft/checkpoints",  # version 0 = these weights (the SFT warm start)
         checkpoint=CheckpointConfig(every=10, async_save=False),
@@ -84,6 +84,8 @@ def get_config(preset: str = "toy"):
                             steps=165 if toy else 2000, lr=3e-3 if toy else 2e-5,
                             seq_len=512 if toy else 1024, batch_size=16 if toy else 8),
     ))
+    # real presets: the planned trainer mesh, rows × seq_len, kernels, remat and expert capacity (experiments/plans.py)
+    return plans.apply_rl(c, preset)
 
 
 def sft_config(run: RLExperimentConfig):
@@ -95,6 +97,7 @@ def sft_config(run: RLExperimentConfig):
     c.init_from = w.init_from
     c.data.sources = [dict(kind="chat_jsonl", path=transcripts_path(run), weight=1.0)]
     c.data.update(add_bos=False, seq_len=w.seq_len, batch_size=w.batch_size)
+    c.step.grad_accum = 1  # the warm start's own small batch (the planned accumulation is for sft's batch)
     c.steps = c.optim.total_steps = w.steps
     c.optim.update(lr=w.lr, warmup_steps=max(1, w.steps // 15))
     c.checkpoint.every = w.steps

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from composer2_jax.data.synthetic import write_stdlib_chats
-from experiments import base
+from experiments import base, plans
 from experiments.main import run
 
 
@@ -31,7 +31,8 @@ def get_config(preset: str = "toy"):
     # MTP (schedule: experiments/cpt_bulk.py): the heads follow the trunk onto chat transcripts, distilled at full
     # weight — the drafts are judged against the policy's own distribution, which SFT is moving.
     c.step.mtp.update(weight=0.1, ce_weight=1.0, distill_weight=1.0)
-    return c
+    # real presets: the planned mesh, chip, kernels, remat, expert capacity and grad_accum (experiments/plans.py)
+    return plans.apply_stage(c, preset, "sft")
 
 
 def prepare(config):
