@@ -32,7 +32,7 @@ class Plan:
     remat_policy: str  # model.remat_policy
     capacity_factor: float  # model.moe_capacity_factor (capacity-mode dispatch, model.moe_impl='capacity')
     attention_kernel: str  # model.attention_kernel (memory-safe: attention_memory.MEMORY_SAFE_KERNELS)
-    source: str  # the planner command that produced the plan (and its date)
+    source: str  # the planner (or dry-run) command that produced the plan, and its date; "" = not planned
     fits: Optional[bool]  # the planner's calibrated verdict; None: borrowed, not planned for this preset
     figures: str = ""  # what the planner reported (calibrated MFU, CPU-compiled peak)
     note: str = ""  # provenance when borrowed; why not where no plan fits
@@ -79,20 +79,18 @@ def _borrowed(plan: Plan, preset: str, why: str) -> Plan:
 
 _GS_BULK = Plan(
     "h200", 1, (), 1, 8192, "full", 1.0, "xla_causal_skip",
-    f"{PLAN_CMD} --preset gpu_small --stage cpt_bulk --mesh data=1 --chip h200 --seq_len 8192 --batch 1 "
-    "--search_execution --remat full,save_attention_out --capacity 1.0,1.25 --causal_skip 1 --json (2026-12-06)",
-    None, "planner run pending")
+    "python -m experiments.cpt_bulk --config=experiments/cpt_bulk.py:gpu_small --dry_run --dry_run_chip=h200 "
+    "--dry_run_chips=1 (2026-12-06: the planner's memory compile and roofline of this execution)", None,
+    "GS_BULK_FIGURES",
+    note="execution not searched for gpu_small: kimi_k2_5's searched best (full remat, capacity 1.0, causal "
+         "skipping) on the one-device mesh, checked by the dry run")
 _GS_LONG = Plan(
-    "h200", 8, (("context", 8),), 1, 262144, "full", 1.0, "ring",
-    f"{PLAN_CMD} --preset gpu_small --stage cpt_long --mesh data=1,context=8 --chip h200 --seq_len 262144 --batch 1 "
-    "--execution full,1.0,0 --json (2026-12-06)", None, "planner run pending",
+    "h200", 8, (("context", 8),), 1, 262144, "full", 1.0, "ring", "", None,
     note="no plan fits gpu_small's documented single H200 at 256k: the fwd+bwd alone compiles to 332.89 GB "
-         "(benchmarks/RESULTS.md); this plan is for 8×H200 with the ring over context=8")
+         "(benchmarks/RESULTS.md); shipped on 8×H200 with the ring over context=8, not planned")
 _GS_SFT = Plan(
-    "h200", 1, (), 1, 32768, "full", 1.0, "xla_causal_skip",
-    f"{PLAN_CMD} --preset gpu_small --stage sft --mesh data=1 --chip h200 --seq_len 32768 --batch 1 "
-    "--search_execution --remat full,save_attention_out --capacity 1.0 --causal_skip 1 --json (2026-12-06)",
-    None, "planner run pending")
+    "h200", 1, (), 1, 32768, "full", 1.0, "xla_causal_skip", "", None,
+    note="not planned in this session: cpt_bulk's execution on one H200 at 32k; the dry run checks the memory")
 _GS_RL = dataclasses.replace(
     _GS_BULK, note="the cpt_bulk plan's step (1 × 8,192 tokens per update, one H200): RL rows pack whole episodes "
                    "(harness.max_total_tokens ≤ 1,024) into 8k rows")

@@ -21,6 +21,8 @@ import json
 import sys
 from pathlib import Path
 
+from absl import flags
+
 from composer2_jax import schema
 from composer2_jax.data.chat import end_token_id
 from composer2_jax.env import Environment
@@ -35,7 +37,7 @@ from composer2_jax.rl.services.rollout import RolloutConfig
 from composer2_jax.rl.services.trainer import TrainerConfig
 from composer2_jax.train import init_from
 from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer
-from experiments import base, plans, sft
+from experiments import base, dry_run, plans, sft
 
 
 def get_config(preset: str = "toy"):
@@ -196,9 +198,15 @@ def main(argv) -> dict:
 
     saved_argv, sys.argv = sys.argv, list(argv)  # config_flags registers --config.KEY overrides from sys.argv
     try:
-        config, _ = parse(__file__, "toy", argv, orchestrator.rl_config)
+        config, frozen = parse(__file__, "toy", argv, orchestrator.rl_config)
     finally:
         sys.argv = saved_argv
+    if flags.FLAGS.dry_run:  # the trainer's update compiled as configured; nothing runs (experiments/dry_run.py)
+        from composer2_jax.plan.dry_run import rl_shape
+
+        plan = plans.plan_for(frozen.preset, "rl")
+        return dry_run.run(config, lambda c: rl_shape(orchestrator.rl_config(c)), plan.chip if plan else "",
+                           config.trainer.mesh)
     quiet_logs()
     summary = prepare(config)
     r = orchestrator.run_rl(config)

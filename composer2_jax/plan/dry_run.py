@@ -77,8 +77,8 @@ def _estimate(sh: "StepShape", cfg, mesh, chip, abstract) -> dict:
     tot = {k: base[k] + (n_units - 1) * delta[k] for k in delta}
     r = _roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip, n, micro, seq)
     step_s = r["roofline"]["step_calibrated_s"] * sh.grad_accum
-    return dict(step_calibrated_s=round(step_s, 4), mfu_calibrated=round(r["est_mfu_calibrated"], 4),
-                tokens_per_s_calibrated=round(sh.batch * seq / step_s, 1),
+    return dict(step_calibrated_s=float(f"{step_s:.4g}"), mfu_calibrated=round(r["est_mfu_calibrated"], 4),
+                tokens_per_s_calibrated=float(f"{sh.batch * seq / step_s:.4g}"),
                 executed_over_useful_flops=round(r["executed_over_useful_flops"], 3),
                 roofline_from=f"planner roofline (composer2_jax/plan) of one micro-batch of {micro} × {seq} (1- and "
                               f"2-unit unrolled compiles of the train step, {sh.optim.name}) × grad_accum "
