@@ -2,6 +2,8 @@
 
 Run:      python -m experiments.cpt_bulk                                   (toy preset, CPU, stdlib corpus)
           python -m experiments.cpt_bulk --config=experiments/cpt_bulk.py:gpu_small --config.steps=200
+          python -m experiments.cpt_bulk --config=experiments/cpt_bulk.py:kimi_k2_5 --dry_run
+                    (compile the planned config on its simulated chips, one JSON line: experiments/dry_run.py)
 Hardware: toy — any 2-core CPU, about a minute; gpu_small — one H200; kimi_k2_5 — a pod (see docs/scaling.md).
 Expected: toy byte-level loss falls from ln(512) ≈ 6.24 to below 3.5 in 60 steps.
 """

@@ -2,6 +2,8 @@
 
 Run:      python -m experiments.cpt_long                        (toy: 4× longer rows than cpt_bulk, CPU)
           python -m experiments.cpt_long --config=experiments/cpt_long.py:kimi_k2_5 --config.init_from=CKPT
+          python -m experiments.cpt_long --config=experiments/cpt_long.py:kimi_k2_5 --dry_run
+                    (compile the planned config on its simulated chips, one JSON line: experiments/dry_run.py)
 Hardware: toy — any CPU, under a minute; kimi_k2_5 — a pod with context parallelism (docs/scaling.md).
 Expected: toy loss continues from the cpt_bulk level and keeps falling (start from its checkpoint via init_from).
 YaRN: `context_length` extends the starting checkpoint's own RoPE scaling to the stage's rows (train/init_from.py

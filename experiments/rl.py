@@ -4,6 +4,8 @@ Run:      python -m experiments.rl                                  (toy: transc
           python -m experiments.rl --config.rl.eta=0                (the synchronous loop)
           python -m experiments.rl --config.rl.backend=ray          (the same services as Ray actors)
           python -m experiments.rl --config.tasks=toy@2,suite:v0@1  (a curriculum of task sources, docs/rl.md)
+          python -m experiments.rl --config=experiments/rl.py:kimi_k2_5 --dry_run --dry_run_depth=extrapolate
+                    (compile the planned config on its simulated chips, one JSON line: experiments/dry_run.py)
 Hardware: toy — a 2-core CPU with bubblewrap (run as root); measured stage times: docs/rl.md, "The toy experiment".
 Expected: the issue's targets (benchmarks/rl_learning.py, whole episodes): held-out pass@1 at T = 1 + ≥ 20 points
           over the SFT start (an imperfect teacher: sft.teacher_error = 0.5), easy effort < 0.9× the start's, hard

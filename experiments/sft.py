@@ -3,6 +3,8 @@ loss only on assistant tokens; packed like CPT.
 
 Run:      python -m experiments.sft                             (toy: stdlib tool-use transcripts, CPU)
           python -m experiments.sft --config.data.sources='[{"kind": "chat_jsonl", "path": "my_chats.jsonl"}]'
+          python -m experiments.sft --config=experiments/sft.py:kimi_k2_5 --dry_run --dry_run_depth=extrapolate
+                    (compile the planned config on its simulated chips, one JSON line: experiments/dry_run.py)
 Hardware: toy — any CPU, under a minute; real presets — the cpt_long mesh.
 Expected: toy assistant-token loss falls well below the CPT loss (the transcripts are templated).
 """
