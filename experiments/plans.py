@@ -91,10 +91,11 @@ _GS_LONG = Plan(
          "(benchmarks/RESULTS.md); shipped on 8×H200 with the ring over context=8, not planned")
 _GS_SFT = Plan(
     "h200", 1, (), 1, 32768, "full", 1.0, "xla_causal_skip", "", None,
-    note="not planned in this session: cpt_bulk's execution on one H200 at 32k; the dry run checks the memory")
+    note="not planned in this session: cpt_bulk's execution on one H200 at 32k; its dry run (2026-12-06) does not "
+         "fit as compiled: 155.6 GB with the stage's AdamW (77.8 GB after the ÷ 2.0 calibration)")
 _GS_RL = dataclasses.replace(
     _GS_BULK, note="the cpt_bulk plan's step (1 × 8,192 tokens per update, one H200): RL rows pack whole episodes "
-                   "(harness.max_total_tokens ≤ 1,024) into 8k rows")
+                   "(harness.max_total_tokens ≤ 1,024) into 8k rows; the trainer update's dry run fits: 123.3 GB")
 
 _K2_WHY = "the same shapes but no MTP module (smaller)"
 _DS3_WHY = "128 heads (2× the attention) and 256 experts: not planned in this session"

@@ -64,7 +64,8 @@ def _peak(sh: "StepShape", cfg, mesh, depth: str) -> tuple[int, object, str]:
     abstract, _, _ = abstract_train_state(model, lambda p_, n_: optim_lib.make_optimizer(sh.optim, p_, n_), mesh,
                                           (sh.batch, sh.seq_len))
     peak = peaks[0] + (n_units - 1) * (peaks[1] - peaks[0])
-    return peak, abstract, (f"reduced depth, extrapolated: compiles with 1 and 2 of {n_units} scan units "
+    return peak, abstract, (f"reduced depth, extrapolated (not validated against a full compile): compiles with 1 "
+                            f"and 2 of {n_units} scan units "
                             f"({peaks[0]} and {peaks[1]} bytes), linear in the units")
 
 
@@ -82,7 +83,8 @@ def _estimate(sh: "StepShape", cfg, mesh, chip, abstract) -> dict:
                 executed_over_useful_flops=round(r["executed_over_useful_flops"], 3),
                 roofline_from=f"planner roofline (composer2_jax/plan) of one micro-batch of {micro} × {seq} (1- and "
                               f"2-unit unrolled compiles of the train step, {sh.optim.name}) × grad_accum "
-                              f"{sh.grad_accum}, calibrated ÷ 0.566")
+                              f"{sh.grad_accum}, calibrated ÷ 0.566; the optimizer update is counted per "
+                              f"micro-batch, so with grad_accum > 1 the step is an upper bound")
 
 
 def dry_run(sh: "StepShape", chip_name: str, n_chips: int, depth: str = "full") -> dict:
