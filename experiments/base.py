@@ -17,13 +17,18 @@ from composer2_jax.sharding import MeshConfig
 from composer2_jax.train.loop import StageConfig
 from composer2_jax.train.optim import OptimConfig
 
-# Per-preset run sizes: (batch, seq_len, steps, mesh). toy runs on a 2-core CPU in about a minute.
+# Per-preset run sizes: (batch, seq_len, steps, mesh, attention kernel). toy runs on a 2-core CPU in about a minute.
+# The real presets' stages replace mesh and kernel by their planned ones (experiments/plans.py); the base kernel is
+# memory-safe already, since the dense 'xla' kernel is refused at T >= 8192 (model/attention_memory.py).
 RUN_SIZES = {
-    "toy": dict(batch=8, seq_len=128, steps=60, mesh=dict(fsdp=-1)),
-    "gpu_small": dict(batch=8, seq_len=8192, steps=1000, mesh=dict(fsdp=-1)),
-    "kimi_k2_5": dict(batch=2048, seq_len=32768, steps=100000, mesh=dict(data=1, fsdp=-1, expert=64)),
-    "kimi_k2": dict(batch=2048, seq_len=32768, steps=100000, mesh=dict(data=1, fsdp=-1, expert=64)),
-    "deepseek_v3": dict(batch=2048, seq_len=32768, steps=100000, mesh=dict(data=1, fsdp=-1, expert=64)),
+    "toy": dict(batch=8, seq_len=128, steps=60, mesh=dict(fsdp=-1), kernel="xla"),
+    "gpu_small": dict(batch=8, seq_len=8192, steps=1000, mesh=dict(fsdp=-1), kernel="xla_causal_skip"),
+    "kimi_k2_5": dict(batch=2048, seq_len=32768, steps=100000, mesh=dict(data=1, fsdp=32, expert=8),
+                      kernel="xla_causal_skip"),
+    "kimi_k2": dict(batch=2048, seq_len=32768, steps=100000, mesh=dict(data=1, fsdp=32, expert=8),
+                    kernel="xla_causal_skip"),
+    "deepseek_v3": dict(batch=2048, seq_len=32768, steps=100000, mesh=dict(data=1, fsdp=32, expert=8),
+                        kernel="xla_causal_skip"),
 }
 
 
@@ -32,7 +37,8 @@ def base_stage(preset: str = "toy") -> StageConfig:
     if preset not in RUN_SIZES:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(RUN_SIZES)}")
     size = RUN_SIZES[preset]
-    return StageConfig(preset=preset, model=model_preset(preset), tokenizer=preset_tokenizer(preset),
+    model = dataclasses.replace(model_preset(preset), attention_kernel=size["kernel"])
+    return StageConfig(preset=preset, model=model, tokenizer=preset_tokenizer(preset),
                        optim=OptimConfig(total_steps=size["steps"]),
                        data=DataConfig(batch_size=size["batch"], seq_len=size["seq_len"]),
                        mesh=MeshConfig(**size["mesh"]), steps=size["steps"], workdir=f"runs/{preset}")

@@ -2,13 +2,15 @@
 
 Run:      python -m experiments.cpt_bulk                                   (toy preset, CPU, stdlib corpus)
           python -m experiments.cpt_bulk --config=experiments/cpt_bulk.py:gpu_small --config.steps=200
+          python -m experiments.cpt_bulk --config=experiments/cpt_bulk.py:kimi_k2_5 --dry_run
+                    (compile the planned config on its simulated chips, one JSON line: experiments/dry_run.py)
 Hardware: toy — any 2-core CPU, about a minute; gpu_small — one H200; kimi_k2_5 — a pod (see docs/scaling.md).
 Expected: toy byte-level loss falls from ln(512) ≈ 6.24 to below 3.5 in 60 steps.
 """
 
 from __future__ import annotations
 
-from experiments import base
+from experiments import base, plans
 from experiments.main import run
 
 MIXTURES = {"local": "experiments/mixtures/cpt_bulk_local.json", "bulk": "experiments/mixtures/cpt_bulk.json"}
@@ -34,7 +36,8 @@ def get_config(preset: str = "toy"):
     # distil at full weight from their first step (their main head is already a good teacher).
     c.step.mtp.update(weight=0.3, final_weight=0.1, switch_step=c.steps * 2 // 3, ramp_steps=c.steps // 10,
                       ce_weight=1.0, distill_weight=0.5, distill_warmup_steps=c.steps // 3)
-    return c
+    # real presets: the planned mesh, chip, kernels, remat, expert capacity and grad_accum (experiments/plans.py)
+    return plans.apply_stage(c, preset, "cpt_bulk")
 
 
 if __name__ == "__main__":

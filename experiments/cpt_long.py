@@ -2,6 +2,8 @@
 
 Run:      python -m experiments.cpt_long                        (toy: 4× longer rows than cpt_bulk, CPU)
           python -m experiments.cpt_long --config=experiments/cpt_long.py:kimi_k2_5 --config.init_from=CKPT
+          python -m experiments.cpt_long --config=experiments/cpt_long.py:kimi_k2_5 --dry_run
+                    (compile the planned config on its simulated chips, one JSON line: experiments/dry_run.py)
 Hardware: toy — any CPU, under a minute; kimi_k2_5 — a pod with context parallelism (docs/scaling.md).
 Expected: toy loss continues from the cpt_bulk level and keeps falling (start from its checkpoint via init_from).
 YaRN: `context_length` extends the starting checkpoint's own RoPE scaling to the stage's rows (train/init_from.py
@@ -16,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from composer2_jax.model_config import preset as model_preset
-from experiments import base
+from experiments import base, plans
 from experiments.main import run
 
 LONG = {"toy": 512, "gpu_small": 262144, "kimi_k2_5": 262144, "kimi_k2": 262144, "deepseek_v3": 262144}
@@ -36,9 +38,8 @@ def get_config(preset: str = "toy"):
     c.optim.lr = 1e-3 if preset == "toy" else 5e-5
     c.optim.warmup_steps = 2 if preset == "toy" else 200
     c.step.mtp.update(weight=0.1, ce_weight=1.0, distill_weight=1.0)  # the MTP schedule: experiments/cpt_bulk.py
-    if preset != "toy":
-        c.mesh.context = 8  # ring attention over 8 devices; shorter per-device rows
-    return c
+    # real presets: the planned mesh, chip, kernels, remat, expert capacity and grad_accum (experiments/plans.py)
+    return plans.apply_stage(c, preset, "cpt_long")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
     python -m experiments.cpt_bulk --config.optim.lr=1e-3      train with an override
     python -m experiments.cpt_bulk --describe                 print every key, its value and its comment
+    python -m experiments.cpt_bulk --dry_run [--dry_run_chip=h200 --dry_run_chips=256]
+                           compile the config as given on simulated devices, one JSON line (experiments/dry_run.py)
 
 A flag that names no key is rejected before anything runs, naming the key, its section and the closest known keys;
 a value out of range is rejected at the config boundary (the frozen dataclass), naming the value and what was
@@ -20,6 +22,7 @@ from absl import app, flags
 from absl import logging as absl_logging
 
 from composer2_jax import schema
+from experiments import dry_run
 
 
 def load_config(spec: str):
@@ -47,6 +50,7 @@ def define_flags(experiment_file: str, default_preset: str) -> str:
     spec = f"{experiment_file}:{default_preset}"
     config_flags.DEFINE_config_file("config", spec, "experiment config", lock_config=True)
     flags.DEFINE_bool("describe", False, "print every config key with its value and comment, then exit")
+    dry_run.define_flags()
     return spec
 
 
@@ -81,7 +85,12 @@ def run(experiment_file: str, default_preset: str, prepare: Optional[Callable] =
     from composer2_jax.train import distributed
     from composer2_jax.train.loop import stage_config, train
 
-    config, _ = parse(experiment_file, default_preset, sys.argv, stage_config)
+    config, frozen = parse(experiment_file, default_preset, sys.argv, stage_config)
+    if flags.FLAGS.dry_run:  # compile the config as given on simulated devices; nothing trains (experiments/dry_run.py)
+        from composer2_jax.plan.dry_run import stage_shape
+
+        dry_run.run(config, lambda c: stage_shape(stage_config(c)), frozen.chip, config.mesh)
+        return
 
     def main(argv):
         del argv

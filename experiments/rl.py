@@ -4,6 +4,8 @@ Run:      python -m experiments.rl                                  (toy: transc
           python -m experiments.rl --config.rl.eta=0                (the synchronous loop)
           python -m experiments.rl --config.rl.backend=ray          (the same services as Ray actors)
           python -m experiments.rl --config.tasks=toy@2,suite:v0@1  (a curriculum of task sources, docs/rl.md)
+          python -m experiments.rl --config=experiments/rl.py:kimi_k2_5 --dry_run --dry_run_depth=extrapolate
+                    (compile the planned config on its simulated chips, one JSON line: experiments/dry_run.py)
 Hardware: toy — a 2-core CPU with bubblewrap (run as root); measured stage times: docs/rl.md, "The toy experiment".
 Expected: the issue's targets (benchmarks/learning/rl_learning.py, whole episodes): held-out pass@1 at T = 1 + ≥ 20
 points
@@ -23,6 +25,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from absl import flags
+
 from composer2_jax import schema
 from composer2_jax.data.chat import end_token_id
 from composer2_jax.env import Environment
@@ -37,7 +41,7 @@ from composer2_jax.rl.services.rollout import RolloutConfig
 from composer2_jax.rl.services.trainer import TrainerConfig
 from composer2_jax.train import init_from
 from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer
-from experiments import base, sft
+from experiments import base, dry_run, plans, sft
 
 
 def get_config(preset: str = "toy"):
@@ -48,7 +52,7 @@ def get_config(preset: str = "toy"):
     # within 16 versions, 1e-4 (one update per version) learns (docs/rl.md, "The toy experiment").
     optim = dataclasses.replace(stage.optim, lr=1e-4 if toy else 1e-6, schedule="constant", warmup_steps=4,
                                 weight_decay=0.0, clip_norm=1.0)
-    return schema.to_config_dict(RLExperimentConfig(
+    c = schema.to_config_dict(RLExperimentConfig(
         preset=preset, model=stage.model, tokenizer=stage.tokenizer, optim=optim, workdir=f"runs/{preset}/rl",
         init_from=f"runs/{preset}/rl/sft/checkpoints",  # version 0 = these weights (the SFT warm start)
         checkpoint=CheckpointConfig(every=10, async_save=False),
@@ -86,6 +90,8 @@ def get_config(preset: str = "toy"):
                             steps=165 if toy else 2000, lr=3e-3 if toy else 2e-5,
                             seq_len=512 if toy else 1024, batch_size=16 if toy else 8),
     ))
+    # real presets: the planned trainer mesh, rows × seq_len, kernels, remat and expert capacity (experiments/plans.py)
+    return plans.apply_rl(c, preset)
 
 
 def sft_config(run: RLExperimentConfig):
@@ -97,6 +103,7 @@ def sft_config(run: RLExperimentConfig):
     c.init_from = w.init_from
     c.data.sources = [dict(kind="chat_jsonl", path=transcripts_path(run), weight=1.0)]
     c.data.update(add_bos=False, seq_len=w.seq_len, batch_size=w.batch_size)
+    c.step.grad_accum = 1  # the warm start's own small batch (the planned accumulation is for sft's batch)
     c.steps = c.optim.total_steps = w.steps
     c.optim.update(lr=w.lr, warmup_steps=max(1, w.steps // 15))
     c.checkpoint.every = w.steps
@@ -213,9 +220,15 @@ def main(argv) -> dict:
 
     saved_argv, sys.argv = sys.argv, list(argv)  # config_flags registers --config.KEY overrides from sys.argv
     try:
-        config, _ = parse(__file__, "toy", argv, orchestrator.rl_config)
+        config, frozen = parse(__file__, "toy", argv, orchestrator.rl_config)
     finally:
         sys.argv = saved_argv
+    if flags.FLAGS.dry_run:  # the trainer's update compiled as configured; nothing runs (experiments/dry_run.py)
+        from composer2_jax.plan.dry_run import rl_shape
+
+        plan = plans.plan_for(frozen.preset, "rl")
+        return dry_run.run(config, lambda c: rl_shape(orchestrator.rl_config(c)), plan.chip if plan else "",
+                           config.trainer.mesh)
     quiet_logs()
     summary = prepare(config)
     r = orchestrator.run_rl(config)

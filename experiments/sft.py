@@ -3,6 +3,8 @@ loss only on assistant tokens; packed like CPT.
 
 Run:      python -m experiments.sft                             (toy: stdlib tool-use transcripts, CPU)
           python -m experiments.sft --config.data.sources='[{"kind": "chat_jsonl", "path": "my_chats.jsonl"}]'
+          python -m experiments.sft --config=experiments/sft.py:kimi_k2_5 --dry_run --dry_run_depth=extrapolate
+                    (compile the planned config on its simulated chips, one JSON line: experiments/dry_run.py)
 Hardware: toy — any CPU, under a minute; real presets — the cpt_long mesh.
 Expected: toy assistant-token loss falls well below the CPT loss (the transcripts are templated).
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from composer2_jax.data.synthetic import write_stdlib_chats
-from experiments import base
+from experiments import base, plans
 from experiments.main import run
 
 
@@ -31,7 +33,8 @@ def get_config(preset: str = "toy"):
     # MTP (schedule: experiments/cpt_bulk.py): the heads follow the trunk onto chat transcripts, distilled at full
     # weight — the drafts are judged against the policy's own distribution, which SFT is moving.
     c.step.mtp.update(weight=0.1, ce_weight=1.0, distill_weight=1.0)
-    return c
+    # real presets: the planned mesh, chip, kernels, remat, expert capacity and grad_accum (experiments/plans.py)
+    return plans.apply_stage(c, preset, "sft")
 
 
 def prepare(config):

@@ -24,6 +24,7 @@ from flax import linen as nn
 from jax.ad_checkpoint import checkpoint_name
 
 from composer2_jax.model import kernel_paths, planning
+from composer2_jax.model.attention_memory import check_attention_memory
 from composer2_jax.model.layers import RMSNorm, apply_rope, constrain, dtype_of, param, softmax_scale
 from composer2_jax.model_config import ModelConfig
 
@@ -210,6 +211,7 @@ class MLAttention(nn.Module):
             k_BTHK, _ = self.expand(ckv_BTL, kr_BTR, w_kvb)
             self.sow("intermediates", "max_logit", jax.lax.stop_gradient(
                 max_logits_per_head(q_BTHK, k_BTHK, positions_BT, segment_ids_BT, softmax_scale(c))))
+        check_attention_memory(c.attention_kernel, x_BTD.shape[1], x_BTD.shape[0], c.num_heads)
         kernel = get_kernel(c.attention_kernel)
         if getattr(kernel, "takes_latent", False):  # context-parallel kernels that pass the latent (ring_latent)
             latent = ("activation_batch", "activation_length", "activation_kv")

@@ -9,6 +9,7 @@
     report.py       one mesh's plan (`plan`: memory, roofline) and the check against references (`validate`)
     search.py       the fastest fitting mesh (`search`), the fastest execution on one mesh (`search_execution`)
     rollout.py      the rollout side of an RL plan and the pod split between trainer and engines
+    dry_run.py      `--dry_run` of an experiment: its config compiled as given, peak vs HBM, the planner's estimate
     cli.py          the command line (`main`); __main__.py runs it
 
 This file imports nothing: `python -m composer2_jax.plan` must set the simulated device count before jax loads.

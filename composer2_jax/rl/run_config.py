@@ -15,6 +15,7 @@ from composer2_jax.data.tokenizer import TokenizerConfig
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.env.tool_schemas import TOOL_NAMES
 from composer2_jax.losses.rl import PolicyLossConfig
+from composer2_jax.model.attention_memory import check_attention_memory
 from composer2_jax.model_config import ModelConfig
 from composer2_jax.model_config import preset as model_preset
 from composer2_jax.rl.branching import TreeConfig
@@ -278,6 +279,8 @@ class RLExperimentConfig:
                              "self-summary restarts the context, which a tree path cannot express; expected "
                              "harness.max_summaries=0 (an episode that fills harness.context_budget then ends with "
                              "stop reason summary_limit) and a context_budget that holds a whole episode")
+        check_attention_memory(self.model.attention_kernel, self.trainer.seq_len, self.trainer.rows,
+                               self.model.num_heads)
         check_placement(self.rl.placement, self.trainer, self.rollout, self.rl.backend)
         reply = max(self.harness.max_new_tokens, self.harness.summary_tokens)
         if reply > self.rollout.max_new_tokens:

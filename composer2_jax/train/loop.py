@@ -23,6 +23,7 @@ from composer2_jax.data import tokenizer as tk
 from composer2_jax.data.tokenizer import TokenizerConfig
 from composer2_jax.model import Transformer
 from composer2_jax.model import context_parallel as cp
+from composer2_jax.model.attention_memory import check_attention_memory
 from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.model.mtp import layout_context
 from composer2_jax.model.pipeline import pipeline_spec
@@ -100,6 +101,8 @@ class StageConfig:
             raise ValueError(f"chip={self.chip!r}; expected '' (detect) or one of {sorted(chips.CHIPS)}")
         if not self.workdir:
             raise ValueError("workdir is empty; expected a directory for checkpoints/ and logs/")
+        check_attention_memory(self.model.attention_kernel, self.data.seq_len,
+                               max(self.data.batch_size // self.step.grad_accum, 1), self.model.num_heads)
         if self.context_length < 0:
             raise ValueError(f"context_length={self.context_length}; expected a number of tokens >= 0 (0 = no "
                              f"extension)")
