@@ -134,8 +134,11 @@ def test_vm_workspace_host_files_and_the_agent_are_out_of_reach(env, attacker, b
     obs = sh(env, attacker, f"cat {path} /proc/1/root{path}; ls /")
     assert secret not in obs.content and "workspace" in obs.fields["stdout"].split()
     for probe in ("cat /proc/1/mem", "ls /proc/1/fd", "cat /proc/1/environ", "kill -9 1", "touch /usr/x /etc/x",
+                  "mount -t tmpfs t /tmp", "su -c id root </dev/null",
                   "python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).ptrace(16, 1, 0, 0) != 0)'"):
         assert sh(env, attacker, probe).fields["exit_code"] != 0, probe  # uid 1000 cannot touch root's
+    status = sh(env, attacker, "cat /proc/self/status").fields["stdout"]
+    assert "NoNewPrivs:\t1" in status and "CapEff:\t0000000000000000" in status  # setuid binaries grant nothing
     got = json.loads(sh(env, attacker, _py(envtest.CHROOT_ESCAPE)).fields["stdout"])
     assert got["chroot"] == "Operation not permitted"  # no CAP_SYS_CHROOT for uid 1000
     assert sh(env, attacker, "echo still here").fields["stdout"] == "still here\n"
