@@ -135,7 +135,7 @@ class Agent:
         """Image sandboxes: set the working directory (created, owned by the user, if asked) relative paths use."""
         if self.image_root is None:
             raise fileops.ToolError("unknown_op", "configure is only for image sandboxes")
-        workdir = os.path.normpath("/" + req["workdir"])
+        workdir = os.path.normpath("/" + req["workdir"].lstrip("/"))  # never "//x" (normpath keeps it)
         with self.in_image() as _:
             user = self._user(req.get("user"))
             if req.get("create") and not os.path.isdir(workdir):
@@ -143,7 +143,7 @@ class Agent:
                 os.chown(workdir, user.uid, user.gid)
             if not os.path.isdir(workdir):
                 raise fileops.ToolError("not_a_directory", f"working directory {workdir!r} does not exist in the image")
-        fileops.configure(workdir, confined=False)
+        fileops.configure(workdir, confined=bool(req.get("confined")))  # confined: a VM's /workspace rule
         return {"ok": True, "workdir": workdir}
 
     def _spawn(self, req):

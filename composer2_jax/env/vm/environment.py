@@ -10,7 +10,12 @@
 
 Tool calls, exec, put_archive, episode state, egress logs and checkpoints are the Environment's own code; only how
 a sandbox starts, snapshots, forks, restores and closes differs. Snapshots hold processes: a fork or a restore does
-not restart the entrypoint (a cold boot from an image does). Image sandboxes only: `create(repo)` is refused.
+not restart the entrypoint (a cold boot from an image does).
+
+    sid = env.create(repo)   # a workspace sandbox: a fork of the warm workspace VM, the repo in /workspace, uid 1000
+
+Workspace sandboxes boot the workspace image (env/vm/workspace_image; `set_workspace_image`) once per network
+setting, confine the agent to /workspace and snapshot it; each `create` forks from that snapshot (docs/env.md).
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ import dataclasses
 import os
 import secrets
 import shutil
+import threading
 
-from composer2_jax.env.environment import BACKENDS, Environment, _Record
+from composer2_jax.env.environment import BACKENDS, Environment, _Record, _repo_dir
 from composer2_jax.env.profile import profile_of
 from composer2_jax.env.sandbox import SandboxError
 from composer2_jax.env.sandbox_config import Resources
@@ -30,6 +36,26 @@ from composer2_jax.env.vm.sandbox import VmSandbox, VmSnapshot
 from composer2_jax.env.vm.vmm import VmSpec, choose
 
 MiB = 1 << 20
+WORKSPACE = "/workspace"
+WORKSPACE_USER = "1000:1000"  # commands and file tools of a workspace sandbox run as this uid:gid (as under bwrap)
+WORKSPACE_PREFIX = "vm-workspace:"  # ImageProfile.image of a workspace sandbox: the prefix, then the image key
+WORKSPACE_IMAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workspace_image")
+
+
+def is_workspace(profile) -> bool:
+    """True for the profile of a VM workspace sandbox (`VmEnvironment.create`)."""
+    return profile is not None and profile.image.startswith(WORKSPACE_PREFIX)
+
+
+def _build_workspace_image():
+    """The default workspace image (env/vm/workspace_image/Dockerfile), built (or loaded from the cache)."""
+    from composer2_jax.env.images import ImageBuilder
+
+    builder = ImageBuilder()
+    try:
+        return builder.build(WORKSPACE_IMAGE)
+    finally:
+        builder.close()
 
 
 class VmEnvironment(Environment):
@@ -46,17 +72,39 @@ class VmEnvironment(Environment):
         os.makedirs(self.vm_dir, mode=0o700, exist_ok=True)
         for asset in (assets.kernel_dir, assets.initramfs, assets.runtime_disk):
             asset()  # fetched or built once per machine, before the first sandbox needs them
+        self._ws_lock = threading.Lock()  # guards the workspace image and its warm snapshots (one boot each)
+        self._ws_image = None  # the image workspace sandboxes boot (None: WORKSPACE_IMAGE, built on first use)
+        self._ws_bases: dict[bool, str] = {}  # has a network device -> warm workspace snapshot id
 
     # ------------------------------------------------------------------------------------------ snapshots
 
     def create(self, task_or_repo_dir=None, policy=None) -> str:
-        """Refused: VM sandboxes boot images (`import_image`, then `fork`)."""
-        raise ValueError(f"the vm backend boots images; create({task_or_repo_dir!r}) makes a workspace sandbox, which "
-                         "only the bwrap backend has: use import_image(image) and fork(snapshot)")
+        """A workspace sandbox: a VM forked from the warm workspace snapshot (`_workspace_base`) with the task's
+        repository copied into /workspace (owned by uid 1000, as every command and file tool runs); its id."""
+        src = _repo_dir(task_or_repo_dir)
+        policy = policy or self.policy
+        sid = self.fork(self._workspace_base(policy), policy)
+        if src:
+            try:
+                self.put_dir(sid, src, WORKSPACE, user=WORKSPACE_USER)
+            except Exception:
+                self.close(sid)
+                raise
+        return sid
 
     def import_repo(self, repo_dir) -> str:
-        """Refused (see `create`)."""
-        return self.create(repo_dir)
+        """A snapshot (memory included) of a fresh workspace sandbox holding the repository, to fork many from."""
+        sid = self.create(repo_dir)
+        try:
+            return self.snapshot(sid)
+        finally:
+            self.close(sid)
+
+    def set_workspace_image(self, image) -> None:
+        """The image (an `images.Image`) workspace sandboxes boot; default: env/vm/workspace_image, built on first
+        use. Later `create` calls boot it once (per network setting) and fork from its memory snapshot."""
+        with self._ws_lock:
+            self._ws_image, self._ws_bases = image, {}
 
     def import_image(self, image, workdir=None, user=None, env=None) -> str:
         """A snapshot id of an image: its root disk (built from its layers once per image key), booted on fork."""
@@ -191,6 +239,44 @@ class VmEnvironment(Environment):
         with self._lock:
             self._records[sid] = record
         return sid
+
+    def _workspace_base(self, policy) -> str:
+        """The warm snapshot workspace sandboxes fork from: the workspace image booted once, /workspace made (uid
+        1000) and the agent confined to it; one per network setting (a VM has a network device iff its cold boot's
+        policy allows hosts, and a resumed VM keeps the device it had)."""
+        network = bool(policy.allow_hosts)
+        with self._ws_lock:
+            if network not in self._ws_bases:
+                if self._ws_image is None:
+                    self._ws_image = _build_workspace_image()
+                self._ws_bases[network] = self._boot_workspace(self._ws_image, policy)
+            return self._ws_bases[network]
+
+    def _boot_workspace(self, image, policy) -> str:
+        """Cold-boot the workspace image, confine the agent to /workspace, snapshot it; the snapshot's id."""
+        profile = dataclasses.replace(profile_of(image, WORKSPACE, WORKSPACE_USER, {"HOME": WORKSPACE}),
+                                      image=f"{WORKSPACE_PREFIX}{image.key}", entrypoint=(), command=())
+        snap = self._new_snapshot(VmSnapshot(assets.image_disk(image), "raw", self.spec, network=False))
+        with self._lock:
+            self._profiles[snap] = profile
+        sid = self.fork(snap, policy)
+        try:
+            reply = self._record(sid).sandbox.request("configure", workdir=WORKSPACE, user=WORKSPACE_USER,
+                                                      create=True, confined=True)
+            if not reply.get("ok"):
+                raise SandboxError(f"confining the workspace VM {sid} failed: {reply.get('message', reply)}")
+            return self.snapshot(sid)
+        finally:
+            self.close(sid)
+            self.delete_snapshot(snap)
+
+    def _context(self, record):
+        """Image sandboxes: the Environment's; workspace sandboxes: paths confined to /workspace and every
+        per-command rlimit (processes, memory, CPU, files) as in a bwrap workspace sandbox, as uid 1000."""
+        ctx = super()._context(record)
+        if is_workspace(record.profile):
+            ctx = dataclasses.replace(ctx, confined=True, rlimits=self.limits.command_rlimits())
+        return ctx
 
     def _gc(self) -> None:
         """Nothing to collect between calls: disk layers live until shutdown, memory files until delete_snapshot."""

@@ -3,8 +3,9 @@
 It bridges the virtio-serial port named "rpc" to a socketpair and starts the sandbox agent (env/agent/main.py) on the
 other end, with the image's root filesystem at /.root: the agent then serves the host's tool RPC exactly as in a
 bubblewrap image sandbox. The agent is made a child subreaper, so background processes stay its descendants and its
-`sweep` reaps them. The bridge never passes an end of stream to the agent: while the host is not connected (between
-a memory snapshot and the fork that resumes it) reads from the port return nothing and the bridge waits, so the
+`sweep` reaps them, and gets no_new_privs (inherited by every command: a setuid binary grants nothing, as under
+bwrap). The bridge never passes an end of stream to the agent: while the host is not connected (between a memory
+snapshot and the fork that resumes it) reads from the port return nothing and the bridge waits, so the
 agent and every process of the guest resume where they were.
 
 With `vm.egress=PORT` on the kernel command line the guest has a network device whose only reachable address is the
@@ -21,6 +22,7 @@ import threading
 import time
 
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
 EGRESS_SOCKET = "/run/egress.sock"
 FORWARD = ("10.0.2.100", 3128)
 
@@ -119,7 +121,10 @@ def start_agent(theirs, args):
     """Fork the agent (a child subreaper) on the socketpair's other end; its pid."""
     pid = os.fork()
     if pid == 0:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:  # as bwrap does: no exec grants privileges (setuid)
+            raise SystemExit(f"guest_init: PR_SET_NO_NEW_PRIVS failed (errno {ctypes.get_errno()})")
         os.set_inheritable(theirs.fileno(), True)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
         argv = [sys.executable, "-I", "-S", "/agent/main.py", str(theirs.fileno()), *args, "/.root"]

@@ -18,6 +18,8 @@ from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.sandbox import SandboxError
 from composer2_jax.env.vm.vmm import QemuVM, VmError, VmSpec, new_overlay
 
+EGRESS_PORT = 3128  # the port of vm.egress= on the guest's kernel command line (vmm.QemuVM.argv)
+
 
 @dataclasses.dataclass(frozen=True)
 class VmSnapshot:
@@ -45,7 +47,13 @@ class VmSandbox:
         self.pidns = None
         self.spec: VmSpec | None = None
         self.network = False
+        self.net = None  # no shared service network (env/netns.py) for VMs
         self._n = 0
+
+    @property
+    def proxy_port(self) -> int:
+        """The guest agent's egress relay port (guest_init passes vm.egress=3128 when the VM has a network)."""
+        return EGRESS_PORT
 
     @property
     def pid(self) -> int | None:
