@@ -7,8 +7,6 @@ All slow: every attacker is a VM resumed from a memory snapshot (QEMU with TCG h
 """
 
 import json
-import os
-import secrets
 
 import pytest
 
@@ -16,9 +14,12 @@ from composer2_jax.env import EgressPolicy, Environment, SandboxConfig
 from composer2_jax.env import testing as envtest
 from composer2_jax.env.images import ImageBuilder
 from composer2_jax.env.vm import assets
+from tests import vm_escape
 from tests.test_env_vm import HARBOR, ON_CI, PROBLEM
+from tests.vm_escape import sh
 
 pytestmark = pytest.mark.slow
+canary = vm_escape.canary  # the module-scoped host canary fixture (tests/vm_escape.py)
 
 
 @pytest.fixture(scope="module")
@@ -32,19 +33,10 @@ def env(upstream):
     policy = EgressPolicy(allow_hosts=("127.0.0.1",), allow_ports=(upstream.port,), allow_private=True)
     e = Environment(config=SandboxConfig(backend="vm"), policy=policy)
     e.clean = e.snapshot(e.fork(e.import_image(image)))
-    e.disks = {path: (os.stat(path).st_mtime_ns, os.stat(path).st_size)
-               for path in (assets.image_disk(image), assets.runtime_disk())}
+    e.disks = vm_escape.disk_stamps(assets.image_disk(image), assets.runtime_disk())
     yield e
     e.shutdown()
     builder.close()
-
-
-@pytest.fixture(scope="module")
-def canary(tmp_path_factory):
-    path = tmp_path_factory.mktemp("host") / "canary.txt"
-    secret = secrets.token_hex(16)
-    path.write_text(secret)
-    return str(path), secret
 
 
 @pytest.fixture(scope="module")
@@ -61,21 +53,9 @@ def attacker(env):
     env.close(sid)
 
 
-def sh(env, sid, command, **kw):
-    """run_terminal_cmd observation."""
-    return env.call(sid, "run_terminal_cmd", {"command": command, **kw})
-
-
 def contained(env, attacker, bystander, canary):
     """The host canary, the shared disks, the bystander and the attacker's VM are as they should be."""
-    path, secret = canary
-    with open(path) as f:
-        assert f.read() == secret
-    for disk, stamp in env.disks.items():
-        assert (os.stat(disk).st_mtime_ns, os.stat(disk).st_size) == stamp, f"{disk} changed"
-    obs = sh(env, bystander, "cat /app/mine.txt")
-    assert obs.ok and obs.fields["stdout"] == "bystander data"
-    assert env.info(attacker)["alive"]
+    vm_escape.contained(env, attacker, bystander, canary, "/app/mine.txt")
 
 
 def _py(script: str) -> str:

@@ -10,17 +10,18 @@ process of the attack is left in its guest. All slow: every sandbox is a VM (QEM
 """
 
 import json
-import os
-import secrets
 
 import pytest
 
 from composer2_jax.env import EgressPolicy, Environment, SandboxConfig, SandboxLimits
 from composer2_jax.env import testing as envtest
 from composer2_jax.env.vm import assets
+from tests import vm_escape
 from tests.test_env_vm import ON_CI, PROBLEM
+from tests.vm_escape import sh
 
 pytestmark = pytest.mark.slow
+canary = vm_escape.canary  # the module-scoped host canary fixture (tests/vm_escape.py)
 MiB = 1 << 20
 CODE_PORT = 8790
 # Counts the uid-1000 processes of the guest (run as root, so the count never includes itself).
@@ -43,18 +44,9 @@ def env(upstream, tmp_path_factory):
     (repo / "pkg" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     (repo / "README.md").write_text("toy repo\n")
     e.repo = str(repo)
-    e.disks = {path: (os.stat(path).st_mtime_ns, os.stat(path).st_size)
-               for path in (assets.image_disk(e._ws_image), assets.runtime_disk())}
+    e.disks = vm_escape.disk_stamps(assets.image_disk(e._ws_image), assets.runtime_disk())
     yield e
     e.shutdown()
-
-
-@pytest.fixture(scope="module")
-def canary(tmp_path_factory):
-    path = tmp_path_factory.mktemp("host") / "canary.txt"
-    secret = secrets.token_hex(16)
-    path.write_text(secret)
-    return str(path), secret
 
 
 @pytest.fixture(scope="module")
@@ -71,21 +63,9 @@ def attacker(env):
     env.close(sid)
 
 
-def sh(env, sid, command, **kw):
-    """run_terminal_cmd observation."""
-    return env.call(sid, "run_terminal_cmd", {"command": command, **kw})
-
-
 def contained(env, attacker, bystander, canary):
     """Host canary, shared disks, bystander, the attacker's QEMU, and no uid-1000 process left in its guest."""
-    path, secret = canary
-    with open(path) as f:
-        assert f.read() == secret
-    for disk, stamp in env.disks.items():
-        assert (os.stat(disk).st_mtime_ns, os.stat(disk).st_size) == stamp, f"{disk} changed"
-    obs = sh(env, bystander, "cat mine.txt")
-    assert obs.ok and obs.fields["stdout"] == "bystander data"
-    assert env.info(attacker)["alive"]
+    vm_escape.contained(env, attacker, bystander, canary, "mine.txt")
     assert env.exec(attacker, UID_1000, timeout_s=60, user="")["stdout"].strip() == "0"
 
 

@@ -35,7 +35,39 @@ class SandboxError(RuntimeError):
     """The sandbox failed to start, died, or stopped answering."""
 
 
-class Sandbox:
+class AgentChannel:
+    """The request side of a sandbox's agent connection, shared by bubblewrap and VM sandboxes.
+
+    A subclass holds `sid`, `lock`, `rpc` (the agent's socket) and `dead` (None, or why it stopped answering); the
+    first failed exchange marks it dead, and every later request raises at once.
+    """
+
+    AGENT = "the agent"  # how errors name the other end
+
+    def request(self, op: str, wait_s: float = 30.0, **fields) -> dict:
+        """Send one operation to the agent and wait up to wait_s for its reply."""
+        with self.lock:
+            if self.dead:
+                raise SandboxError(f"sandbox {self.sid} is not usable: {self.dead}")
+            try:
+                self.rpc.settimeout(wait_s)
+                wire.send(self.rpc, {"op": op, **fields})
+                reply = wire.recv(self.rpc)
+            except (OSError, ValueError) as e:
+                reply, why = None, f"{type(e).__name__}: {e}"
+            else:
+                why = f"{self.AGENT} exited"
+            if reply is None:
+                self.dead = f"{op} failed: {why}"
+                raise SandboxError(f"sandbox {self.sid} stopped answering during {op}: {why}")
+            return reply
+
+    def sweep(self) -> None:
+        """Kill every process in the sandbox except the agent."""
+        self.request("sweep")
+
+
+class Sandbox(AgentChannel):
     """Handle on one running sandbox; `request` talks to its agent, `mount` (re)builds its workspace."""
 
     def __init__(self, runtime: Runtime, sid: str, policy: EgressPolicy, image: bool = False, net=None):
@@ -165,28 +197,6 @@ class Sandbox:
         self.rt.proxy.remove(self.sid)
 
     # ---------------------------------------------------------------------------------------------- requests
-
-    def request(self, op: str, wait_s: float = 30.0, **fields) -> dict:
-        """Send one operation to the agent and wait up to wait_s for its reply."""
-        with self.lock:
-            if self.dead:
-                raise SandboxError(f"sandbox {self.sid} is not usable: {self.dead}")
-            try:
-                self.rpc.settimeout(wait_s)
-                wire.send(self.rpc, {"op": op, **fields})
-                reply = wire.recv(self.rpc)
-            except (OSError, ValueError) as e:
-                reply, why = None, f"{type(e).__name__}: {e}"
-            else:
-                why = "the agent exited"
-            if reply is None:
-                self.dead = f"{op} failed: {why}"
-                raise SandboxError(f"sandbox {self.sid} stopped answering during {op}: {why}")
-            return reply
-
-    def sweep(self) -> None:
-        """Kill every process in the sandbox except the agent."""
-        self.request("sweep")
 
     def alive(self) -> bool:
         """True while the agent runs and answers."""

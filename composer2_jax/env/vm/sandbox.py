@@ -15,7 +15,7 @@ import time
 
 from composer2_jax.env.agent import wire
 from composer2_jax.env.egress_policy import EgressPolicy
-from composer2_jax.env.sandbox import SandboxError
+from composer2_jax.env.sandbox import AgentChannel, SandboxError
 from composer2_jax.env.vm.vmm import QemuVM, VmError, VmSpec, new_overlay
 
 EGRESS_PORT = 3128  # the port of vm.egress= on the guest's kernel command line (vmm.QemuVM.argv)
@@ -32,8 +32,10 @@ class VmSnapshot:
     state: str | None = None  # QEMU's migration stream of memory and devices; None: a cold boot
 
 
-class VmSandbox:
+class VmSandbox(AgentChannel):
     """Handle on one running VM; `request` talks to its agent over the virtio-serial port."""
+
+    AGENT = "the guest agent"
 
     def __init__(self, sid: str, policy: EgressPolicy, workdir: str, disk_dir: str, egress_socket: str):
         self.sid, self.policy, self.workdir, self.egress_socket = sid, policy, workdir, egress_socket
@@ -101,28 +103,6 @@ class VmSandbox:
         """Memory, devices and disk as they are now; the VM runs on (on a fresh overlay)."""
         frozen = self.vm.snapshot(state_path, self._disk_path())
         return VmSnapshot(frozen, "qcow2", self.spec, self.network, state_path)
-
-    def request(self, op: str, wait_s: float = 30.0, **fields) -> dict:
-        """Send one operation to the agent and wait up to wait_s for its reply."""
-        with self.lock:
-            if self.dead:
-                raise SandboxError(f"sandbox {self.sid} is not usable: {self.dead}")
-            try:
-                self.rpc.settimeout(wait_s)
-                wire.send(self.rpc, {"op": op, **fields})
-                reply = wire.recv(self.rpc)
-            except (OSError, ValueError) as e:
-                reply, why = None, f"{type(e).__name__}: {e}"
-            else:
-                why = "the guest agent exited"
-            if reply is None:
-                self.dead = f"{op} failed: {why}"
-                raise SandboxError(f"sandbox {self.sid} stopped answering during {op}: {why}")
-            return reply
-
-    def sweep(self) -> None:
-        """Kill every process in the guest except the agent."""
-        self.request("sweep")
 
     def alive(self) -> bool:
         """True while the VM runs and its agent answers."""
