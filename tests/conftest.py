@@ -1,5 +1,6 @@
 """Test setup: JAX sees 8 CPU devices so sharded code runs on toy meshes like (8,), (2, 4), (1, 2, 4)."""
 
+import gc
 import os
 import tempfile
 
@@ -24,6 +25,15 @@ import pytest
 jax.config.update("jax_default_matmul_precision", "highest")
 
 
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _drop_compiled_programs_after_each_file():
+    """A worker runs many whole files (xdist --dist loadfile): drop a file's in-memory compiled programs when it ends,
+    so a worker holds one file's programs at a time, not every file's (the persistent cache keeps them on disk)."""
+    yield
+    jax.clear_caches()
+    gc.collect()
 
 
 @pytest.hookimpl(hookwrapper=True)
