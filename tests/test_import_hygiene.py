@@ -64,3 +64,33 @@ def test_the_refusing_finder_does_refuse():
     r = _run(("composer2_jax.data.pipeline",))
     assert r.returncode != 0
     assert "not installed on the device image" in r.stderr
+
+
+def _benchmark_modules() -> list[str]:
+    """Every module under benchmarks/ except the task directories (benchmarks/tasks/v*/ hold task repositories,
+    not importable code)."""
+    names = []
+    for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, "benchmarks")):
+        rel = os.path.relpath(dirpath, ROOT)
+        dirnames[:] = [d for d in dirnames if not (rel == os.path.join("benchmarks", "tasks") and d.startswith("v"))
+                       and d != "__pycache__"]
+        for f in filenames:
+            if f.endswith(".py"):
+                mod = os.path.join(rel, f[:-3]).replace(os.sep, ".")
+                names.append(mod[:-len(".__init__")] if mod.endswith(".__init__") else mod)
+    return sorted(names)
+
+
+def test_every_benchmark_module_imports():
+    """A benchmark whose import broke in a move (e.g. benchmarks.common → benchmarks.perf.common) fails here in the
+    fast step, not first in the slow test or GPU script that runs it."""
+    modules = _benchmark_modules()
+    assert "benchmarks.learning.fp8_vs_bf16" in modules and "benchmarks.perf.common" in modules, modules
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}:\n"
+            "    importlib.import_module(m)\n"
+            "print('IMPORTED', len(sys.argv))\n")
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "IMPORTED" in r.stdout

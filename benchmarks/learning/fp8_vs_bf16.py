@@ -20,7 +20,7 @@ import time
 import jax
 import numpy as np
 
-from benchmarks.common import emit
+from benchmarks.perf.common import emit
 from composer2_jax import sharding as shd
 from composer2_jax.model import Transformer
 from composer2_jax.model_config import get_model_config
