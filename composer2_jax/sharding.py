@@ -18,6 +18,12 @@ hosts that set it), `make_mesh` lays `stage` and then `data` across slices with
 `mesh_utils.create_hybrid_device_mesh` (DCN shape (gcd(stage, slices), slices/gcd, 1, 1, 1, 1)), so only the
 pipeline sends and the pure data-parallel gradient all-reduce cross the slow network.
 
+Placement: the model's code never reads an ambient mesh or ambient rules. The caller (the train step's model
+`Transformer(cfg, mesh)`, an engine, the pipeline's stage program) gives a `Placement` (mesh, rules, and whether the
+code traces per shard), which every module carries down to MoE, attention and the context-parallel kernels;
+`Placement.constrain` is the one sharding constraint on activations. `activate(mesh)` still makes a mesh and the
+rules ambient for what JAX and flax read themselves (jit's PartitionSpec shardings, parameter boxes at init).
+
 Start-up check: `validate_model_mesh(cfg, mesh, batch, seq_len)` checks every model dimension against the mesh
 axes the table maps it to (experts by `expert`, heads and FFN widths by `tensor`, sequence by `context`, batch by
 stage×data×fsdp×expert, ...) and raises one error naming both numbers; the trainer calls it before building state.
@@ -25,9 +31,10 @@ stage×data×fsdp×expert, ...) and raises one error naming both numbers; the tr
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence, Union
 
 import jax
 import numpy as np
@@ -147,6 +154,53 @@ def device_grid(shape: Sequence[int], devices: Sequence) -> np.ndarray:
     dcn = (stage_dcn, data_dcn) + (1,) * (len(shape) - 2)
     ici = tuple(s // d for s, d in zip(shape, dcn))
     return mesh_utils.create_hybrid_device_mesh(ici, dcn, devices, allow_split_physical_axes=True)
+
+
+@contextlib.contextmanager
+def activate(mesh: Mesh, rules=LOGICAL_RULES):
+    """Make `mesh` and the logical rules ambient for what JAX and flax read themselves (jit with PartitionSpec
+    shardings, `nn.with_logical_partitioning` boxes at init); the model's own code takes its `Placement`."""
+    with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
+        yield
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """Where model code runs, given explicitly from the caller down (hashable: a flax module field).
+
+    mesh None: one program, activation constraints are no-ops (one device, or XLA places everything).
+    per_shard: the code traces inside a shard_map manual over every mesh axis (model/pipeline.py `_run_per_shard`),
+    where arrays are per-device blocks: constraints are no-ops and the MoE block runs its per-shard body directly.
+    """
+
+    mesh: Optional[Mesh] = None  # the (concrete or abstract) mesh the code is partitioned over
+    rules: tuple = LOGICAL_RULES  # logical axis name -> mesh axes; inside a pipeline stage `within_stage(...)`
+    per_shard: bool = False  # inside a shard_map manual over every mesh axis (arrays are local blocks)
+
+    @classmethod
+    def of(cls, where: Union["Placement", Mesh, None]) -> "Placement":
+        """A Placement from a Placement (as is), a mesh (the project's rules, not per shard) or None (no mesh)."""
+        if where is None or isinstance(where, Placement):
+            return where or cls()
+        if not hasattr(where, "axis_names"):
+            raise TypeError(f"expected a Placement, a jax.sharding.Mesh or None, got {type(where).__name__}")
+        return cls(where)
+
+    def constrain(self, x, axes: Sequence[Optional[str]]):
+        """Logical sharding constraint on an activation over this placement's mesh (a no-op without a mesh and in a
+        per-shard program, where arrays are local blocks)."""
+        if self.mesh is None or self.per_shard:
+            return x
+        return nn.with_logical_constraint(x, tuple(axes), rules=self.rules, mesh=self.mesh)
+
+    def axis_size(self, logical: str) -> int:
+        """Devices the logical axis is split over (1 without a mesh)."""
+        return 1 if self.mesh is None else axis_size(self.mesh, mesh_axes_of(logical, self.rules))
+
+    def stage(self, per_shard: bool = False) -> "Placement":
+        """The placement inside one pipeline stage's body: the rules without `stage` (`within_stage`), per shard
+        when the schedule runs as one per-shard program (model/pipeline.py)."""
+        return dataclasses.replace(self, rules=within_stage(self.rules), per_shard=per_shard)
 
 
 def within_stage(rules=LOGICAL_RULES):

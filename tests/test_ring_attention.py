@@ -13,7 +13,7 @@ from composer2_jax.model import context_parallel as cp
 from composer2_jax.model import kernels
 from composer2_jax.model.attention import xla_attention
 from composer2_jax.model.ring_attention import ring_attention, ring_mla_attention
-from composer2_jax.sharding import make_mesh
+from composer2_jax.sharding import Placement, make_mesh
 from tests.tolerances import PLANNER_FLOP_COUNT_RTOL, SHARDED_FP32
 
 B, T, H, N, R, L, V = 2, 32, 2, 8, 4, 6, 4  # K = N + R
@@ -98,7 +98,8 @@ def test_bad_calls_are_refused():
     from composer2_jax.model.ring_attention import ring_kernel
 
     with jax.set_mesh(mesh), pytest.raises(ValueError, match="q_idx/kv_idx must be None"):
-        ring_kernel(q, q, q, scale=1.0, q_idx=jnp.zeros((B, T), jnp.int32), kv_idx=jnp.zeros((B, T), jnp.int32))
+        ring_kernel(q, q, q, scale=1.0, q_idx=jnp.zeros((B, T), jnp.int32), kv_idx=jnp.zeros((B, T), jnp.int32),
+                    placement=Placement(mesh))
 
 
 def test_zigzag_balances_the_analytic_block_work():

@@ -47,7 +47,7 @@ from composer2_jax.model import Transformer
 from composer2_jax.model.pipeline import bubble_fraction
 from composer2_jax.model_config import get_model_config
 from composer2_jax.plan.hlo import schedule_trip_counts
-from composer2_jax.train.state import activate
+from composer2_jax.sharding import activate
 
 
 def emit(**kw):

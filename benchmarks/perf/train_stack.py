@@ -28,10 +28,11 @@ from composer2_jax import sharding as shd
 from composer2_jax.model import Transformer
 from composer2_jax.model_config import get_model_config
 from composer2_jax.params import count_params
+from composer2_jax.sharding import activate
 from composer2_jax.train import optim
 from composer2_jax.train.checkpoint import Checkpointer
 from composer2_jax.train.metrics import flops_per_token, mfu
-from composer2_jax.train.state import activate, init_train_state
+from composer2_jax.train.state import init_train_state
 from composer2_jax.train.step import StepConfig, batch_shardings, make_train_step
 
 

@@ -21,6 +21,7 @@ from composer2_jax.model.layers import MLP, constrain, dtype_of
 from composer2_jax.model.moe import MoE
 from composer2_jax.model.mtp import mtp_embedding, mtp_is_moe
 from composer2_jax.model_config import ModelConfig
+from composer2_jax.sharding import Placement
 
 
 class Layer(NamedTuple):
@@ -47,7 +48,8 @@ def decoder_layer(layer: Layer, cache: kv_cache.LayerCache, x_BTD, pos_BT, write
     h_BTD = constrain(x_BTD + a_BTD, RESIDUAL)
     f_BTD = rms_norm(p["ffn_norm"], h_BTD, cfg.rms_norm_eps, cfg)
     if not layer.moe:
-        return h_BTD + MLP(cfg, cfg.intermediate_size).apply({"params": p["mlp"]}, f_BTD), cache, None
+        return h_BTD + MLP(cfg, cfg.intermediate_size, Placement.of(mesh)).apply({"params": p["mlp"]}, f_BTD), cache, \
+            None
     y_BTD, aux = MoE(cfg, mesh).apply({"params": p["moe"], "router_state": layer.router_state["moe"]}, f_BTD, write_BT)
     return h_BTD + y_BTD, cache, aux["indices"]
 

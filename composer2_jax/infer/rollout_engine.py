@@ -610,9 +610,7 @@ class RolloutEngine:
         pools = (self._pools,) if pools is None else pools
         if self.mesh is None:
             return fn(self.params, self.router_state, *pools, *arrays, *extra, **kw)
-        from composer2_jax.train.state import activate
-
-        with activate(self.mesh):
+        with shd.activate(self.mesh):
             batch = jax.sharding.NamedSharding(self.mesh, shd.logical_to_spec(("activation_batch",)))
             put = lambda a: a if not isinstance(a, np.ndarray) else jax.device_put(a, batch)  # noqa: E731
             return fn(self.params, self.router_state, *pools, *(put(a) for a in arrays),

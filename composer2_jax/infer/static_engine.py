@@ -26,7 +26,7 @@ Router replay: `Completion.routing[j]` [L_moe, k] are the experts of the forward
 Logprobs: see infer/sampler.py — the RL trainer's behaviour log-prob μ is `policy_logprobs`.
 
 Sharding: with a mesh, params are placed by their logical axes (the one rules table), the program runs under
-`train.state.activate(mesh)` (heads split over `tensor`) and gets the mesh explicitly, so MoE layers dispatch
+`sharding.activate(mesh)` (heads split over `tensor`) and gets the mesh explicitly, so MoE layers dispatch
 expert-parallel; the batch is padded to a multiple of the batch-sharding axes with inert rows.
 """
 
@@ -376,9 +376,7 @@ class Engine:
                   mesh=self.mesh, prefill_chunk=self.prefill_chunk)
         if self.mesh is None:
             return generate_tokens(*args, **kw)
-        from composer2_jax.train.state import activate
-
-        with activate(self.mesh):
+        with shd.activate(self.mesh):
             batch = jax.sharding.NamedSharding(self.mesh, shd.logical_to_spec(("activation_batch",)))
             args = args[:2] + tuple(jax.device_put(a, batch) for a in args[2:5]) + args[5:]
             return generate_tokens(*args, **kw)

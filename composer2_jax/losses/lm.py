@@ -7,7 +7,20 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from composer2_jax.model.layers import constrain
+from composer2_jax.sharding import Placement
+
+
+class Chunks(NamedTuple):
+    """How a chunked loss walks the tokens: about `tokens` per chunk, each chunk constrained on `placement` (the
+    model's, given explicitly by the train step; the default constrains nothing)."""
+
+    tokens: int = 1024
+    placement: Placement = Placement()
+
+
+def as_chunks(chunk: "int | Chunks") -> Chunks:
+    """A `chunk` argument (tokens, or a full `Chunks`) as `Chunks`."""
+    return chunk if isinstance(chunk, Chunks) else Chunks(int(chunk))
 
 
 class CEResult(NamedTuple):
@@ -42,8 +55,9 @@ def _chunk_ce(h_CD, w_DV, y_C, m_C):
 CHUNK_BCD = ("activation_batch", "activation_length", "activation_embed")  # a chunk of the residual stream
 
 
-def chunked_cross_entropy(normed_BTD, w_head_DV, targets_BT, mask_BT, chunk: int = 1024) -> CEResult:
-    """Σ mask·(logsumexp(h·W) − (h·W)[y]) over tokens, computed about `chunk` tokens (B rows × T/n) at a time.
+def chunked_cross_entropy(normed_BTD, w_head_DV, targets_BT, mask_BT, chunk: int | Chunks = 1024) -> CEResult:
+    """Σ mask·(logsumexp(h·W) − (h·W)[y]) over tokens, computed about `chunk` tokens (B rows × T/n) at a time
+    (`chunk`: a token count, or `Chunks` with the placement the chunks are constrained on).
 
     Each chunk's logits are recomputed in the backward pass (jax.checkpoint inside lax.scan), so peak memory is
     O(chunk · V) instead of O(B · T · V): at vocab 163840 and 32k tokens that is 21 GB of fp32 logits avoided.
@@ -51,9 +65,11 @@ def chunked_cross_entropy(normed_BTD, w_head_DV, targets_BT, mask_BT, chunk: int
     """
     from composer2_jax.model import planning
 
+    chunk = as_chunks(chunk)
+    constrain = chunk.placement.constrain
     b, t, d = normed_BTD.shape
     # One chunk in the planner's cost compiles: XLA's cost analysis counts a scan body once.
-    n = 1 if planning.count_loops() else num_chunks(t, max(1, chunk // b))
+    n = 1 if planning.count_loops() else num_chunks(t, max(1, chunk.tokens // b))
     # [B, T, D] → [n, B, T/n, D] with token t = i·n + j in chunk j: each chunk keeps the batch (and context) sharding,
     # so every device works on every step of the scan (scanning over a sharded axis would serialise the devices).
     # The chunks are constrained to the residual stream's batch (and context) split: left to propagation, GSPMD

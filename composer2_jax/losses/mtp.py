@@ -25,8 +25,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from composer2_jax.losses.lm import CHUNK_BCD, after, num_chunks
-from composer2_jax.model.layers import constrain
+from composer2_jax.losses.lm import CHUNK_BCD, Chunks, after, as_chunks, num_chunks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +104,7 @@ def _chunk_terms(h_CD, t_CD, w_student_DV, w_teacher_DV, y_C, m_C, top_n: int):
     return jnp.stack([jnp.sum(x * m_C) for x in (ce_C, kl_C, agree_C, accept_C)])
 
 
-def _depth_sums(h_BTD, t_BTD, w_student_DV, w_teacher_DV, y_BT, m_BT, top_n: int, chunk: int):
+def _depth_sums(h_BTD, t_BTD, w_student_DV, w_teacher_DV, y_BT, m_BT, top_n: int, chunk: Chunks):
     """[ce, kl, agree, accept] sums of one depth, about `chunk` tokens at a time (recomputed in the backward pass).
 
     Chunked like `chunked_cross_entropy`: [B, T, ...] → [n, B, T/n, ...], so every chunk keeps the batch (and
@@ -115,8 +114,9 @@ def _depth_sums(h_BTD, t_BTD, w_student_DV, w_teacher_DV, y_BT, m_BT, top_n: int
     """
     from composer2_jax.model import planning
 
+    constrain = chunk.placement.constrain
     b, t, d = h_BTD.shape
-    n = 1 if planning.count_loops() else num_chunks(t, max(1, chunk // b))
+    n = 1 if planning.count_loops() else num_chunks(t, max(1, chunk.tokens // b))
     split = lambda x: jnp.moveaxis(x.reshape((b, t // n, n) + x.shape[2:]), 2, 0)  # noqa: E731
     xs = (constrain(split(h_BTD), (None,) + CHUNK_BCD), constrain(split(t_BTD), (None,) + CHUNK_BCD),
           split(y_BT.astype(jnp.int32)), split(m_BT.astype(jnp.float32)))
@@ -132,7 +132,7 @@ def _depth_sums(h_BTD, t_BTD, w_student_DV, w_teacher_DV, y_BT, m_BT, top_n: int
 
 
 def chunked_mtp_sums(normed_MBTD, teacher_MBTD, heads_MDV, w_teacher_DV, targets_BTM, mask_BTM, *, top_n: int = 0,
-                     chunk: int = 1024) -> MTPSums:
+                     chunk: int | Chunks = 1024) -> MTPSums:
     """Per-depth CE / self-distillation KL / agreement / acceptance sums, chunked over tokens.
 
     Args:
@@ -144,7 +144,7 @@ def chunked_mtp_sums(normed_MBTD, teacher_MBTD, heads_MDV, w_teacher_DV, targets
       w_teacher_DV: the main LM head.
       targets_BTM, mask_BTM: t_{i+k+1} and its validity per depth (`model.mtp.mtp_batch`).
       top_n: 0 = full-vocabulary KL; N > 0 = the teacher renormalised over its top-N tokens.
-      chunk: tokens per chunk.
+      chunk: tokens per chunk, or `Chunks` with the placement the chunks are constrained on.
     Returns:
       MTPSums with [M] entries.
     """
@@ -153,7 +153,8 @@ def chunked_mtp_sums(normed_MBTD, teacher_MBTD, heads_MDV, w_teacher_DV, targets
         dt = normed_MBTD.dtype
         h_BTD = normed_MBTD[m] if not rows else after(normed_MBTD[m], rows[-1])  # one depth's scan after another
         rows.append(_depth_sums(h_BTD, teacher_MBTD[m].astype(dt), heads_MDV[m].astype(dt),
-                                w_teacher_DV.astype(dt), targets_BTM[..., m], mask_BTM[..., m], top_n, chunk))
+                                w_teacher_DV.astype(dt), targets_BTM[..., m], mask_BTM[..., m], top_n,
+                                as_chunks(chunk)))
     s_M4 = jnp.stack(rows)
     return MTPSums(s_M4[:, 0], s_M4[:, 1], s_M4[:, 2], s_M4[:, 3], jnp.sum(mask_BTM.astype(jnp.float32), axis=(0, 1)))
 

@@ -25,8 +25,9 @@ from jax.ad_checkpoint import checkpoint_name
 
 from composer2_jax.model import kernel_paths, planning
 from composer2_jax.model.attention_memory import check_attention_memory
-from composer2_jax.model.layers import RMSNorm, apply_rope, constrain, dtype_of, param, softmax_scale
+from composer2_jax.model.layers import RMSNorm, apply_rope, dtype_of, param, softmax_scale
 from composer2_jax.model_config import ModelConfig
+from composer2_jax.sharding import Placement
 
 # The q and kv latent norms use a fixed eps of 1e-6 in DeepSeek's and Kimi's reference code, whatever
 # rms_norm_eps the decoder norms use (Kimi K2.5: 1e-5).
@@ -112,7 +113,8 @@ def max_logits_per_head(q_BTHK, k_BSHK, positions_BT, segment_ids_BT, scale: flo
 KERNELS: dict[str, Callable] = {"xla": xla_attention, "xla_chunked": chunked_attention}
 
 # Context-parallel kernels, imported on first use (they import xla_attention from here). A kernel with
-# `takes_latent = True` is called as kernel(q, c_kv, k_R, W_kvb, ...) instead of kernel(q, k, v, ...).
+# `takes_latent = True` is called as kernel(q, c_kv, k_R, W_kvb, ...) instead of kernel(q, k, v, ...); one with
+# `takes_placement = True` gets the layer's `placement=` (its mesh and rules: the context axis it runs over).
 _LAZY_KERNELS: dict[str, tuple[str, str]] = {
     "ring": ("composer2_jax.model.ring_attention", "ring_kernel"),
     "ring_latent": ("composer2_jax.model.ring_attention", "ring_latent_kernel"),
@@ -142,6 +144,7 @@ class MLAttention(nn.Module):
     """Multi-head latent attention; returns [B, T, D]."""
 
     cfg: ModelConfig
+    placement: Placement = Placement()  # mesh and rules of its constraints and of the context-parallel kernels
 
     def _w(self, name, shape, axes):
         """A weight with logical axes, stored in param_dtype and cast to the compute dtype."""
@@ -213,14 +216,16 @@ class MLAttention(nn.Module):
                 max_logits_per_head(q_BTHK, k_BTHK, positions_BT, segment_ids_BT, softmax_scale(c))))
         check_attention_memory(c.attention_kernel, x_BTD.shape[1], x_BTD.shape[0], c.num_heads)
         kernel = get_kernel(c.attention_kernel)
+        constrain = self.placement.constrain
+        kw = dict(scale=softmax_scale(c), causal=True, q_segment_ids=segment_ids_BT, kv_segment_ids=segment_ids_BT)
+        if getattr(kernel, "takes_placement", False):  # context-parallel kernels: the mesh they run over
+            kw["placement"] = self.placement
         if getattr(kernel, "takes_latent", False):  # context-parallel kernels that pass the latent (ring_latent)
             latent = ("activation_batch", "activation_length", "activation_kv")
             o_BTHV = kernel(constrain(q_BTHK, heads), constrain(ckv_BTL, latent), constrain(kr_BTR, latent),
-                            w_kvb, scale=softmax_scale(c), causal=True,
-                            q_segment_ids=segment_ids_BT, kv_segment_ids=segment_ids_BT)
+                            w_kvb, **kw)
             return self.output(constrain(o_BTHV, heads))
         k_BTHK, v_BTHV = self.expand(ckv_BTL, kr_BTR, w_kvb)
         q_BTHK, k_BTHK, v_BTHV = (constrain(a, heads) for a in (q_BTHK, k_BTHK, v_BTHV))
-        o_BTHV = kernel(q_BTHK, k_BTHK, v_BTHV, scale=softmax_scale(c), causal=True,
-                        q_segment_ids=segment_ids_BT, kv_segment_ids=segment_ids_BT)
+        o_BTHV = kernel(q_BTHK, k_BTHK, v_BTHV, **kw)
         return self.output(constrain(o_BTHV, heads))

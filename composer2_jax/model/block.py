@@ -12,9 +12,10 @@ import jax
 from flax import linen as nn
 
 from composer2_jax.model.attention import ATTENTION_OUT, MLAttention
-from composer2_jax.model.layers import MLP, RMSNorm, constrain
+from composer2_jax.model.layers import MLP, RMSNorm
 from composer2_jax.model.moe import MoE
 from composer2_jax.model_config import ModelConfig
+from composer2_jax.sharding import Placement
 
 RESIDUAL = ("activation_batch", "activation_length", "activation_embed")  # logical axes of the residual stream
 
@@ -24,19 +25,21 @@ class DecoderLayer(nn.Module):
 
     cfg: ModelConfig
     moe: bool
-    mesh: Optional[jax.sharding.Mesh] = None  # given: the MoE dispatch runs expert-parallel over it (model/moe.py)
+    # where it runs (a `sharding.Placement`, or a mesh with the project's rules): its constraints, the attention
+    # kernel's mesh and the MoE dispatch (expert-parallel over it, model/moe.py); None: no mesh
+    placement: Optional[Placement | jax.sharding.Mesh] = None
 
     @nn.compact
     def __call__(self, x_BTD, positions_BT, segment_ids_BT=None, replay_BTk=None):
-        c = self.cfg
+        c, at = self.cfg, Placement.of(self.placement)
         norm = lambda name: RMSNorm(c.rms_norm_eps, c.dtype, c.param_dtype, name=name)  # noqa: E731
-        x_BTD = constrain(x_BTD, RESIDUAL)
-        h_BTD = x_BTD + MLAttention(c, name="attn")(norm("attn_norm")(x_BTD), positions_BT, segment_ids_BT)
-        h_BTD = constrain(h_BTD, RESIDUAL)
+        x_BTD = at.constrain(x_BTD, RESIDUAL)
+        h_BTD = x_BTD + MLAttention(c, at, name="attn")(norm("attn_norm")(x_BTD), positions_BT, segment_ids_BT)
+        h_BTD = at.constrain(h_BTD, RESIDUAL)
         if not self.moe:
-            return h_BTD + MLP(c, c.intermediate_size, name="mlp")(norm("ffn_norm")(h_BTD)), None
+            return h_BTD + MLP(c, c.intermediate_size, at, name="mlp")(norm("ffn_norm")(h_BTD)), None
         valid = None if segment_ids_BT is None else segment_ids_BT != 0
-        y_BTD, aux = MoE(c, self.mesh, name="moe")(norm("ffn_norm")(h_BTD), valid, replay_BTk)
+        y_BTD, aux = MoE(c, at, name="moe")(norm("ffn_norm")(h_BTD), valid, replay_BTk)
         return h_BTD + y_BTD, aux
 
 

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from composer2_jax.sharding import LOGICAL_RULES, check_divisible, logical_to_spec
+from composer2_jax.sharding import LOGICAL_RULES, Placement, check_divisible, logical_to_spec
 
 CONTEXT_AXIS = "context"
 LAYOUTS = ("zigzag", "contiguous")
@@ -112,12 +112,6 @@ def device_block_pairs(n: int, layout: str = "zigzag", causal: bool = True, fuse
 # ----------------------------------------------------------------------------------------------- mesh and specs
 
 
-def ambient_mesh():
-    """The mesh set by `jax.set_mesh(mesh)` (an AbstractMesh under jit), or None when there is none."""
-    mesh = jax.sharding.get_abstract_mesh()
-    return None if mesh is None or mesh.empty else mesh
-
-
 def context_size(mesh, axis: str = CONTEXT_AXIS) -> int:
     """Size of the context axis of `mesh` (1 without a mesh or without the axis)."""
     if mesh is None or axis not in mesh.axis_names:
@@ -125,21 +119,12 @@ def context_size(mesh, axis: str = CONTEXT_AXIS) -> int:
     return int(dict(mesh.shape)[axis])
 
 
-def ambient_rules() -> tuple:
-    """The logical rules in force: flax's active `nn.logical_axis_rules`, or the project table when none are.
-    Inside a pipeline stage's body they are `sharding.within_stage` (no `stage`: the stage vmap owns that axis),
-    so a context-parallel shard_map there splits the batch over data × fsdp × expert only."""
-    import flax.linen as nn
-
-    return tuple(nn.get_logical_axis_rules()) or LOGICAL_RULES
-
-
-def spec_for(mesh, logical: Sequence[Optional[str]], rules: Optional[tuple] = None) -> P:
-    """PartitionSpec of an activation from the rules (default: `ambient_rules()`), keeping only axes that exist in
-    `mesh`."""
+def spec_for(mesh, logical: Sequence[Optional[str]], rules: tuple = LOGICAL_RULES) -> P:
+    """PartitionSpec of an activation from `rules` (inside a pipeline stage `sharding.within_stage`: no `stage`,
+    since the stage vmap owns that axis), keeping only axes that exist in `mesh`."""
     names = set(mesh.axis_names)
     out = []
-    for entry in logical_to_spec(logical, rules or ambient_rules()):
+    for entry in logical_to_spec(logical, rules):
         axes = (entry,) if isinstance(entry, str) else tuple(entry or ())
         axes = tuple(a for a in axes if a in names)
         out.append(None if not axes else axes[0] if len(axes) == 1 else axes)
@@ -170,14 +155,16 @@ def expand_latent(ckv_BSL, kr_BSR, w_LHX, nope_dim: int):
 
 
 def allgather_attention(q_BTHK, kv: tuple, *, mesh, scale: float, causal: bool = True, q_segment_ids=None,
-                        kv_segment_ids=None, latent: bool = False, layout: str = "zigzag", w_LHX=None):
+                        kv_segment_ids=None, latent: bool = False, layout: str = "zigzag", w_LHX=None,
+                        rules: tuple = LOGICAL_RULES):
     """All-gather context parallelism: gather K/V (or the latent) over `context`, attend the local queries.
 
     Args:
       q_BTHK: queries in `layout` order, sharded over context on T.
       kv: (k_BSHK, v_BSHV), or (ckv_BSL, kr_BSR) with `latent=True` (re-projected by w_LHX after the gather).
-      mesh: a mesh with a `context` axis (the ambient one inside the model).
+      mesh: a mesh with a `context` axis (inside the model: the layer's `Placement.mesh`).
       q_segment_ids / kv_segment_ids: [B, T] packing ids in the same layout (both or neither).
+      rules: the logical rules the shard_map specs come from (the layer's `Placement.rules`).
     Returns:
       [B, T, H, V] attention output in `layout` order.
     """
@@ -189,9 +176,9 @@ def allgather_attention(q_BTHK, kv: tuple, *, mesh, scale: float, causal: bool =
     t = q_BTHK.shape[1]
     check_length(t, n, layout)
     has_seg = _check_segments(q_segment_ids, kv_segment_ids)
-    heads, tok = spec_for(mesh, HEADS_BTHK), spec_for(mesh, TOKENS_BT)
-    kv_specs = (spec_for(mesh, LATENT_BTL),) * 2 if latent else (heads, heads)
-    w_spec = spec_for(mesh, WEIGHT_LHX)
+    heads, tok = spec_for(mesh, HEADS_BTHK, rules), spec_for(mesh, TOKENS_BT, rules)
+    kv_specs = (spec_for(mesh, LATENT_BTL, rules),) * 2 if latent else (heads, heads)
+    w_spec = spec_for(mesh, WEIGHT_LHX, rules)
     nope = q_BTHK.shape[-1] - kv[1].shape[-1] if latent else 0
     kv_idx_S = jnp.asarray(layout_permutation(t, n, layout), jnp.int32)
 
@@ -223,34 +210,40 @@ def _check_segments(q_seg, kv_seg) -> bool:
 
 
 def allgather_kernel(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_segment_ids=None,
-                     kv_segment_ids=None, q_idx=None, kv_idx=None):
-    """Model kernel 'allgather_cp': all-gather CP over the ambient mesh (zigzag layout), dense attention without."""
+                     kv_segment_ids=None, q_idx=None, kv_idx=None, placement: Placement = Placement()):
+    """Model kernel 'allgather_cp': all-gather CP over the placement's mesh (zigzag layout), dense attention
+    without a context axis."""
     from composer2_jax.model.attention import xla_attention
 
-    mesh = ambient_mesh()
+    mesh = placement.mesh
     if context_size(mesh) == 1:
         return xla_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
                              kv_segment_ids=kv_segment_ids, q_idx=q_idx, kv_idx=kv_idx)
     _reject_indices(q_idx, kv_idx)
     return allgather_attention(q_BTHK, (k_BSHK, v_BSHV), mesh=mesh, scale=scale, causal=causal,
-                               q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids)
+                               q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, rules=placement.rules)
+
+
+allgather_kernel.takes_placement = True
 
 
 def allgather_latent_kernel(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, scale: float, causal: bool = True,
-                            q_segment_ids=None, kv_segment_ids=None):
+                            q_segment_ids=None, kv_segment_ids=None, placement: Placement = Placement()):
     """Model kernel 'allgather_cp_latent': all-gather the MLA latent (576 values/token for Kimi K2), expand locally."""
     from composer2_jax.model.attention import xla_attention
 
-    mesh = ambient_mesh()
+    mesh = placement.mesh
     if context_size(mesh) == 1:
         k, v = expand_latent(ckv_BSL, kr_BSR, w_LHX, q_BTHK.shape[-1] - kr_BSR.shape[-1])
         return xla_attention(q_BTHK, k, v, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
                              kv_segment_ids=kv_segment_ids)
     return allgather_attention(q_BTHK, (ckv_BSL, kr_BSR), mesh=mesh, scale=scale, causal=causal,
-                               q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, latent=True, w_LHX=w_LHX)
+                               q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, latent=True, w_LHX=w_LHX,
+                               rules=placement.rules)
 
 
 allgather_latent_kernel.takes_latent = True
+allgather_latent_kernel.takes_placement = True
 
 
 def _reject_indices(q_idx, kv_idx):

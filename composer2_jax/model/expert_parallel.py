@@ -333,6 +333,31 @@ def moe_axes(mesh, rules=shd.LOGICAL_RULES) -> MoEAxes:
     return MoEAxes(batch, present("activation_length"), exp[0] if exp else None, present("moe_mlp"))
 
 
+class ExpertParallelism(NamedTuple):
+    """How the MoE block runs on its placement: decided once, by `expert_parallelism`, and received by the layer."""
+
+    mode: str  # 'off': one GSPMD program; 'shard_map': steps 1-6 under jax.shard_map over `mesh` (`shard_moe`);
+    # 'per_shard': the code already runs per shard (the pipeline's per-shard schedule), the block's body runs as is
+    axes: MoEAxes  # the mesh axes the block uses (empty when 'off')
+    local_experts: int  # routed experts whose weights this program holds: E, or E / |exp| inside a per-shard program
+    mesh: object = None  # the mesh the block is partitioned over (None when 'off')
+
+
+def expert_parallelism(cfg, placement: shd.Placement) -> ExpertParallelism:
+    """THE decision whether (and over which axes) the MoE block runs expert-parallel on `placement`.
+
+    Off without a mesh, on a one-device mesh, or with model.moe_expert_parallel=False; otherwise the axes come from
+    the placement's rules (`moe_axes`) and the block runs under its own shard_map, or directly when the placement is
+    already per shard (model/pipeline.py `_run_per_shard`), where the expert weights are this device's E/|exp| only.
+    """
+    mesh, e = placement.mesh, cfg.n_routed_experts
+    local = e // placement.axis_size("exp") if (mesh is not None and placement.per_shard) else e
+    if not cfg.moe_expert_parallel or mesh is None or mesh.size == 1:
+        return ExpertParallelism("off", MoEAxes(), local)
+    mode = "per_shard" if placement.per_shard else "shard_map"
+    return ExpertParallelism(mode, moe_axes(mesh, placement.rules), local, mesh)
+
+
 def check_moe_divisible(axes: MoEAxes, mesh, b: int, t: int, e: int, f: int):
     """Errors naming both numbers when the mesh does not divide the MoE block's dimensions."""
     for what, size, names in (("batch", b, axes.batch), ("sequence length", t, axes.length),

@@ -12,6 +12,7 @@ from flax import linen as nn
 
 from composer2_jax.model import fp8
 from composer2_jax.model_config import ModelConfig, RopeScaling
+from composer2_jax.sharding import Placement
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
 
@@ -29,21 +30,13 @@ def param(module: nn.Module, name: str, shape: Sequence[int], axes: Sequence[Opt
 
 
 def constrain(x, axes: Sequence[Optional[str]]):
-    """Logical sharding constraint on an activation (a no-op outside a mesh with rules, and inside a per-shard
-    program over every mesh axis, where arrays are local blocks: model/pipeline.py `_run_per_shard`)."""
-    if in_per_shard_program():
-        return x
+    """Logical sharding constraint from the AMBIENT mesh and rules (`sharding.activate`): the decode cache's
+    (infer/kv_cache.py, infer/forward.py) until the engines pass their Placement. The model's modules never call
+    it: they constrain through their explicit `sharding.Placement.constrain`."""
     return nn.with_logical_constraint(x, tuple(axes))
 
 
-def in_per_shard_program() -> bool:
-    """Whether the code traces inside a shard_map manual over every mesh axis (model/pipeline.py `_run_per_shard`),
-    where arrays are per-device blocks."""
-    mesh = jax.sharding.get_abstract_mesh()
-    return not mesh.empty and mesh.are_all_axes_manual
-
-
-def embed_tokens(embed_VD, tokens_BT, dtype):
+def embed_tokens(embed_VD, tokens_BT, dtype, placement: Placement = Placement()):
     """Embedding lookup [V, D] × [B, T] → [B, T, D] in the residual stream's layout.
 
     The table is constrained to (`vocab`, replicated D) first: gathering rows of an FSDP-sharded table yields rows
@@ -51,9 +44,9 @@ def embed_tokens(embed_VD, tokens_BT, dtype):
     [B, T, D] activation ("involuntary full rematerialization"); an all-gather of the table (and a reduce-scatter of
     its gradient) moves V·D elements, independent of the batch.
     """
-    table_VD = constrain(embed_VD.astype(dtype), ("vocab", None))  # cast first: the gathered copy is in `dtype`
-    x_BTD = jnp.take(table_VD, tokens_BT, axis=0)
-    return constrain(x_BTD, ("activation_batch", "activation_length", "activation_embed"))
+    table_VD = placement.constrain(embed_VD.astype(dtype), ("vocab", None))  # cast first: the gathered copy is in
+    x_BTD = jnp.take(table_VD, tokens_BT, axis=0)  # `dtype`
+    return placement.constrain(x_BTD, ("activation_batch", "activation_length", "activation_embed"))
 
 
 class RMSNorm(nn.Module):
@@ -77,6 +70,7 @@ class MLP(nn.Module):
 
     cfg: ModelConfig
     width: int
+    placement: Placement = Placement()  # the mesh and rules its activation constraint uses (sharding.Placement)
 
     @nn.compact
     def __call__(self, x_BTD):
@@ -90,7 +84,7 @@ class MLP(nn.Module):
         x_BTD = x_BTD.astype(dt)
         mm = fp8.fp8_matmul if c.matmul_precision == "fp8" else jnp.matmul
         h_BTF = jax.nn.silu(mm(x_BTD, w_gate)) * mm(x_BTD, w_up)
-        h_BTF = constrain(h_BTF, ("activation_batch", "activation_length", "activation_mlp"))
+        h_BTF = self.placement.constrain(h_BTF, ("activation_batch", "activation_length", "activation_mlp"))
         return mm(h_BTF, w_out)
 
 

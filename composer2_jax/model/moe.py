@@ -13,10 +13,12 @@ Algorithm for x [B, T, D] (N = B·T tokens, k experts per token):
 Choosing the implementation (config → `MoE`):
   * `moe_impl`: 'dropless' (every assignment computed) | 'capacity' (C slots per expert per dispatch group; the
     overflow is dropped; the dropped fraction is reported)
-  * expert parallelism: the caller passes the mesh (`MoE(cfg, mesh)`, from `Transformer(cfg, mesh)`); with
-    `moe_expert_parallel` and a mesh of more than one device, steps 1–6 run per shard inside `jax.shard_map` with
-    specs from the rules table, and the all-to-alls run over the axis `exp` maps to (`expert`) when its size is
-    > 1. Without a mesh (or with `moe_expert_parallel=False`) the same block runs as one GSPMD program.
+  * expert parallelism: the caller passes the placement (`MoE(cfg, placement)`, a `sharding.Placement` or a mesh,
+    from `Transformer(cfg, mesh)`); `expert_parallelism(cfg, placement)` (model/expert_parallel.py) decides, in one
+    place: with `moe_expert_parallel` and a mesh of more than one device, steps 1–6 run per shard inside
+    `jax.shard_map` with specs from the placement's rules, and the all-to-alls run over the axis `exp` maps to
+    (`expert`) when its size is > 1. Without a mesh (or with `moe_expert_parallel=False`) the same block runs as one
+    GSPMD program.
   * `moe_gmm_impl`: the grouped matmul (model/grouped_matmul.py), 'auto' picks per backend.
   * `matmul_precision`: 'fp8' makes every expert matmul (capacity einsum, padded einsum, ragged_dot) and the shared
     expert's block-scaled FP8 (model/fp8.py); `MoE` sets it for the routed experts with `fp8.precision_scope`.
@@ -36,6 +38,7 @@ from flax import linen as nn
 from composer2_jax import sharding as shd
 from composer2_jax.model import fp8
 from composer2_jax.model.expert_parallel import (
+    ExpertParallelism,
     Experts,
     MoEAxes,
     capacity,
@@ -46,13 +49,13 @@ from composer2_jax.model.expert_parallel import (
     ep_combine,
     ep_dispatch,
     ep_experts,
-    moe_axes,
+    expert_parallelism,
     overlap_chunks,
     shard_moe,
 )
 from composer2_jax.model.grouped_matmul import padded_capacity, swiglu_ecd
 from composer2_jax.model.layer_plan import SCANNED_STACK, layer_slots
-from composer2_jax.model.layers import MLP, constrain, dtype_of, in_per_shard_program, param
+from composer2_jax.model.layers import MLP, dtype_of, param
 from composer2_jax.model_config import ModelConfig
 
 
@@ -225,25 +228,30 @@ def _routed_experts(x_ND, r: Routing, valid_N, experts: Experts, cfg: ModelConfi
     return (jnp.concatenate(outs) if c > 1 else outs[0]), jnp.ones((n, k), bool)
 
 
-def _ambient_rules():
-    """Flax's active logical rules, or the project table when none are active."""
-    return tuple(nn.get_logical_axis_rules()) or shd.LOGICAL_RULES
+class RoutedWeights(NamedTuple):
+    """The router and the routed experts' weights of one MoE layer (this program's experts)."""
+
+    router_DE: jax.Array  # [D, E] fp32
+    bias_E: jax.Array  # [E] the aux-loss-free routing bias
+    wi_gate: jax.Array  # [E_w, D, F]
+    wi_up: jax.Array  # [E_w, D, F]
+    wo: jax.Array  # [E_w, F, D]
 
 
-def run_moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up, wo, cfg: ModelConfig,
-                  mesh: Optional[jax.sharding.Mesh] = None):
-    """`moe_block` under shard_map over `mesh` (expert parallelism), or as one program without a mesh."""
-    if not cfg.moe_expert_parallel or mesh is None or mesh.size == 1:
-        return moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up, wo, cfg=cfg)
-    axes = moe_axes(mesh, _ambient_rules())
+def run_moe_block(x_BTD, valid_BT, replay_BTk, w: RoutedWeights, cfg: ModelConfig, ep: ExpertParallelism):
+    """`moe_block` as `ep` (from `expert_parallelism`) says: one program, under shard_map over `ep.mesh`, or as is
+    inside a per-shard program."""
+    if ep.mode == "off":
+        return moe_block(x_BTD, valid_BT, replay_BTk, *w, cfg=cfg)
+    axes = ep.axes
     with_replay = replay_BTk is not None
 
     def body(x, valid, *rest):
         replay, rest = (rest[0], rest[1:]) if with_replay else (None, rest)
         return moe_block(x, valid, replay, *rest, cfg=cfg, axes=axes)
 
-    args = (x_BTD, valid_BT) + ((replay_BTk,) if with_replay else ()) + (router_DE, bias_E, wi_gate, wi_up, wo)
-    if in_per_shard_program():
+    args = (x_BTD, valid_BT) + ((replay_BTk,) if with_replay else ()) + tuple(w)
+    if ep.mode == "per_shard":
         # Already per shard (the pipeline's per-shard schedule, model/pipeline.py `_run_per_shard`): the arrays are
         # the local blocks shard_moe's specs would cut, so the body runs as is; the per-sequence balance losses
         # come back for the whole batch, as shard_moe's output spec assembles them.
@@ -252,19 +260,22 @@ def run_moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up
             seq_loss_B = jax.lax.all_gather(seq_loss_B, axes.batch, axis=0, tiled=True)
         return y, idx, stats, seq_loss_B
     b, t, _ = x_BTD.shape
-    check_moe_divisible(axes, mesh, b, t, cfg.n_routed_experts, cfg.moe_intermediate_size)
-    return shard_moe(body, mesh, axes, with_replay)(*args)
+    check_moe_divisible(axes, ep.mesh, b, t, cfg.n_routed_experts, cfg.moe_intermediate_size)
+    return shard_moe(body, ep.mesh, axes, with_replay)(*args)
 
 
 class MoE(nn.Module):
     """Routed experts + shared expert. Returns (y [B, T, D], aux): indices, load, balance_loss, dropped, entropy."""
 
     cfg: ModelConfig
-    mesh: Optional[jax.sharding.Mesh] = None  # given: expert-parallel dispatch over it; None: one GSPMD program
+    # where it runs: a `sharding.Placement`, or a mesh (the project's rules); None: one GSPMD program, no constraints
+    placement: Optional[shd.Placement | jax.sharding.Mesh] = None
 
     @nn.compact
     def __call__(self, x_BTD, valid_BT=None, replay_BTk=None):
         c = self.cfg
+        placement = shd.Placement.of(self.placement)
+        ep = expert_parallelism(c, placement)
         b, t, d = x_BTD.shape
         e, f = c.n_routed_experts, c.moe_intermediate_size
         pd, dt = dtype_of(c.param_dtype), dtype_of(c.dtype)
@@ -272,22 +283,20 @@ class MoE(nn.Module):
         w_router = param(self, "router", (d, e), ("embed", "exp"), init, jnp.float32)  # router kept fp32
         bias_E = self.variable("router_state", "e_score_correction_bias",
                                nn.with_logical_partitioning(lambda: jnp.zeros((e,), jnp.float32), ("exp",))).value
-        e_w = e  # the routed experts' weights hold this device's experts only inside a per-shard program
-        if self.mesh is not None and in_per_shard_program():  # (model/pipeline.py)
-            e_w = e // shd.axis_size(self.mesh, shd.mesh_axes_of("exp", _ambient_rules()))
+        e_w = ep.local_experts  # this device's experts only inside a per-shard program (model/pipeline.py)
         wi_gate = param(self, "wi_gate", (e_w, d, f), ("exp", "embed", "moe_mlp"), init, pd).astype(dt)
         wi_up = param(self, "wi_up", (e_w, d, f), ("exp", "embed", "moe_mlp"), init, pd).astype(dt)
         wo = param(self, "wo", (e_w, f, d), ("exp", "moe_mlp", "embed"), init, pd).astype(dt)
         valid_BT = jnp.ones((b, t), bool) if valid_BT is None else valid_BT
         with fp8.precision_scope(c.matmul_precision):  # the expert SwiGLUs' matmuls (model/grouped_matmul.py)
-            y_BTD, idx_BTk, stats, seq_loss_B = run_moe_block(x_BTD.astype(dt), valid_BT, replay_BTk, w_router,
-                                                              bias_E, wi_gate, wi_up, wo, c, self.mesh)
+            y_BTD, idx_BTk, stats, seq_loss_B = run_moe_block(
+                x_BTD.astype(dt), valid_BT, replay_BTk, RoutedWeights(w_router, bias_E, wi_gate, wi_up, wo), c, ep)
         if c.n_shared_experts:
-            y_BTD = y_BTD + MLP(c, f * c.n_shared_experts, name="shared_experts")(x_BTD)
+            y_BTD = y_BTD + MLP(c, f * c.n_shared_experts, placement, name="shared_experts")(x_BTD)
         aux = dict(indices=idx_BTk, load=stats["load"], balance_loss=jnp.mean(seq_loss_B),
                    dropped=stats["dropped"] / jnp.maximum(stats["assigned"], 1.0),
                    entropy=stats["entropy"] / jnp.maximum(stats["tokens"], 1.0))
-        return constrain(y_BTD, ("activation_batch", "activation_length", "activation_embed")), aux
+        return placement.constrain(y_BTD, ("activation_batch", "activation_length", "activation_embed")), aux
 
 
 # ------------------------------------------------------------------------------- router bias update and metrics

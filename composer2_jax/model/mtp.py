@@ -34,6 +34,7 @@ from flax import linen as nn
 from composer2_jax.model.block import DecoderLayer, remat
 from composer2_jax.model.layers import RMSNorm, dtype_of, embed_tokens, param
 from composer2_jax.model_config import ModelConfig
+from composer2_jax.sharding import Placement
 
 MTP_KEYS = ("mtp_tokens", "mtp_targets", "mtp_mask")  # batch keys, each [B, T, M], natural or zigzag like the batch
 
@@ -128,7 +129,7 @@ class MTPLayer(nn.Module):
 
     cfg: ModelConfig
     moe: bool
-    mesh: Optional[jax.sharding.Mesh] = None  # the block's MoE runs expert-parallel over it when given
+    placement: Optional[Placement | jax.sharding.Mesh] = None  # where its block runs (model/block.py DecoderLayer)
 
     @nn.compact
     def __call__(self, h_BTD, next_tokens_BT, embed_VD, positions_BT, segment_ids_BT=None, detach: bool = False):
@@ -139,11 +140,11 @@ class MTPLayer(nn.Module):
             embed_VD = self.get_variable("params", "embedding")
         if detach:
             embed_VD = jax.lax.stop_gradient(embed_VD)
-        e_BTD = embed_tokens(embed_VD, next_tokens_BT, dt)
+        e_BTD = embed_tokens(embed_VD, next_tokens_BT, dt, Placement.of(self.placement))
         w_eh = param(self, "eh_proj", (2 * c.hidden_size, c.hidden_size), (None, "embed"),
                      nn.initializers.normal(c.initializer_range), dtype_of(c.param_dtype)).astype(dt)
         x_BTX = jnp.concatenate([norm("enorm")(e_BTD), norm("hnorm")(h_BTD.astype(dt))], axis=-1)  # [B, T, 2D]
-        block = remat(DecoderLayer, c.remat_policy)(c, self.moe, self.mesh, name="block")
+        block = remat(DecoderLayer, c.remat_policy)(c, self.moe, self.placement, name="block")
         h_BTD, aux = block(x_BTX @ w_eh, positions_BT, segment_ids_BT)
         return h_BTD, norm("final_norm")(h_BTD), aux
 
@@ -152,7 +153,7 @@ class MTP(nn.Module):
     """All D depths, chained: depth k reads depth k−1's hidden state (h_0 = the trunk's)."""
 
     cfg: ModelConfig
-    mesh: Optional[jax.sharding.Mesh] = None  # the blocks' MoE runs expert-parallel over it when given
+    placement: Optional[Placement | jax.sharding.Mesh] = None  # where the depths' blocks run (model/block.py)
 
     @nn.compact
     def __call__(self, h0_BTD, tokens_BTM, embed_VD, positions_BT, segment_ids_BT=None, detach: bool = False):
@@ -163,7 +164,7 @@ class MTP(nn.Module):
         normed, hidden, auxes = [], [], []
         for m in range(c.num_mtp_layers):
             with jax.named_scope(f"mtp_{m}"):
-                h_BTD, n_BTD, aux = MTPLayer(c, mtp_is_moe(c, m), self.mesh, name=f"mtp_{m}")(
+                h_BTD, n_BTD, aux = MTPLayer(c, mtp_is_moe(c, m), self.placement, name=f"mtp_{m}")(
                     h_BTD, tokens_BTM[..., m], embed_VD, positions_BT, segment_ids_BT, detach)
             normed.append(n_BTD)
             hidden.append(h_BTD)

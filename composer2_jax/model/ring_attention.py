@@ -32,9 +32,10 @@ gradients add up exactly and no block needs the gradient of its own lse):
 MLA latent mode passes c_kv and k_R (kv_lora_rank + rope dims = 576 values per token for Kimi K2) instead of the
 expanded K and V (H·(N+R+V) = 20,480 values for 64 heads) and recomputes the up-projection on every step.
 
-Mesh: `ring_attention(..., mesh=None)` takes the ambient mesh set by `jax.set_mesh(mesh)`; with no mesh, or a
+Mesh: `ring_attention(..., mesh=...)` runs over the mesh it is given (never an ambient one); with no mesh, or a
 context axis of size 1, the same code runs as one local block (the fused kernel on GPU). Inside the model select
-`model.attention_kernel = 'ring'` (expanded) or `'ring_latent'`; the model's inputs must then be in zigzag layout.
+`model.attention_kernel = 'ring'` (expanded) or `'ring_latent'`: the layer passes its `sharding.Placement` (mesh and
+rules); the model's inputs must then be in zigzag layout.
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ class RingSpec(NamedTuple):
     nope_dim: int  # latent mode: N, the no-rope part of the key head dim
     mesh: object  # Mesh / AbstractMesh, or None for the local (n = 1) path
     has_seg: bool
-    # the logical rules the call was traced under (context_parallel.ambient_rules: inside a pipeline stage, the
-    # rules without `stage`), kept here because the custom_vjp backward is traced outside that rules context
-    rules: tuple = ()
+    # the logical rules of the shard_map specs (the layer's Placement.rules: inside a pipeline stage, the rules
+    # without `stage`), kept here for the custom_vjp backward
+    rules: tuple = cp.LOGICAL_RULES
 
 
 class Blk(NamedTuple):
@@ -270,7 +271,7 @@ def _psum_latent_grads(spec: RingSpec, dsrc, dw):
     return dsrc, jax.lax.psum(dw, _weight_sum_axes(spec.mesh, spec.rules))
 
 
-def _weight_sum_axes(mesh, rules: tuple = ()) -> tuple[str, ...]:
+def _weight_sum_axes(mesh, rules: tuple = cp.LOGICAL_RULES) -> tuple[str, ...]:
     """Mesh axes dW_kvb is a partial sum over: those its spec replicates it over that split an input (the batch,
     the sequence or the heads). An axis no input names (e.g. `stage` around a ring inside one pipeline stage) sees
     the same inputs on every device, so each already holds the whole gradient."""
@@ -352,9 +353,9 @@ _ring.defvjp(_ring_fwd, _ring_bwd)
 # ----------------------------------------------------------------------------------------------- public API
 
 
-def _make_spec(q_BTHK, src, *, mesh, scale, causal, layout, block_kernel, latent, segs, nope_dim=0) -> RingSpec:
+def _make_spec(q_BTHK, src, *, mesh, scale, causal, layout, block_kernel, latent, segs, nope_dim=0,
+               rules=cp.LOGICAL_RULES) -> RingSpec:
     """Validate shapes against the mesh and build the static spec."""
-    mesh = cp.ambient_mesh() if mesh is None else mesh
     n = cp.context_size(mesh)
     b, t = q_BTHK.shape[:2]
     cp.check_length(t, n, layout)
@@ -364,8 +365,7 @@ def _make_spec(q_BTHK, src, *, mesh, scale, causal, layout, block_kernel, latent
                              f"queries' [B, T] = {(b, t)}")
     has_seg = cp._check_segments(*segs)
     spec = RingSpec(n, causal, layout, float(q_BTHK.shape[-1] ** -0.5 if scale is None else scale),
-                    get_block_kernel(block_kernel), latent, nope_dim, mesh if n > 1 else None, has_seg,
-                    cp.ambient_rules())
+                    get_block_kernel(block_kernel), latent, nope_dim, mesh if n > 1 else None, has_seg, tuple(rules))
     if n > 1:
         heads = cp.spec_for(mesh, cp.HEADS_BTHK, spec.rules)
         cp.check_specs(mesh, {"ring attention queries [B, T, H, K]": (q_BTHK.shape, heads)})
@@ -373,30 +373,31 @@ def _make_spec(q_BTHK, src, *, mesh, scale, causal, layout, block_kernel, latent
 
 
 def ring_attention(q_BTHK, k_BSHK, v_BSHV, *, mesh=None, scale: Optional[float] = None, causal: bool = True,
-                   q_segment_ids=None, kv_segment_ids=None, layout: str = "zigzag", block_kernel: str = "auto"):
+                   q_segment_ids=None, kv_segment_ids=None, layout: str = "zigzag", block_kernel: str = "auto",
+                   rules: tuple = cp.LOGICAL_RULES):
     """Ring attention with expanded K and V passed around the `context` axis.
 
     Args:
       q_BTHK, k_BSHK, v_BSHV: global arrays in `layout` order (T = S), sharded or not; shard_map reshards them to
         (batch axes, 'context', 'tensor', None) from the rules table.
-      mesh: a mesh with a `context` axis; None = the ambient mesh of `jax.set_mesh` (none: one local block).
+      mesh: a mesh with a `context` axis; None: one local block.
       scale: softmax scale (default K^-1/2). causal: causal masking by global token order.
       q_segment_ids, kv_segment_ids: [B, T] packing ids in the same layout (both or neither); no attention
         across segments. layout: 'zigzag' (balanced) or 'contiguous'. block_kernel: 'auto' | 'xla' | 'cudnn' |
-        'splash'.
+        'splash'. rules: the logical rules the shard_map specs come from (the project table by default).
     Returns:
       [B, T, H, V] in q's dtype and in `layout` order.
     """
     src = (k_BSHK, v_BSHV)
     segs = (q_segment_ids, kv_segment_ids)
     spec = _make_spec(q_BTHK, src, mesh=mesh, scale=scale, causal=causal, layout=layout, block_kernel=block_kernel,
-                      latent=False, segs=segs)
+                      latent=False, segs=segs, rules=rules)
     return _ring(spec, q_BTHK, src, segs if spec.has_seg else (), ())
 
 
 def ring_mla_attention(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, mesh=None, scale: Optional[float] = None,
                        causal: bool = True, q_segment_ids=None, kv_segment_ids=None, layout: str = "zigzag",
-                       block_kernel: str = "auto"):
+                       block_kernel: str = "auto", rules: tuple = cp.LOGICAL_RULES):
     """Ring attention passing the MLA latent (c_kv [B, S, L], roped k_R [B, S, R]) and re-projecting each block.
 
     w_LHX is W_kvb [L, H, N+V]; keys are [W_kvb·c_kv]_N ‖ k_R (k_R shared by all heads), values [W_kvb·c_kv]_V, with
@@ -408,7 +409,7 @@ def ring_mla_attention(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, mesh=None, scale: Opti
     src = (ckv_BSL, kr_BSR)
     segs = (q_segment_ids, kv_segment_ids)
     spec = _make_spec(q_BTHK, src, mesh=mesh, scale=scale, causal=causal, layout=layout, block_kernel=block_kernel,
-                      latent=True, segs=segs, nope_dim=nope)
+                      latent=True, segs=segs, nope_dim=nope, rules=rules)
     return _ring(spec, q_BTHK, src, segs if spec.has_seg else (), (w_LHX,))
 
 
@@ -444,10 +445,11 @@ def device_work(n: int, i: int, q_, k_nBSHK, v_nBSHV, do_, *, causal: bool = Tru
 
 
 def ring_kernel(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_segment_ids=None,
-                kv_segment_ids=None, q_idx=None, kv_idx=None):
-    """Model kernel 'ring': ring attention over the ambient mesh's `context` axis, inputs in zigzag layout."""
+                kv_segment_ids=None, q_idx=None, kv_idx=None, placement: cp.Placement = cp.Placement()):
+    """Model kernel 'ring': ring attention over the `context` axis of the placement's mesh, inputs in zigzag
+    layout."""
     if q_idx is not None or kv_idx is not None:
-        if cp.context_size(cp.ambient_mesh()) > 1:
+        if cp.context_size(placement.mesh) > 1:
             cp._reject_indices(q_idx, kv_idx)
         from composer2_jax.model.attention import (
             xla_attention,  # lazy: attention.py imports this module
@@ -455,15 +457,19 @@ def ring_kernel(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_
 
         return xla_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
                              kv_segment_ids=kv_segment_ids, q_idx=q_idx, kv_idx=kv_idx)
-    return ring_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
-                          kv_segment_ids=kv_segment_ids)
+    return ring_attention(q_BTHK, k_BSHK, v_BSHV, mesh=placement.mesh, scale=scale, causal=causal,
+                          q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, rules=placement.rules)
+
+
+ring_kernel.takes_placement = True  # MLAttention passes its placement= (the mesh and rules the ring runs on)
 
 
 def ring_latent_kernel(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, scale: float, causal: bool = True, q_segment_ids=None,
-                       kv_segment_ids=None):
+                       kv_segment_ids=None, placement: cp.Placement = cp.Placement()):
     """Model kernel 'ring_latent': ring attention passing the MLA latent, inputs in zigzag layout."""
-    return ring_mla_attention(q_BTHK, ckv_BSL, kr_BSR, w_LHX, scale=scale, causal=causal,
-                              q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids)
+    return ring_mla_attention(q_BTHK, ckv_BSL, kr_BSR, w_LHX, mesh=placement.mesh, scale=scale, causal=causal,
+                              q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, rules=placement.rules)
 
 
 ring_latent_kernel.takes_latent = True  # MLAttention passes (q, c_kv, k_R, W_kvb) instead of (q, k, v)
+ring_latent_kernel.takes_placement = True

@@ -5,6 +5,11 @@ Layer i is MoE when `cfg.is_moe_layer(i)`. Layers [0, first_k_dense_replace) for
 run under `nn.scan` as `stack` (params gain a leading `layers` axis) or unrolled as `stack_{u}`; layers that do not
 fill a last unit form an unrolled suffix (`layers_{i}`). `stack_params`/`unstack_params` convert the two layouts.
 
+Placement: the caller gives the mesh (`Transformer(cfg, mesh)`); every module gets `Transformer.placement` (that mesh
+and the rules table) as its `placement` field (constraints, attention kernels, MoE dispatch), and the pipelined stack
+gives its units the stage's placement (`Placement.stage`: rules without `stage`, per shard under the per-shard
+schedule). Nothing reads an ambient mesh or ambient rules, so a call behaves the same whatever `with` block wraps it.
+
 Pipeline parallelism: when the mesh given to the model has a `stage` axis of size S > 1, the scanned stack runs
 under the circular schedule of model/pipeline.py (params unchanged: the `layers` axis is sharded over `stage`);
 the embedding, the unrolled prefix and suffix, the final norm, the head and MTP run outside it. Recorded-routing
@@ -30,7 +35,7 @@ from composer2_jax.model.layer_plan import (
     unit_layer_name,
     unit_name,
 )
-from composer2_jax.model.layers import RMSNorm, constrain, dtype_of, embed_tokens, param
+from composer2_jax.model.layers import RMSNorm, dtype_of, embed_tokens, param
 from composer2_jax.model.mtp import MTP, MTPOutput
 from composer2_jax.model.pipeline import pipeline_spec, run_pipeline, runs_per_shard
 from composer2_jax.model_config import ModelConfig
@@ -55,7 +60,7 @@ class Unit(nn.Module):
 
     cfg: ModelConfig
     pattern: tuple[bool, ...]
-    mesh: Optional[jax.sharding.Mesh] = None  # the MoE layers run expert-parallel over it when given
+    placement: Optional[shd.Placement | jax.sharding.Mesh] = None  # where its layers run (model/block.py)
 
     @nn.compact
     def __call__(self, x_BTD, positions_BT, segment_ids_BT, replay_PBTk):
@@ -63,7 +68,7 @@ class Unit(nn.Module):
         auxes, j_moe = [], 0
         for j, is_moe in enumerate(self.pattern):
             replay = None if (replay_PBTk is None or not is_moe) else replay_PBTk[j_moe]
-            block = layer(self.cfg, is_moe, self.mesh, name=unit_layer_name(j))
+            block = layer(self.cfg, is_moe, self.placement, name=unit_layer_name(j))
             x_BTD, aux = block(x_BTD, positions_BT, segment_ids_BT, replay)
             if is_moe:
                 auxes.append(aux)
@@ -81,12 +86,18 @@ class Transformer(nn.Module):
     """
 
     cfg: ModelConfig
-    # The mesh the model runs on, given by the caller: MoE layers dispatch expert-parallel over it (model/moe.py)
-    # and the MTP shift reads its `context` size. None: one GSPMD program, whatever mesh is active around it.
+    # The mesh the model runs on, given by the caller: activation constraints, context-parallel attention and the
+    # MoE dispatch (model/moe.py) use it (with the rules table: `placement`), and the MTP shift reads its `context`
+    # size. None: one GSPMD program without constraints, whatever mesh is active around it.
     mesh: Optional[jax.sharding.Mesh] = None
 
+    @property
+    def placement(self) -> shd.Placement:
+        """Where the model runs: the one Placement every module below receives."""
+        return shd.Placement.of(self.mesh)
+
     def _layer(self, i: int):
-        return remat(DecoderLayer, self.cfg.remat_policy)(self.cfg, self.cfg.is_moe_layer(i), self.mesh,
+        return remat(DecoderLayer, self.cfg.remat_policy)(self.cfg, self.cfg.is_moe_layer(i), self.placement,
                                                           name=layer_name(i))
 
     @nn.compact
@@ -98,7 +109,7 @@ class Transformer(nn.Module):
             positions_BT = jnp.broadcast_to(jnp.arange(t, dtype=jnp.int32), (b, t))
         embed_VD = param(self, "embedding", (c.vocab_size, c.hidden_size), ("vocab", "embed"),
                          nn.initializers.normal(c.initializer_range), dtype_of(c.param_dtype))
-        x_BTD = embed_tokens(embed_VD, tokens_BT, dtype_of(c.dtype))
+        x_BTD = embed_tokens(embed_VD, tokens_BT, dtype_of(c.dtype), self.placement)
         prefix, pattern, n_units, suffix = layer_plan(c)
         replay = _split_replay(routing, c, prefix, pattern, n_units)
         auxes = []
@@ -117,24 +128,25 @@ class Transformer(nn.Module):
         if c.num_mtp_layers and (mtp_tokens is not None or self.is_initializing()):
             if mtp_tokens is None:  # init: any ids of the right shape create the MTP params
                 mtp_tokens = jnp.broadcast_to(tokens_BT[..., None], (b, t, c.num_mtp_layers))
-            mtp = MTP(c, self.mesh, name="mtp")
+            mtp = MTP(c, self.placement, name="mtp")
             out = out._replace(mtp=mtp(x_BTD, mtp_tokens, embed_VD, positions_BT, segment_ids_BT, mtp_detach))
         return out
 
     def _stack(self, x_BTD, positions_BT, segment_ids_BT, replay_UPBTk, pattern, n_units):
         """Run the units, under nn.scan or unrolled; aux leaves come back as [U·P_moe, ...]."""
         c = self.cfg
-        spec = None if self.is_initializing() else pipeline_spec(c, self.mesh, n_units)
+        spec = None if self.is_initializing() else pipeline_spec(c, self.placement.mesh, n_units)
         if spec is not None:
             return self._pipelined_stack(x_BTD, positions_BT, segment_ids_BT, replay_UPBTk, pattern, spec)
         if c.scan_layers:
-            x_BTD, aux = scanned_units(n_units)(c, pattern, self.mesh, name=SCANNED_STACK)(
+            x_BTD, aux = scanned_units(n_units)(c, pattern, self.placement, name=SCANNED_STACK)(
                 x_BTD, positions_BT, segment_ids_BT, replay_UPBTk)
         else:
             auxes = []
             for u in range(n_units):
                 r = None if replay_UPBTk is None else replay_UPBTk[u]
-                x_BTD, a = Unit(c, pattern, self.mesh, name=unit_name(u))(x_BTD, positions_BT, segment_ids_BT, r)
+                x_BTD, a = Unit(c, pattern, self.placement, name=unit_name(u))(x_BTD, positions_BT, segment_ids_BT,
+                                                                               r)
                 auxes.append(a)
             aux = jax.tree.map(lambda *a: jnp.stack(a), *auxes) if auxes[0] is not None else None
         if aux is None:
@@ -143,36 +155,37 @@ class Transformer(nn.Module):
 
     def _pipelined_stack(self, x_BTD, positions_BT, segment_ids_BT, replay_UPBTk, pattern, spec):
         """The scanned stack under the pipeline schedule; aux leaves [U·P_moe, ...] without routing indices."""
-        c, mesh = self.cfg, self.mesh
+        c, mesh = self.cfg, self.placement.mesh
         if replay_UPBTk is not None:
             raise ValueError(f"routing replay is not supported under pipeline parallelism (mesh stage={spec.stages})")
-        unit = Unit(c, pattern, mesh)
-
-        inner = shd.within_stage(tuple(nn.get_logical_axis_rules()) or shd.LOGICAL_RULES)
+        # The stage program's placement, decided here: inside a stage the rules drop `stage` (the vmap's axis), so
+        # the residual stream, the MoE shard_map's token split and every constraint of the units agree on one
+        # layout, batch over data×fsdp×expert; under the per-shard schedule the units trace per shard.
+        per_shard = runs_per_shard(c, dict(mesh.shape))
+        at = self.placement.stage(per_shard)
+        inner = at.rules
+        unit = Unit(c, pattern, at)
 
         def stage_fn(params_L, router_L, x_bTD, positions_bT, segment_ids_bT):
             # A plain lax.scan over `Unit.apply`, not nn.scan: flax's scan partially evaluates its body to find
             # loop invariants, and JAX 0.10 cannot partially evaluate the MoE shard_map under the stage vmap.
-            # Inside a stage the rules drop `stage` (the vmap's axis): the residual stream, the MoE shard_map's
-            # token split and every constraint of the units agree on one layout, batch over data×fsdp×expert.
             def one(x, variables):
                 y, aux = unit.apply(variables, x, positions_bT, segment_ids_bT, None)
-                return constrain(y, RESIDUAL), None if aux is None else {k: v for k, v in aux.items() if k != "indices"}
+                return at.constrain(y, RESIDUAL), None if aux is None else {k: v for k, v in aux.items()
+                                                                            if k != "indices"}
 
-            with nn.logical_axis_rules(inner):
-                return jax.lax.scan(one, constrain(x_bTD, RESIDUAL), {"params": params_L, "router_state": router_L})
+            return jax.lax.scan(one, at.constrain(x_bTD, RESIDUAL), {"params": params_L, "router_state": router_L})
 
         router = self.variables.get("router_state", {}).get(SCANNED_STACK, {})
         params_U = self.variables["params"][SCANNED_STACK]
         gather_specs = local_specs = None
         if c.pipeline_gather_params:  # one unit's parameter specs without the FSDP axes (model/pipeline.py)
             mb = x_BTD.shape[0] // spec.microbatches
-            with nn.logical_axis_rules(inner):  # as the stage body sees a microbatch
-                boxed = jax.eval_shape(lambda: unit.init(jax.random.key(0), x_BTD[:mb], positions_BT[:mb],
-                                                         None if segment_ids_BT is None else segment_ids_BT[:mb],
-                                                         None))
+            shapes = Unit(c, pattern, self.placement.stage())  # as the stage body sees a microbatch (not per shard)
+            boxed = jax.eval_shape(lambda: shapes.init(jax.random.key(0), x_BTD[:mb], positions_BT[:mb],
+                                                       None if segment_ids_BT is None else segment_ids_BT[:mb], None))
             logical = nn.get_partition_spec(boxed["params"])
-            if runs_per_shard(c, dict(mesh.shape)):  # per-shard schedule: gradients reduced once
+            if per_shard:  # per-shard schedule: gradients reduced once
                 local_specs = jax.tree.map(lambda names: (nn.logical_to_mesh_axes(tuple(names), inner),
                                                           shd.per_shard_param_spec(tuple(names), inner)),
                                            logical, is_leaf=lambda x: isinstance(x, P))
@@ -182,7 +195,7 @@ class Transformer(nn.Module):
                                   segment_ids_BT, spec, mesh, batch_axes=shd.mesh_axes_of("activation_batch", inner),
                                   remat_stage=c.remat_policy != "none", gather_specs=gather_specs,
                                   local_specs=local_specs)
-        y_BTD = constrain(y_BTD, RESIDUAL)  # back to the batch split over stage × data × fsdp × expert
+        y_BTD = self.placement.constrain(y_BTD, RESIDUAL)  # back to the batch split over stage×data×fsdp×expert
         if aux is None:
             return y_BTD, None
         aux = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), aux)  # [U, P_moe, ...] → [U·P_moe, ...]
@@ -197,7 +210,7 @@ class Transformer(nn.Module):
                      nn.initializers.normal(c.initializer_range), dtype_of(c.param_dtype))
         logits = jnp.einsum("BTD,DV->BTV", normed_BTD, w_DV.astype(dtype_of(c.dtype)),
                             preferred_element_type=jnp.float32)
-        return constrain(logits, ("activation_batch", "activation_length", "activation_vocab"))
+        return self.placement.constrain(logits, ("activation_batch", "activation_length", "activation_vocab"))
 
 
 def scanned_units(n_units: int):

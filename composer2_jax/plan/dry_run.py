@@ -27,8 +27,9 @@ from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.plan.calibration import CPU_MEMORY_OVERESTIMATE
 from composer2_jax.plan.roofline import _roofline
 from composer2_jax.plan.step import _unit_costs, peak_bytes
+from composer2_jax.sharding import activate
 from composer2_jax.train import optim as optim_lib
-from composer2_jax.train.state import abstract_train_state, activate
+from composer2_jax.train.state import abstract_train_state
 from composer2_jax.train.step import batch_shardings, make_train_step
 
 DEPTHS = ("full", "extrapolate")

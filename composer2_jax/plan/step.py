@@ -13,9 +13,9 @@ import optax
 from composer2_jax.model import Transformer, planning
 from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.plan.hlo import _by_kind, collectives
-from composer2_jax.sharding import MESH_AXES
+from composer2_jax.sharding import MESH_AXES, activate
 from composer2_jax.train import optim
-from composer2_jax.train.state import abstract_train_state, activate
+from composer2_jax.train.state import abstract_train_state
 from composer2_jax.train.step import StepConfig, batch_shardings, make_train_step
 
 

@@ -328,7 +328,7 @@ def _init_fresh(model, abstract, fresh: set, seed: int, example_shape: tuple[int
     """The new MTP subtrees from the model's own init program (XLA keeps only what is returned)."""
     from flax import linen as nn
 
-    from composer2_jax.train.state import activate
+    from composer2_jax.sharding import activate
 
     shapes = _flat({"params": abstract.params, "router_state": abstract.router_state})
     keys = sorted(fresh)

@@ -30,13 +30,14 @@ from composer2_jax.model.pipeline import pipeline_spec
 from composer2_jax.model_config import ModelConfig
 from composer2_jax.model_config import preset as model_preset
 from composer2_jax.params import count_params
+from composer2_jax.sharding import activate
 from composer2_jax.train import distributed
 from composer2_jax.train import init_from as init_from_lib
 from composer2_jax.train import optim as optim_lib
 from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer
 from composer2_jax.train.init_from import recorded_model  # noqa: F401  (re-exported)
 from composer2_jax.train.metrics import LogConfig, MetricWriter, Progress, flops_per_token, mfu
-from composer2_jax.train.state import TrainState, abstract_train_state, activate, init_train_state, train_state_from
+from composer2_jax.train.state import TrainState, abstract_train_state, init_train_state, train_state_from
 from composer2_jax.train.step import StepConfig, batch_shardings, make_train_step
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,6 @@ axes, the rules table turns those into NamedShardings, and the jitted init write
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Callable
 
 import flax
@@ -18,6 +17,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from composer2_jax import sharding as shd
+from composer2_jax.sharding import activate
 
 
 @flax.struct.dataclass
@@ -57,13 +57,6 @@ def opt_state_shardings(abstract_opt_state, abstract_params, param_shardings, me
         return NamedSharding(mesh, P())
 
     return jax.tree_util.tree_map_with_path(one, abstract_opt_state)
-
-
-@contextlib.contextmanager
-def activate(mesh: Mesh, rules=shd.LOGICAL_RULES):
-    """Make `mesh` and the logical rules ambient, so activation constraints inside modules take effect."""
-    with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
-        yield
 
 
 def init_train_state(model: nn.Module, make_tx: Callable[[Any, Any], optax.GradientTransformation], mesh: Mesh,

@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from composer2_jax.losses.lm import after, chunked_cross_entropy
+from composer2_jax import sharding as shd
+from composer2_jax.losses.lm import Chunks, after, chunked_cross_entropy
 from composer2_jax.losses.mtp import (
     MTPLossConfig,
     MTPSums,
@@ -69,6 +70,7 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
 
     cfg = model.cfg
     mtp_on = cfg.num_mtp_layers > 0 and sc.mtp.enabled
+    chunks = Chunks(sc.loss_chunk, model.placement)  # the loss chunks, constrained on the model's placement
     pipe = pipeline_spec(cfg, model.mesh, layer_plan(cfg)[2])
     if pipe is not None and qk_clip_tau:
         raise ValueError(f"QK-clip (optim.qk_clip_tau={qk_clip_tau}) needs every layer's max logits, which the "
@@ -84,13 +86,13 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
             max_logits = inter["intermediates"]
         else:
             out = model.apply(variables, *args, compute_logits=False, **kw)
-        ce = chunked_cross_entropy(out.normed, params["lm_head"], mb["targets"], mb["loss_mask"], sc.loss_chunk)
+        ce = chunked_cross_entropy(out.normed, params["lm_head"], mb["targets"], mb["loss_mask"], chunks)
         loss = (ce.loss_sum + sc.z_loss_weight * ce.z_loss_sum) / n_tokens \
             + sc.balance_loss_weight * out.balance_loss / sc.grad_accum
         sums, mtp_load = _mtp_zeros(cfg, mtp_on), None
         if mtp_on:
             out = out._replace(mtp=out.mtp._replace(normed=after(out.mtp.normed, ce.loss_sum)))  # losses in turn
-            sums = mtp_loss_sums(params, out, mb, cfg, sc, layout_context(cfg, model.mesh))
+            sums = mtp_loss_sums(params, out, mb, cfg, sc, layout_context(cfg, model.mesh), model.placement)
             loss = loss + mtp_objective(sums, n_mtp_M, lam, sc.mtp, w_sd) \
                 + sc.balance_loss_weight * out.mtp.balance_loss / sc.grad_accum
             mtp_load = out.mtp.moe_load
@@ -155,16 +157,18 @@ def make_train_step(model: Transformer, tx: optax.GradientTransformation, sc: St
     return step
 
 
-def mtp_loss_sums(params, out, mb, cfg, sc: StepConfig, context: int = 1) -> MTPSums:
+def mtp_loss_sums(params, out, mb, cfg, sc: StepConfig, context: int = 1,
+                  placement: shd.Placement = shd.Placement()) -> MTPSums:
     """Per-depth MTP sums of one micro-batch: students = MTP depths, teacher = the main head k positions ahead
-    (`context` > 1: the batch is in zigzag layout over that many devices)."""
+    (`context` > 1: the batch is in zigzag layout over that many devices); the chunks are constrained on
+    `placement` (the model's)."""
     teacher = teacher_hidden(jax.lax.stop_gradient(out.normed), cfg.num_mtp_layers,
                              lambda x, k: shift_left(x, k, context=context))
     heads = [mtp_head(params, m) for m in range(cfg.num_mtp_layers)]
     if sc.mtp.detach_trunk:  # only the MTP modules learn from this loss
         heads = [jax.lax.stop_gradient(w) for w in heads]
     return chunked_mtp_sums(out.mtp.normed, teacher, heads, params["lm_head"], mb["mtp_targets"], mb["mtp_mask"],
-                            top_n=sc.mtp.distill_top_n, chunk=sc.loss_chunk)
+                            top_n=sc.mtp.distill_top_n, chunk=Chunks(sc.loss_chunk, placement))
 
 
 def _mtp_zeros(cfg, on: bool) -> MTPSums:
@@ -212,8 +216,6 @@ def _load_zeros(model: Transformer):
 
 def batch_shardings(mesh, rules=None) -> dict:
     """NamedShardings of the batch leaves: [B, T] over (activation_batch, activation_length)."""
-    from composer2_jax import sharding as shd
-
     spec = shd.logical_to_spec(("activation_batch", "activation_length"), rules or shd.LOGICAL_RULES)
     return {k: jax.sharding.NamedSharding(mesh, spec) for k in BATCH_KEYS}
 
@@ -224,7 +226,8 @@ def eval_loss_fn(model: Transformer, sc: StepConfig) -> Callable:
     def f(params, router_state, batch):
         out = model.apply({"params": params, "router_state": router_state}, batch["tokens"], batch["positions"],
                           batch["segment_ids"], compute_logits=False)
-        ce = chunked_cross_entropy(out.normed, params["lm_head"], batch["targets"], batch["loss_mask"], sc.loss_chunk)
+        ce = chunked_cross_entropy(out.normed, params["lm_head"], batch["targets"], batch["loss_mask"],
+                                   Chunks(sc.loss_chunk, model.placement))
         return ce.loss_sum, ce.count
 
     return f

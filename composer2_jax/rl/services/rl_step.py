@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from composer2_jax.losses.lm import after, chunked_token_logprobs
+from composer2_jax.losses.lm import Chunks, after, chunked_token_logprobs
 from composer2_jax.losses.mtp import chunked_mtp_sums, teacher_hidden
 from composer2_jax.losses.rl import PolicyLossConfig, policy_loss
 from composer2_jax.model import Transformer
@@ -91,7 +91,7 @@ def make_update_fn(model: Transformer, tx: optax.GradientTransformation, loss_cf
         heads = [jax.lax.stop_gradient(mtp_head(params, m)) for m in range(depth)]
         student = after(out.mtp.normed, logp)  # its scans after the log-prob scan (losses/lm.py `after`)
         sums = chunked_mtp_sums(student, teacher, heads, jax.lax.stop_gradient(params["lm_head"]),
-                                mb["mtp_targets"], mb["mtp_mask"], chunk=LOGPROB_CHUNK)
+                                mb["mtp_targets"], mb["mtp_mask"], chunk=Chunks(LOGPROB_CHUNK, model.placement))
         count_M = jnp.maximum(sums.count, 1.0)
         kl = jnp.mean(sums.kl / count_M)
         return loss + loss_cfg.mtp_distill_weight * kl, dict(metrics, mtp_distill_kl=kl,

@@ -36,14 +36,9 @@ from composer2_jax.rl.services.routing import pack_routing
 from composer2_jax.rl.services.weight_delta import delta_stats
 from composer2_jax.rl.services.weights import Weights
 from composer2_jax.rl.trajectory import PackedBatch, first_fit, pack_segments
+from composer2_jax.sharding import activate
 from composer2_jax.train import optim as optim_lib
-from composer2_jax.train.state import (
-    TrainState,
-    abstract_train_state,
-    activate,
-    init_train_state,
-    train_state_from,
-)
+from composer2_jax.train.state import TrainState, abstract_train_state, init_train_state, train_state_from
 
 log = logging.getLogger(__name__)
 
