@@ -63,7 +63,7 @@ def test_sharded_equals_unsharded(mesh_shape):
     specs = {"experts": P(None, "expert" if "expert" in mesh_shape else None, "fsdp", None),
              "o_proj": P(None, None, "fsdp"), "dense": P("fsdp", None), "embedding": P("fsdp", None), "norm": P(),
              "layers": P(None, "fsdp", None)}  # 16 stacked matrices, replicated over expert: that axis splits them
-    tx = muon_lib.muon(1e-2, DIMS, weight_decay=0.1, specs=specs)
+    tx = muon_lib.muon(1e-2, DIMS, weight_decay=0.1, specs=specs, mesh=mesh)
     params = _tree(0)
     state = tx.init(params)
     grads = _tree(10, 0.1)
@@ -84,7 +84,7 @@ def test_the_stack_is_not_gathered_on_every_device():
 
     def compiled(shard_matrices):
         spec = P(None, "fsdp", None) if shard_matrices else None
-        f = jax.jit(lambda m: muon_lib.orthogonalize(m, dims, spec),
+        f = jax.jit(lambda m: muon_lib.orthogonalize(m, dims, spec, mesh=mesh),
                     out_shardings=NamedSharding(mesh, P(None, "fsdp", None)))
         with jax.set_mesh(mesh):
             c = f.lower(x).compile()

@@ -39,7 +39,7 @@ def compile_stage(run, model_cfg, mesh):
     """(compiled, abstract state) of the stage's jitted train step for abstract inputs on `mesh`."""
     model = Transformer(model_cfg, mesh)
     oc, dc = run.optim, run.data
-    make_tx = lambda p, names: optim_lib.make_optimizer(oc, p, names)  # noqa: E731
+    make_tx = lambda p, names: optim_lib.make_optimizer(oc, p, names, mesh)  # noqa: E731
     abstract, shardings, tx = abstract_train_state(model, make_tx, mesh, (dc.batch_size, dc.seq_len))
     bs = batch_shardings(mesh)
     batch_abs = {k: jax.ShapeDtypeStruct((dc.batch_size, dc.seq_len), jax.numpy.int32, sharding=s)
@@ -62,7 +62,7 @@ def _peak(sh: "StepShape", cfg, mesh, depth: str) -> tuple[int, object, str]:
         compiled, _ = sh.compile(dataclasses.replace(cfg, num_layers=len(prefix) + u * p), mesh)
         peaks.append(peak_bytes(compiled.memory_analysis()))
     model = Transformer(cfg, mesh)
-    abstract, _, _ = abstract_train_state(model, lambda p_, n_: optim_lib.make_optimizer(sh.optim, p_, n_), mesh,
+    abstract, _, _ = abstract_train_state(model, lambda p_, n_: optim_lib.make_optimizer(sh.optim, p_, n_, mesh), mesh,
                                           (sh.batch, sh.seq_len))
     peak = peaks[0] + (n_units - 1) * (peaks[1] - peaks[0])
     return peak, abstract, (f"reduced depth, extrapolated (not validated against a full compile): compiles with 1 "
@@ -152,7 +152,7 @@ def compile_rl_update(run, model_cfg, mesh):
 
     tc, law = run.trainer, run.rollout
     model = Transformer(model_cfg, mesh)
-    make_tx = lambda p, names: optim_lib.make_optimizer(run.optim, p, names)  # noqa: E731
+    make_tx = lambda p, names: optim_lib.make_optimizer(run.optim, p, names, mesh)  # noqa: E731
     abstract, shardings, tx = abstract_train_state(model, make_tx, mesh, (tc.rows, tc.seq_len))
     spec = shd.logical_to_spec(("activation_batch", "activation_length"))
     tok = jax.sharding.NamedSharding(mesh, spec)

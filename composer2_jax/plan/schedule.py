@@ -117,8 +117,8 @@ def search_schedule(q: ScheduleSearch) -> dict:
 def _abstract_state(cfg, mesh, batch: int, seq: int, optimizer: str):
     """The abstract train state (parameter counts, shard bytes) without compiling the step."""
     oc = optim.OptimConfig(name=optimizer)
-    abstract, _, _ = abstract_train_state(Transformer(cfg, mesh), lambda p, k: optim.make_optimizer(oc, p, k), mesh,
-                                          (batch, seq))
+    make_tx = lambda p, k: optim.make_optimizer(oc, p, k, mesh)  # noqa: E731
+    abstract, _, _ = abstract_train_state(Transformer(cfg, mesh), make_tx, mesh, (batch, seq))
     return abstract
 
 

@@ -37,7 +37,7 @@ def compile_train_step(cfg, mesh, batch: int, seq: int, optimizer: str, count_lo
     `count_loops`, the loops XLA's cost analysis counts once are unrolled: model/planning.py)."""
     model = Transformer(cfg, mesh)
     oc = optim.OptimConfig(name=optimizer)
-    abstract, shardings, tx = abstract_train_state(model, lambda p, n: optim.make_optimizer(oc, p, n), mesh,
+    abstract, shardings, tx = abstract_train_state(model, lambda p, n: optim.make_optimizer(oc, p, n, mesh), mesh,
                                                    (batch, seq))
     bs = batch_shardings(mesh)
     batch_abs = {k: jax.ShapeDtypeStruct((batch, seq), jax.numpy.int32, sharding=s) for k, s in bs.items()}
@@ -56,7 +56,7 @@ def _optimizer_cost(cfg, mesh, batch: int, seq: int, optimizer: str, node_size: 
     whole step's optimizer work is counted without an unrolled model."""
     model = Transformer(cfg, mesh)
     oc = optim.OptimConfig(name=optimizer)
-    abstract, shardings, tx = abstract_train_state(model, lambda p, n: optim.make_optimizer(oc, p, n), mesh,
+    abstract, shardings, tx = abstract_train_state(model, lambda p, n: optim.make_optimizer(oc, p, n, mesh), mesh,
                                                    (batch, seq))
 
     def update(params, opt_state, grads):

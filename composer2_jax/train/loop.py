@@ -211,7 +211,7 @@ def train(config) -> RunResult:
     tk.check_vocab(tokenizer, cfg.vocab_size)
 
     model = Transformer(cfg, mesh)
-    make_tx = lambda p, names: optim_lib.make_optimizer(oc, p, names)  # noqa: E731
+    make_tx = lambda p, names: optim_lib.make_optimizer(oc, p, names, mesh)  # noqa: E731
     shape = (dc.batch_size, dc.seq_len)
     ckpt = Checkpointer(workdir / "checkpoints", run.checkpoint.keep, run.checkpoint.async_save)
     abstract, shardings, tx = abstract_train_state(model, make_tx, mesh, shape)

@@ -19,8 +19,8 @@ matrix dimensions instead, inside `jax.shard_map` (`orthogonalize`):
 
 — each device sends and receives its own shard once each way; mesh axes that replicate the parameter (data,
 context) split the stack further and all-gather the result. Stacks not divisible by the split are padded with zero
-matrices (NS of 0 is 0). Given no PartitionSpecs, or without an ambient mesh (`jax.set_mesh`), NS runs as one
-program and XLA places it.
+matrices (NS of 0 is 0). Given no PartitionSpecs, or no mesh (`muon(..., mesh=)`, from `make_optimizer`), NS runs
+as one program and XLA places it.
 
 The state is optax's `MuonState(count, mu, ns_coeffs)`, so checkpoints of either implementation restore into
 the other; `tests/test_optim_muon.py` checks this one against `optax.contrib.muon` and sharded against unsharded.
@@ -78,10 +78,10 @@ def _mesh_axes(entry, mesh) -> tuple[str, ...]:
 
 
 def orthogonalize(x: jax.Array, dims: MuonDimensionNumbers, spec: P | None = None, steps: int = 5,
-                  eps: float = 1e-8) -> jax.Array:
+                  eps: float = 1e-8, mesh=None) -> jax.Array:
     """NS₅ of every matrix of x (batch axes stacked, reduction × output flattened).
 
-    With `spec` (x's PartitionSpec) and an ambient mesh of more than one device, the work is distributed: inside
+    With `spec` (x's PartitionSpec on `mesh`) and a mesh of more than one device, the work is distributed: inside
     `jax.shard_map`, each mesh axis that shards a matrix dimension is traded for the stacked batch with one tiled
     all-to-all (every device then holds whole matrices, a 1/n share of its group's), mesh axes that replicate x
     split the batch further while it has enough matrices (and all-gather the result), NS₅ runs locally, and the
@@ -92,8 +92,7 @@ def orthogonalize(x: jax.Array, dims: MuonDimensionNumbers, spec: P | None = Non
     perm = batch + red + out
     fan_in, fan_out = fans(x, dims)
     xt = jnp.transpose(x, perm)
-    mesh = jax.sharding.get_abstract_mesh()
-    if spec is None or mesh is None or mesh.empty or mesh.size == 1:
+    if spec is None or mesh is None or mesh.size == 1:
         flat = xt.reshape((-1, fan_in, fan_out))
         ot = newton_schulz(flat, steps, eps).reshape(xt.shape)
         return jnp.transpose(ot, tuple(perm.index(a) for a in range(x.ndim)))
@@ -138,10 +137,10 @@ def orthogonalize(x: jax.Array, dims: MuonDimensionNumbers, spec: P | None = Non
 
 
 def scale_by_muon(dims_fn: Callable[[Any], Any], specs_fn: Callable[[Any], Any] | None = None, beta: float = 0.95,
-                  steps: int = 5, eps: float = 1e-8) -> optax.GradientTransformation:
+                  steps: int = 5, eps: float = 1e-8, mesh=None) -> optax.GradientTransformation:
     """Nesterov momentum → NS₅ (module docstring). `dims_fn(updates)` gives the MuonDimensionNumbers per leaf
-    (every array leaf it is given is a Muon matrix); `specs_fn(updates)` their PartitionSpecs (None: let XLA place
-    the orthogonalisation)."""
+    (every array leaf it is given is a Muon matrix); `specs_fn(updates)` their PartitionSpecs on `mesh` (None, or
+    no mesh: let XLA place the orthogonalisation)."""
     def init(params):
         return MuonState(count=jnp.zeros([], jnp.int32), mu=jax.tree.map(jnp.zeros_like, params),
                          ns_coeffs=jnp.asarray(NS_COEFFS))
@@ -156,7 +155,7 @@ def scale_by_muon(dims_fn: Callable[[Any], Any], specs_fn: Callable[[Any], Any] 
         if specs_fn is None:
             out = jax.tree.map(lambda x, d: orthogonalize(x, d, None, steps, eps), nesterov, dims_fn(updates))
         else:
-            out = jax.tree.map(lambda x, d, p: orthogonalize(x, d, p, steps, eps), nesterov, dims_fn(updates),
+            out = jax.tree.map(lambda x, d, p: orthogonalize(x, d, p, steps, eps, mesh), nesterov, dims_fn(updates),
                                specs_fn(updates))
         return out, MuonState(count=count, mu=mu, ns_coeffs=state.ns_coeffs)
 
@@ -180,11 +179,12 @@ def scale_by_rms_match(dims_fn: Callable[[Any], Any], consistent_rms: float | No
 
 def muon(learning_rate, dims, *, beta: float = 0.95, weight_decay: float = 0.0, weight_decay_mask=None,
          adam_b1: float = 0.9, adam_b2: float = 0.999, adam_eps: float = 1e-8, adam_weight_decay: float = 0.0,
-         consistent_rms: float | None = 0.2, specs=None) -> optax.GradientTransformation:
+         consistent_rms: float | None = 0.2, specs=None, mesh=None) -> optax.GradientTransformation:
     """Muon on the leaves whose `dims` entry is MuonDimensionNumbers, AdamW (Nesterov) on the ones that are None.
 
     The same partition and chain as `optax.contrib.muon` (so the state trees match). `specs`, a tree like `dims` of
-    the parameters' PartitionSpecs, turns on the distributed orthogonalisation (`orthogonalize`).
+    the parameters' PartitionSpecs on `mesh` (the mesh the train step runs on, given explicitly), turns on the
+    distributed orthogonalisation (`orthogonalize`).
     """
     is_dims = lambda d: d is None or isinstance(d, MuonDimensionNumbers)  # noqa: E731
     labels = jax.tree.map(lambda d: "adam" if d is None else "muon", dims, is_leaf=is_dims)
@@ -198,7 +198,7 @@ def muon(learning_rate, dims, *, beta: float = 0.95, weight_decay: float = 0.0, 
         return jax.tree.map(lambda d, p, u: u if d is None else p, dims, specs, updates, is_leaf=is_dims)
 
     return optax.partition(
-        {"muon": optax.chain(scale_by_muon(muon_dims, None if specs is None else muon_specs, beta),
+        {"muon": optax.chain(scale_by_muon(muon_dims, None if specs is None else muon_specs, beta, mesh=mesh),
                              scale_by_rms_match(muon_dims, consistent_rms),
                              optax.add_decayed_weights(weight_decay, weight_decay_mask),
                              optax.scale_by_learning_rate(learning_rate)),

@@ -114,8 +114,9 @@ def muon_specs(logical):
     return jax.tree.map(shd.logical_to_spec, logical, is_leaf=lambda x: isinstance(x, tuple))
 
 
-def make_optimizer(c: OptimConfig, params, logical) -> optax.GradientTransformation:
-    """Clip → AdamW or Muon(+AdamW) with the schedule and decay mask."""
+def make_optimizer(c: OptimConfig, params, logical, mesh=None) -> optax.GradientTransformation:
+    """Clip → AdamW or Muon(+AdamW) with the schedule and decay mask; Muon's Newton–Schulz is spread over `mesh`
+    (the train step's, given explicitly) when optim.muon_shard_matrices is on and a mesh is given."""
     lr = schedule(c)
     mask = decay_mask(params, logical, c)
     if c.name == "adamw":
@@ -124,7 +125,7 @@ def make_optimizer(c: OptimConfig, params, logical) -> optax.GradientTransformat
         opt = muon_lib.muon(lr, muon_dims(params, logical), beta=c.muon_beta, weight_decay=c.weight_decay,
                             weight_decay_mask=mask, adam_b1=c.b1, adam_b2=c.b2, adam_eps=c.eps,
                             adam_weight_decay=c.weight_decay, consistent_rms=c.muon_rms,
-                            specs=muon_specs(logical) if c.muon_shard_matrices else None)
+                            specs=muon_specs(logical) if c.muon_shard_matrices else None, mesh=mesh)
     return optax.chain(optax.clip_by_global_norm(c.clip_norm), opt) if c.clip_norm else opt
 
 

@@ -191,7 +191,7 @@ class Trainer:
         self.context = layout_context(model_cfg, self.mesh)  # zigzag rows only under a context-parallel kernel
         check_layout(tc, self.mesh, self.context)
         self.model = Transformer(model_cfg, self.mesh)
-        make_tx = lambda p, names: optim_lib.make_optimizer(optim, p, names)  # noqa: E731
+        make_tx = lambda p, names: optim_lib.make_optimizer(optim, p, names, self.mesh)  # noqa: E731
         shape = (tc.rows, tc.seq_len)
         self.abstract, self.shardings, self.tx = abstract_train_state(self.model, make_tx, self.mesh, shape)
         self._fresh = lambda: init_train_state(self.model, make_tx, self.mesh, jax.random.key(seed), shape)[0]
