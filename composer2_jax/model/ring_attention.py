@@ -49,6 +49,7 @@ from jax.sharding import PartitionSpec as P
 
 from composer2_jax.model import context_parallel as cp
 from composer2_jax.model.kernels import NEG_INF, BlockKernel, check_lse, get_block_kernel
+from composer2_jax.sharding import LOGICAL_RULES, Placement
 
 
 class RingSpec(NamedTuple):
@@ -65,7 +66,7 @@ class RingSpec(NamedTuple):
     has_seg: bool
     # the logical rules of the shard_map specs (the layer's Placement.rules: inside a pipeline stage, the rules
     # without `stage`), kept here for the custom_vjp backward
-    rules: tuple = cp.LOGICAL_RULES
+    rules: tuple = LOGICAL_RULES
 
 
 class Blk(NamedTuple):
@@ -271,7 +272,7 @@ def _psum_latent_grads(spec: RingSpec, dsrc, dw):
     return dsrc, jax.lax.psum(dw, _weight_sum_axes(spec.mesh, spec.rules))
 
 
-def _weight_sum_axes(mesh, rules: tuple = cp.LOGICAL_RULES) -> tuple[str, ...]:
+def _weight_sum_axes(mesh, rules: tuple = LOGICAL_RULES) -> tuple[str, ...]:
     """Mesh axes dW_kvb is a partial sum over: those its spec replicates it over that split an input (the batch,
     the sequence or the heads). An axis no input names (e.g. `stage` around a ring inside one pipeline stage) sees
     the same inputs on every device, so each already holds the whole gradient."""
@@ -354,7 +355,7 @@ _ring.defvjp(_ring_fwd, _ring_bwd)
 
 
 def _make_spec(q_BTHK, src, *, mesh, scale, causal, layout, block_kernel, latent, segs, nope_dim=0,
-               rules=cp.LOGICAL_RULES) -> RingSpec:
+               rules=LOGICAL_RULES) -> RingSpec:
     """Validate shapes against the mesh and build the static spec."""
     n = cp.context_size(mesh)
     b, t = q_BTHK.shape[:2]
@@ -374,7 +375,7 @@ def _make_spec(q_BTHK, src, *, mesh, scale, causal, layout, block_kernel, latent
 
 def ring_attention(q_BTHK, k_BSHK, v_BSHV, *, mesh=None, scale: Optional[float] = None, causal: bool = True,
                    q_segment_ids=None, kv_segment_ids=None, layout: str = "zigzag", block_kernel: str = "auto",
-                   rules: tuple = cp.LOGICAL_RULES):
+                   rules: tuple = LOGICAL_RULES):
     """Ring attention with expanded K and V passed around the `context` axis.
 
     Args:
@@ -397,7 +398,7 @@ def ring_attention(q_BTHK, k_BSHK, v_BSHV, *, mesh=None, scale: Optional[float] 
 
 def ring_mla_attention(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, mesh=None, scale: Optional[float] = None,
                        causal: bool = True, q_segment_ids=None, kv_segment_ids=None, layout: str = "zigzag",
-                       block_kernel: str = "auto", rules: tuple = cp.LOGICAL_RULES):
+                       block_kernel: str = "auto", rules: tuple = LOGICAL_RULES):
     """Ring attention passing the MLA latent (c_kv [B, S, L], roped k_R [B, S, R]) and re-projecting each block.
 
     w_LHX is W_kvb [L, H, N+V]; keys are [W_kvb·c_kv]_N ‖ k_R (k_R shared by all heads), values [W_kvb·c_kv]_V, with
@@ -445,7 +446,7 @@ def device_work(n: int, i: int, q_, k_nBSHK, v_nBSHV, do_, *, causal: bool = Tru
 
 
 def ring_kernel(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_segment_ids=None,
-                kv_segment_ids=None, q_idx=None, kv_idx=None, placement: cp.Placement = cp.Placement()):
+                kv_segment_ids=None, q_idx=None, kv_idx=None, placement: Placement = Placement()):
     """Model kernel 'ring': ring attention over the `context` axis of the placement's mesh, inputs in zigzag
     layout."""
     if q_idx is not None or kv_idx is not None:
@@ -465,7 +466,7 @@ ring_kernel.takes_placement = True  # MLAttention passes its placement= (the mes
 
 
 def ring_latent_kernel(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, scale: float, causal: bool = True, q_segment_ids=None,
-                       kv_segment_ids=None, placement: cp.Placement = cp.Placement()):
+                       kv_segment_ids=None, placement: Placement = Placement()):
     """Model kernel 'ring_latent': ring attention passing the MLA latent, inputs in zigzag layout."""
     return ring_mla_attention(q_BTHK, ckv_BSL, kr_BSR, w_LHX, mesh=placement.mesh, scale=scale, causal=causal,
                               q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, rules=placement.rules)
