@@ -174,11 +174,7 @@ class VmEnvironment(Environment):
 
     def close(self, sid: str) -> dict:
         """Kill the VM and release it; returns its final episode state."""
-        with self._lock:
-            record = self._records.pop(sid, None)
-            if record is None:
-                raise KeyError(f"no live sandbox {sid!r}")
-            self._closed[sid] = record
+        record = self._retire(sid)
         record.sandbox.close()
         self.rt.proxy.remove(sid)
         shutil.rmtree(record.sandbox.workdir, ignore_errors=True)  # sockets and logs (its disks stay for snapshots)
