@@ -3,7 +3,7 @@ rejection sampling (Leviathan et al. 2023, "Fast Inference from Transformers via
 Chen et al. 2023, "Accelerating LLM Decoding with Speculative Sampling").
 
 One round, for a row whose committed tokens are x_0..x_n (the trunk has processed positions < n; x_n is the last
-sampled token, not yet fed) — `engine.py` runs it in a device loop:
+sampled token, not yet fed) — `static_engine.py` runs it in a device loop (`step.py` in the rollout engine):
   1. draft (`draft`): depth k = 1..D at query position n−1 combines h_{k−1} with t_{n−1+k} (x_n for k = 1, then
      the previous depth's draft) and proposes x̂_{n+k} ~ q_k = warp(head(final_norm_k(h_k))). Each depth's block
      attends to its own latent cache, so the window of the last W = 2D positions is recomputed every round: its
