@@ -28,7 +28,7 @@ def test_cudnn_block_on_cpu_records_its_fallback_and_matches_xla():
     np.testing.assert_allclose(o, o_ref, **FP32_FN)
     np.testing.assert_allclose(lse, lse_ref, **FP32_FN)
     delta = jnp.sum(do * o, -1)
-    kernels.cudnn_bwd(q, k, v, o, lse, do, delta, 0.3, True)
+    kernels.cudnn_bwd(q, k, v, kernels.BlockGrad(o, lse, do, delta), 0.3, True)
     snap = kernel_paths.snapshot()
     assert snap["paths"]["block_fwd"] == ["xla"] and snap["paths"]["block_bwd"] == ["xla"]
     assert snap["fallbacks"]["block_fwd"] == ["xla: backend is 'cpu', cuDNN needs 'gpu'"]
@@ -73,7 +73,7 @@ def test_cudnn_backward_asks_for_no_bias_gradient_of_a_segment_mask(segments, mo
     q, k, v, do = _qkv(dtype=jnp.bfloat16)
     seg = jnp.asarray([[0] * 8 + [1] * 8], jnp.int32) if segments else None
     o, lse = kernels.xla_fwd(q, k, v, 0.3, False, seg, seg)
-    kernels._cudnn_fused_bwd(q, k, v, o, lse, do, 0.3, False, seg, seg)
+    kernels._cudnn_fused_bwd(q, k, v, kernels.BlockGrad(o, lse, do, None), 0.3, False, seg, seg)
     assert seen["variadic_args"] == (segments, False)
 
 

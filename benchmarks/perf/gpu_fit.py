@@ -78,7 +78,7 @@ def block_tflops(t: int = 32768):
     def ring_block(q, kk, vv, do):
         o, lse = blk.fwd(q, kk, vv, k ** -0.5, True)
         delta = jnp.sum(do.astype(jnp.float32) * o, -1)
-        return blk.bwd(q, kk, vv, o, lse, do, delta, k ** -0.5, True)
+        return blk.bwd(q, kk, vv, kernels.BlockGrad(o, lse, do, delta), k ** -0.5, True)
 
     args = [_sds((1, t, h, d), jnp.bfloat16) for d in (k, k, v, v)]
     return jax.jit(ring_block).lower(*args).compile()
