@@ -61,6 +61,9 @@ def test_backend_and_vmm_settings_are_checked():
         SandboxConfig(backend="vm", vm_memory_mib=64)
     with pytest.raises(ValueError, match="vmm='xen'"):
         vmm.choose("xen")
+    for bad in (0, 100_000, 200_001):  # root, the bwrap sandbox uid, inside the image sandboxes' id range
+        with pytest.raises(ValueError, match=f"vm_uid={bad}"):
+            SandboxConfig(backend="vm", vm_uid=bad)
 
 
 @pytest.fixture(scope="module")
@@ -245,3 +248,45 @@ def test_vm_branching_rollout_resumes_a_branch_with_its_process_alive(env, image
         for ckpt in br.result.checkpoints:
             if ckpt.snapshot in env.snapshots():
                 env.delete_snapshot(ckpt.snapshot)
+
+
+def _status(pid: int) -> dict[str, str]:
+    """/proc/PID/status as a dict."""
+    with open(f"/proc/{pid}/status") as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+
+
+@pytest.mark.slow
+def test_vm_qemu_runs_unprivileged_without_capabilities_in_its_own_namespaces(env, warm, tmp_path):
+    kid = env.fork(warm["snap"])  # a resumed VM; `warm` itself was cold-booted: check both
+    for sid in (warm["sid"], kid):
+        info = env.info(sid)
+        pid, status = info["pid"], _status(info["pid"])
+        assert status["Name"] == "qemu-system-x86"
+        uid = env.rt.config.vm_uid
+        assert status["Uid"].split() == [str(uid)] * 4 and status["Gid"].split() == [str(uid)] * 4
+        assert status["Groups"].strip() == ""
+        assert status["CapEff"] == status["CapPrm"] == status["CapBnd"] == "0000000000000000"
+        assert status["NoNewPrivs"] == "1"
+        for ns in ("mnt", "pid", "net", "ipc", "user"):
+            assert os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}"), ns
+        assert not os.path.exists(f"/proc/{pid}/root{tmp_path}")  # the host's tmp is not in its mount namespace
+        assert info["cgroups"] and all(os.path.exists(os.path.join(d, "cgroup.procs")) for d in info["cgroups"])
+        for d in info["cgroups"]:
+            with open(os.path.join(d, "cgroup.procs")) as f:
+                assert str(pid) in f.read().split()
+        vm = env._record(sid).sandbox.vm
+        secret = os.path.join(vm.workdir, "root-only")  # in its own (visible, writable) work dir, but root's 0600
+        with open(secret, "w") as f:
+            f.write("host secret")
+        os.chmod(secret, 0o600)
+        for path in (secret, "/etc/shadow"):  # asked over QMP to open a root-only file, QEMU cannot
+            with pytest.raises(vmm.VmError, match="Permission denied"):
+                vm.qmp.cmd("blockdev-add", driver="file", filename=path, **{"node-name": "steal"})
+        frozen = [f for f in os.listdir(os.path.dirname(vm.disk)) if f != os.path.basename(vm.disk)]
+        for name in frozen:  # snapshot layers and state files are root's: no VM can change what forks read
+            st = os.stat(os.path.join(os.path.dirname(vm.disk), name))
+            assert (st.st_uid, st.st_mode & 0o777) == (0, 0o644), name
+        assert os.stat(vm.disk).st_uid == uid
+    assert get(env, kid, MEM_PORT).split()[0] == warm["token"]  # and the resumed VM works as before
+    env.close(kid)
