@@ -9,6 +9,8 @@ with TCG on hosts without working KVM: tests/run.sh installs qemu-system-x86), s
 import os
 import secrets
 import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -290,3 +292,53 @@ def test_vm_qemu_runs_unprivileged_without_capabilities_in_its_own_namespaces(en
         assert os.stat(vm.disk).st_uid == uid
     assert get(env, kid, MEM_PORT).split()[0] == warm["token"]  # and the resumed VM works as before
     env.close(kid)
+
+
+def test_vm_jail_runs_a_command_unprivileged_and_shows_it_only_its_own_files(tmp_path):
+    if envtest.host_problem() is not None:
+        if ON_CI:
+            pytest.fail(f"CI=true but sandboxes cannot run here: {envtest.host_problem()}")
+        pytest.skip(envtest.host_problem())
+    config = SandboxConfig(backend="vm")
+    public = Path(tempfile.mkdtemp(prefix="vm-jail-"))  # reachable by vm_uid, as the runtime's public dir is
+    try:
+        _run_in_jail(config, public, tmp_path)
+    finally:
+        shutil.rmtree(public)
+
+
+def _run_in_jail(config, public, tmp_path):
+    """The checks of test_vm_jail_runs_a_command_unprivileged_and_shows_it_only_its_own_files."""
+    from composer2_jax.env.vm.jail import Binds, Jail
+
+    (public / "own").mkdir()
+    os.chmod(public, 0o711)
+    jail = Jail(config, str(public))
+    own = str(public / "own")
+    jail.give(own, 0o700)
+    (public / "own" / "secret").write_text("root only")
+    os.chmod(public / "own" / "secret", 0o600)
+    (tmp_path / "elsewhere").write_text("not bound")
+    script = ("grep -E '^(Uid|Gid|Groups|CapEff|CapBnd|NoNewPrivs):' /proc/self/status; "
+              f"cat {own}/secret || echo secret-denied; cat {tmp_path}/elsewhere || echo elsewhere-absent; "
+              f"echo x > {own}/mine && echo wrote-own; echo x > {jail.pipe} || echo pipe-read-only")
+    info_r, info_w = os.pipe()
+    block_r, block_w = os.pipe()
+    argv = jail.argv(Binds((own,), (jail.pipe,)), ["/bin/sh", "-c", script], False, info_w, block_r)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(info_w, block_r),
+                            text=True)
+    os.close(info_w)
+    os.close(block_r)
+    os.write(block_w, b"1")
+    out, _ = proc.communicate(timeout=60)
+    os.close(block_w)
+    os.close(info_r)
+    fields = dict(line.split(":\t", 1) for line in out.splitlines() if ":\t" in line)
+    uid = str(config.vm_uid)
+    assert fields["Uid"].split() == [uid] * 4 and fields["Gid"].split() == [uid] * 4, out
+    assert fields["Groups"].strip() == "" and fields["NoNewPrivs"] == "1", out
+    assert fields["CapEff"] == fields["CapBnd"] == "0000000000000000", out
+    lines = out.splitlines()
+    assert "secret-denied" in lines and "elsewhere-absent" in lines, out  # root's 0600 file; a path not bound
+    assert "wrote-own" in lines and "pipe-read-only" in lines, out
+    assert os.stat(public / "own" / "mine").st_uid == config.vm_uid

@@ -24,7 +24,7 @@ import socket
 import subprocess
 import time
 
-from composer2_jax.env.sandbox import _read_info
+from composer2_jax.env.sandbox import SandboxError, _read_info
 from composer2_jax.env.vm import assets
 from composer2_jax.env.vm.jail import TB_MIB, Binds, Jail, backing_chain
 
@@ -282,7 +282,7 @@ class QemuVM:
                 self.qmp.cmd("migrate-incoming", uri=f"exec:cat {self.incoming}")
                 self._wait(lambda: self.qmp.cmd("query-status")["status"] != "inmigrate", "loading the state")
                 self.qmp.cmd("cont")
-        except (OSError, ValueError, KeyError, VmError) as e:
+        except (OSError, ValueError, KeyError, VmError, SandboxError) as e:
             self.kill()
             raise VmError(f"QEMU failed: {e}; {self.log_tail()}") from None
 
