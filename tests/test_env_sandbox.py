@@ -173,6 +173,22 @@ def test_close_reaps_every_process_even_mid_command(env):
     assert not any(os.path.exists(d) for d in info["cgroups"])
 
 
+def test_closed_sandboxes_stay_readable_up_to_closed_kept(env, monkeypatch):
+    """A closed sandbox's episode stays readable, but only the newest CLOSED_KEPT ones (a long RL run closes
+    millions); the VM backend retires its records through the same path."""
+    from composer2_jax.env import environment
+
+    monkeypatch.setattr(environment, "CLOSED_KEPT", 2)
+    sids = [env.create() for _ in range(3)]
+    for sid in sids:
+        env.close(sid)
+    with pytest.raises(KeyError, match=sids[0]):
+        env.episode(sids[0])
+    assert all(env.episode(sid)["calls"] == 0 for sid in sids[1:])
+    with pytest.raises(KeyError, match="no live sandbox"):
+        env.close(sids[2])
+
+
 def test_base_dir_is_configurable(tmp_path):
     base = tmp_path / "env-state"
     with Environment(base_dir=str(base), pool_size=0) as e:

@@ -9,6 +9,8 @@ with TCG on hosts without working KVM: tests/run.sh installs qemu-system-x86), s
 import os
 import secrets
 import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +63,9 @@ def test_backend_and_vmm_settings_are_checked():
         SandboxConfig(backend="vm", vm_memory_mib=64)
     with pytest.raises(ValueError, match="vmm='xen'"):
         vmm.choose("xen")
+    for bad in (0, 100_000, 200_001):  # root, the bwrap sandbox uid, inside the image sandboxes' id range
+        with pytest.raises(ValueError, match=f"vm_uid={bad}"):
+            SandboxConfig(backend="vm", vm_uid=bad)
 
 
 @pytest.fixture(scope="module")
@@ -245,3 +250,95 @@ def test_vm_branching_rollout_resumes_a_branch_with_its_process_alive(env, image
         for ckpt in br.result.checkpoints:
             if ckpt.snapshot in env.snapshots():
                 env.delete_snapshot(ckpt.snapshot)
+
+
+def _status(pid: int) -> dict[str, str]:
+    """/proc/PID/status as a dict."""
+    with open(f"/proc/{pid}/status") as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+
+
+@pytest.mark.slow
+def test_vm_qemu_runs_unprivileged_without_capabilities_in_its_own_namespaces(env, warm, tmp_path):
+    kid = env.fork(warm["snap"])  # a resumed VM; `warm` itself was cold-booted: check both
+    for sid in (warm["sid"], kid):
+        info = env.info(sid)
+        pid, status = info["pid"], _status(info["pid"])
+        assert status["Name"] == "qemu-system-x86"
+        uid = env.rt.config.vm_uid
+        assert status["Uid"].split() == [str(uid)] * 4 and status["Gid"].split() == [str(uid)] * 4
+        assert status["Groups"].strip() == ""
+        assert status["CapEff"] == status["CapPrm"] == status["CapBnd"] == "0000000000000000"
+        assert status["NoNewPrivs"] == "1"
+        for ns in ("mnt", "pid", "net", "ipc", "user"):
+            assert os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}"), ns
+        assert not os.path.exists(f"/proc/{pid}/root{tmp_path}")  # the host's tmp is not in its mount namespace
+        assert info["cgroups"] and all(os.path.exists(os.path.join(d, "cgroup.procs")) for d in info["cgroups"])
+        for d in info["cgroups"]:
+            with open(os.path.join(d, "cgroup.procs")) as f:
+                assert str(pid) in f.read().split()
+        vm = env._record(sid).sandbox.vm
+        secret = os.path.join(vm.workdir, "root-only")  # in its own (visible, writable) work dir, but root's 0600
+        with open(secret, "w") as f:
+            f.write("host secret")
+        os.chmod(secret, 0o600)
+        for path in (secret, "/etc/shadow"):  # asked over QMP to open a root-only file, QEMU cannot
+            with pytest.raises(vmm.VmError, match="Permission denied"):
+                vm.qmp.cmd("blockdev-add", driver="file", filename=path, **{"node-name": "steal"})
+        frozen = [f for f in os.listdir(os.path.dirname(vm.disk)) if f != os.path.basename(vm.disk)]
+        for name in frozen:  # snapshot layers and state files are root's: no VM can change what forks read
+            st = os.stat(os.path.join(os.path.dirname(vm.disk), name))
+            assert (st.st_uid, st.st_mode & 0o777) == (0, 0o644), name
+        assert os.stat(vm.disk).st_uid == uid
+    assert get(env, kid, MEM_PORT).split()[0] == warm["token"]  # and the resumed VM works as before
+    env.close(kid)
+
+
+def test_vm_jail_runs_a_command_unprivileged_and_shows_it_only_its_own_files(tmp_path):
+    if envtest.host_problem() is not None:
+        if ON_CI:
+            pytest.fail(f"CI=true but sandboxes cannot run here: {envtest.host_problem()}")
+        pytest.skip(envtest.host_problem())
+    config = SandboxConfig(backend="vm")
+    public = Path(tempfile.mkdtemp(prefix="vm-jail-"))  # reachable by vm_uid, as the runtime's public dir is
+    try:
+        _run_in_jail(config, public, tmp_path)
+    finally:
+        shutil.rmtree(public)
+
+
+def _run_in_jail(config, public, tmp_path):
+    """The checks of test_vm_jail_runs_a_command_unprivileged_and_shows_it_only_its_own_files."""
+    from composer2_jax.env.vm.jail import Binds, Jail
+
+    (public / "own").mkdir()
+    os.chmod(public, 0o711)
+    jail = Jail(config, str(public))
+    own = str(public / "own")
+    jail.give(own, 0o700)
+    (public / "own" / "secret").write_text("root only")
+    os.chmod(public / "own" / "secret", 0o600)
+    (tmp_path / "elsewhere").write_text("not bound")
+    script = ("grep -E '^(Uid|Gid|Groups|CapEff|CapBnd|NoNewPrivs):' /proc/self/status; "
+              f"cat {own}/secret || echo secret-denied; cat {tmp_path}/elsewhere || echo elsewhere-absent; "
+              f"echo x > {own}/mine && echo wrote-own; echo x > {jail.pipe} || echo pipe-read-only")
+    info_r, info_w = os.pipe()
+    block_r, block_w = os.pipe()
+    argv = jail.argv(Binds((own,), (jail.pipe,)), ["/bin/sh", "-c", script], False, info_w, block_r)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(info_w, block_r),
+                            text=True)
+    os.close(info_w)
+    os.close(block_r)
+    os.write(block_w, b"1")
+    out, _ = proc.communicate(timeout=60)
+    os.close(block_w)
+    os.close(info_r)
+    fields = dict(line.split(":\t", 1) for line in out.splitlines() if ":\t" in line)
+    uid = str(config.vm_uid)
+    assert fields["Uid"].split() == [uid] * 4 and fields["Gid"].split() == [uid] * 4, out
+    assert fields["Groups"].strip() == "" and fields["NoNewPrivs"] == "1", out
+    assert fields["CapEff"] == fields["CapBnd"] == "0000000000000000", out
+    lines = out.splitlines()
+    assert "secret-denied" in lines and "elsewhere-absent" in lines, out  # root's 0600 file; a path not bound
+    assert "wrote-own" in lines and "pipe-read-only" in lines, out
+    assert os.stat(public / "own" / "mine").st_uid == config.vm_uid

@@ -34,7 +34,7 @@ AMBIENT = {
     r"\bset_mesh\(": ("sharding.py",),  # only `activate` makes a mesh ambient
     # flax's constraint: explicit in Placement.constrain; the ambient `layers.constrain` is the decode cache's
     r"\bwith_logical_constraint\(": ("sharding.py", "model/layers.py"),
-    r"import[^\n]*\bconstrain\b": ("infer/kv_cache.py", "infer/forward.py"),
+    r"import[^\n]*\bconstrain\b": ("infer/kv_cache.py",),
 }
 
 

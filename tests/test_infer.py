@@ -11,11 +11,12 @@ import pytest
 from flax import linen as nn
 
 from composer2_jax import sharding as shd
-from composer2_jax.infer import Engine, SamplingParams, forward, kv_cache, sampler
-from composer2_jax.infer.mla_decode import cached_attention
+from composer2_jax.infer import Engine, SamplingParams, kv_cache, sampler
 from composer2_jax.infer.testing import random_variables
 from composer2_jax.model import Transformer
-from composer2_jax.model.attention import MLAttention
+from composer2_jax.model.attention import CacheStep, MLAttention
+from composer2_jax.model.decoding import Decoder, Feed
+from composer2_jax.model.transformer import head_logits
 from composer2_jax.model_config import get_model_config
 from tests.tolerances import FP32_BLOCK, FP32_FN, SHARDED_FP32
 
@@ -48,12 +49,14 @@ def test_absorbed_attention_matches_expanded_and_the_module():
     p = nn.unbox(jax.jit(MLAttention(cfg).init)(jax.random.key(1), x, pos))["params"]
     ref = jax.jit(MLAttention(cfg).apply)({"params": p}, x, pos)  # expanded K/V, the training path
     ones = jnp.ones((b, t), bool)
-    whole = jax.jit(lambda absorb: cached_attention(p, kv_cache.init_cache(cfg, 1, b, 16, jnp.float32)[0], x, pos,
-                                                    ones, cfg, absorb)[0], static_argnums=0)
+    cached = lambda c, x, pos, write, absorb=True: MLAttention(cfg).apply(  # noqa: E731
+        {"params": p}, x, pos, cached=CacheStep(c, write, absorb))
+    whole = jax.jit(lambda absorb: cached(kv_cache.init_cache(cfg, 1, b, 16, jnp.float32)[0], x, pos,
+                                          ones, absorb)[0], static_argnums=0)
     for absorb in (True, False):  # whole sequence at once against the cache
         np.testing.assert_allclose(np.asarray(whole(absorb)), np.asarray(ref), **FP32_BLOCK)
     cache = kv_cache.init_cache(cfg, 1, b, 16, jnp.float32)[0]
-    step = jax.jit(lambda c, xi, pi: cached_attention(p, c, xi, pi, jnp.ones(pi.shape, bool), cfg, True))
+    step = jax.jit(lambda c, xi, pi: cached(c, xi, pi, jnp.ones(pi.shape, bool), True))
     for i in range(t):  # token by token: latent-absorbed decode
         out, cache = step(cache, x[:, i:i + 1], pos[:, i:i + 1])
         np.testing.assert_allclose(np.asarray(out[:, 0]), np.asarray(ref[:, i]), **FP32_BLOCK)
@@ -69,8 +72,8 @@ def test_cached_decode_logits_match_full_forward_on_a_ragged_batch():
 
     @jax.jit
     def run(caches, tok_BT, pos_BT, write_BT):
-        tr = forward.trunk(v["params"], v["router_state"], caches, tok_BT, pos_BT, write_BT, cfg)
-        return tr.caches, forward.head(tr.normed, v["params"]["lm_head"], cfg), tr.routing
+        tr = Decoder(cfg).trunk(v, caches, Feed(tok_BT, pos_BT, write_BT))
+        return tr.caches, head_logits(tr.normed, v["params"]["lm_head"], cfg), tr.routing
 
     pos = jnp.broadcast_to(jnp.arange(9), (3, 9))
     caches, logits, _ = run(caches, tok[:, :9], pos, pos < lens[:, None])  # prefill, padded to 9

@@ -28,7 +28,7 @@ def test_cudnn_block_on_cpu_records_its_fallback_and_matches_xla():
     np.testing.assert_allclose(o, o_ref, **FP32_FN)
     np.testing.assert_allclose(lse, lse_ref, **FP32_FN)
     delta = jnp.sum(do * o, -1)
-    kernels.cudnn_bwd(q, k, v, o, lse, do, delta, 0.3, True)
+    kernels.cudnn_bwd(q, k, v, kernels.BlockGrad(o, lse, do, delta), 0.3, True)
     snap = kernel_paths.snapshot()
     assert snap["paths"]["block_fwd"] == ["xla"] and snap["paths"]["block_bwd"] == ["xla"]
     assert snap["fallbacks"]["block_fwd"] == ["xla: backend is 'cpu', cuDNN needs 'gpu'"]
@@ -73,7 +73,7 @@ def test_cudnn_backward_asks_for_no_bias_gradient_of_a_segment_mask(segments, mo
     q, k, v, do = _qkv(dtype=jnp.bfloat16)
     seg = jnp.asarray([[0] * 8 + [1] * 8], jnp.int32) if segments else None
     o, lse = kernels.xla_fwd(q, k, v, 0.3, False, seg, seg)
-    kernels._cudnn_fused_bwd(q, k, v, o, lse, do, 0.3, False, seg, seg)
+    kernels._cudnn_fused_bwd(q, k, v, kernels.BlockGrad(o, lse, do, None), 0.3, False, seg, seg)
     assert seen["variadic_args"] == (segments, False)
 
 
@@ -103,8 +103,8 @@ def _skewed_rows(e=4, rows=32, d=8, f=16):
 
 def test_padded_overflow_runs_ragged_and_is_counted():
     x, e_R, pos_R, sizes, ws = _skewed_rows()
-    ref = grouped_matmul.grouped_swiglu(x, e_R, pos_R, sizes, *ws, impl="ragged")
-    run = jax.jit(lambda *a: grouped_matmul.grouped_swiglu(*a, *ws, impl="padded", capacity=8))
+    ref = grouped_matmul.grouped_swiglu(x, e_R, pos_R, sizes, ws, impl="ragged")
+    run = jax.jit(lambda *a: grouped_matmul.grouped_swiglu(*a, ws, impl="padded", capacity=8))
     kernel_paths.reset()
     np.testing.assert_allclose(run(x, e_R, pos_R, sizes), ref, **FP32_BLOCK)
     snap = kernel_paths.snapshot()
@@ -119,14 +119,14 @@ def test_padded_overflow_runs_ragged_and_is_counted():
 def test_strict_padded_compiles_no_ragged_branch_and_raises_on_overflow():
     kernel_paths.set_strict(True)
     x, e_R, pos_R, sizes, ws = _skewed_rows()
-    run = jax.jit(lambda *a: grouped_matmul.grouped_swiglu(*a, *ws, impl="padded", capacity=8))
+    run = jax.jit(lambda *a: grouped_matmul.grouped_swiglu(*a, ws, impl="padded", capacity=8))
     assert "ragged" not in run.lower(x, e_R, pos_R, sizes).as_text()
     with pytest.raises(Exception, match="largest expert group exceeds its padded slots: 16 > 8"):
         jax.block_until_ready(run(x, e_R, pos_R, sizes))
         jax.effects_barrier()
     balanced = jnp.asarray([8, 8, 8, 8], jnp.int32)
     e_b, pos_b = grouped_matmul.sorted_groups(balanced, 32)
-    ref = grouped_matmul.grouped_swiglu(x, e_b, pos_b, balanced, *ws, impl="ragged")
+    ref = grouped_matmul.grouped_swiglu(x, e_b, pos_b, balanced, ws, impl="ragged")
     np.testing.assert_allclose(run(x, e_b, pos_b, balanced), ref, **FP32_BLOCK)
     jax.effects_barrier()
 

@@ -65,7 +65,7 @@ def test_grouped_swiglu_paths_identical_with_gradients(capacity):
 
     def run(impl):
         def loss(x, *ws):
-            y = grouped_swiglu(x, e_R, pos_R, jnp.asarray(SIZES), *ws, impl=impl, capacity=capacity)
+            y = grouped_swiglu(x, e_R, pos_R, jnp.asarray(SIZES), ws, impl=impl, capacity=capacity)
             return jnp.sum(y * ct), y
         (_, y), g = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3), has_aux=True))(x, *ws)
         return y, g

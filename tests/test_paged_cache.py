@@ -6,7 +6,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from composer2_jax.infer import forward, kv_cache, paged_cache
+from composer2_jax.infer import kv_cache, paged_cache
+from composer2_jax.model.attention import CacheStep, MLAttention
+from composer2_jax.model.decoding import Decoder, Feed
+from composer2_jax.model.layer_plan import layer_slots, layer_subtree
+from composer2_jax.model.transformer import head_logits
 from tests.test_infer import toy
 from tests.tolerances import FP32_BLOCK
 
@@ -14,8 +18,8 @@ Y = 4  # slots per page
 
 
 def _run(cfg, v, caches, tok, pos, write):
-    tr = forward.trunk(v["params"], v["router_state"], caches, tok, pos, write, cfg)
-    return tr, forward.head(tr.normed, v["params"]["lm_head"], cfg)
+    tr = Decoder(cfg).trunk(v, caches, Feed(tok, pos, write))
+    return tr, head_logits(tr.normed, v["params"]["lm_head"], cfg)
 
 
 def test_paged_trunk_matches_contiguous_cache_with_scattered_pages():
@@ -97,9 +101,6 @@ def test_live_attention_reads_only_pages_in_reach_and_matches_the_whole_table():
     """Attention of queries at positions in each width's reach (incl. the whole table) ≡ over every row's whole
     table, with junk latents in the pages past the queries (masked either way)."""
     cfg, v = toy()
-    from composer2_jax.infer import mla_decode
-    from composer2_jax.infer.forward import trunk_layers
-
     assert paged_cache.table_widths(32) == (8, 16, 32) and paged_cache.table_widths(5) == (5,)
     assert paged_cache.table_widths(947) == (30, 60, 119, 237, 474, 947)
     r = np.random.default_rng(2)
@@ -107,14 +108,13 @@ def test_live_attention_reads_only_pages_in_reach_and_matches_the_whole_table():
     pools = paged_cache.init_pools(cfg, 1, b * a_row, Y, jnp.float32)
     pool = paged_cache.Pool(*(jnp.asarray(r.normal(size=x.shape), jnp.float32) for x in pools[0]))  # junk everywhere
     table = jnp.asarray(r.permutation(b * a_row).reshape(b, a_row), jnp.int32)
-    p = trunk_layers(v["params"], v["router_state"], cfg)[0].params["attn"]
+    p = layer_subtree(v["params"], layer_slots(cfg, scanned=False)[0])["attn"]
+    attention = lambda c, x, pos, w: MLAttention(cfg).apply({"params": p}, x, pos, cached=CacheStep(c, w))  # noqa
     x = jnp.asarray(r.normal(size=(b, t, cfg.hidden_size)), jnp.float32)
     for start in (0, 8 * Y - 2, 13 * Y, a_row * Y - t):  # the narrowest width, its edge, the middle one, the whole
         pos = jnp.broadcast_to(jnp.arange(start, start + t), (b, t))
         write = jnp.ones((b, t), bool)
         cache = paged_cache.PagedLayerCache(pool.ckv, pool.kr, table)
-        got, _ = jax.jit(lambda c, x, pos, w: mla_decode.cached_attention(p, c, x, pos, w, cfg))(cache, x, pos, write)
-        qn, qr = mla_decode.queries(p, x, pos, cfg)
-        full = mla_decode.absorbed_attention(p, qn, qr, cache.write(*mla_decode.latent(p, x, pos, cfg), pos, write),
-                                             pos, cfg)
+        got, _ = jax.jit(attention)(cache, x, pos, write)
+        full, _ = attention(kv_cache.LayerCache(*cache.keys()), x, pos, write)  # every row's whole table, contiguous
         np.testing.assert_allclose(np.asarray(got), np.asarray(full), **FP32_BLOCK)

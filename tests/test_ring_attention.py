@@ -130,7 +130,7 @@ def test_block_results_merge_through_their_lse_and_block_grads_sum_to_the_exact_
     ref = jax.grad(lambda *a: jnp.sum(xla_attention(*a, scale=SCALE, q_segment_ids=seg, kv_segment_ids=seg) * do),
                    argnums=(0, 1, 2))(q, k, v)
     delta = jnp.sum(do * o, -1)
-    dq, dk, dv = kernels.xla_bwd(q, k, v, o, lse, do, delta, SCALE, True, seg, seg)
+    dq, dk, dv = kernels.xla_bwd(q, k, v, kernels.BlockGrad(o, lse, do, delta), SCALE, True, seg, seg)
     _assert_close((dq, dk, dv), ref)
 
 
@@ -148,11 +148,12 @@ def test_chunked_block_kernel_equals_the_plain_one_forward_and_backward(monkeypa
     o, lse = kernels.xla_fwd(q, k, v, SCALE, causal, seg, seg)
     do = _normal(3, o.shape)
     delta = jnp.sum(do * o, -1)
-    want = (o, lse) + kernels.xla_bwd(q, k, v, o, lse, do, delta, SCALE, causal, seg, seg)
+    want = (o, lse) + kernels.xla_bwd(q, k, v, kernels.BlockGrad(o, lse, do, delta), SCALE, causal, seg, seg)
     for mode in (contextlib.nullcontext(), planning.counting_loops()):
         with mode:
             got_o, got_lse = kernels.chunked_fwd(q, k, v, SCALE, causal, seg, seg)
-            got = (got_o, got_lse) + kernels.chunked_bwd(q, k, v, o, lse, do, delta, SCALE, causal, seg, seg)
+            got = (got_o, got_lse) + kernels.chunked_bwd(q, k, v, kernels.BlockGrad(o, lse, do, delta), SCALE, causal,
+                                                                     seg, seg)
         for g, w in zip(got, want):
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), **SHARDED_FP32)
     with planning.accelerator_kernels():

@@ -1,5 +1,5 @@
 """The RL services as Ray actors on a local cluster: weights published by version through the registry, episodes on
-EnvActors with replies from a RolloutActor, the staleness bound, and an EnvActor killed mid-run."""
+EnvActors with replies from a RolloutActor, the staleness bound, an EnvActor and a RolloutActor killed mid-run."""
 
 import os
 import signal
@@ -41,9 +41,9 @@ def micro_config(tmp_path):
     return c
 
 
-def _env_actors():
-    """(pid, state) of every EnvActor, from the GCS table (no dashboard needed)."""
-    return [(a["Pid"], a["State"]) for a in ray._private.state.actors().values() if a["ActorClassName"] == "EnvActor"]
+def _actors(cls: str = "EnvActor"):
+    """(pid, state) of every actor of class `cls`, from the GCS table (no dashboard needed)."""
+    return [(a["Pid"], a["State"]) for a in ray._private.state.actors().values() if a["ActorClassName"] == cls]
 
 
 def test_ray_backend_trains_publishes_by_version_and_survives_a_killed_env_actor(cluster, tmp_path):
@@ -52,7 +52,7 @@ def test_ray_backend_trains_publishes_by_version_and_survives_a_killed_env_actor
 
     def kill_an_env_actor_at_version_1(metrics):
         if metrics["version"] == 1 and not killed:
-            pid = next(p for p, state in _env_actors() if state == "ALIVE")
+            pid = next(p for p, state in _actors() if state == "ALIVE")
             os.kill(pid, signal.SIGKILL)  # the actor process dies mid-episode; Ray restarts it
             killed.append(pid)
 
@@ -64,7 +64,33 @@ def test_ray_backend_trains_publishes_by_version_and_survives_a_killed_env_actor
     assert r.counters["episodes_done"] >= 3 * 2 * 2
     assert r.counters.get("episode_failures", 0) >= 1 and r.counters.get("episodes_retried", 0) >= 1
     assert (tmp_path / "rl" / "checkpoints" / "3").is_dir()
-    assert killed[0] not in [p for p, state in _env_actors() if state == "ALIVE"]  # that process never came back
+    assert killed[0] not in [p for p, state in _actors() if state == "ALIVE"]  # that process never came back
+
+
+@pytest.mark.slow
+def test_ray_backend_survives_a_rollout_actor_killed_mid_episode(cluster, tmp_path):
+    """SIGKILL the RolloutActor's process when version 1 is published, while episodes wait on its replies: those
+    episodes fail in the driver and are rerun (none dropped), Ray restarts the actor in a new process, which pulls
+    the newest weights, and training reaches its last version with the staleness bound kept."""
+    c = micro_config(tmp_path)
+    killed, alive_at_end = [], []
+
+    def kill_the_rollout_actor_at_version_1(metrics):
+        if metrics["version"] == 1 and not killed:
+            pid = next(p for p, state in _actors("RolloutActor") if state == "ALIVE")
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        if metrics["version"] == c.rl.steps:  # before the run's end releases every actor
+            alive_at_end.extend(p for p, state in _actors("RolloutActor") if state == "ALIVE")
+
+    r = orchestrator.run_rl(c, hook=kill_the_rollout_actor_at_version_1)
+    assert r.final_version == 3 and len(r.history) == 3 and killed
+    assert all(m["staleness_max"] <= c.rl.eta for m in r.history)
+    assert r.counters.get("episode_failures", 0) >= 1  # episodes were waiting on the killed actor
+    assert r.counters["episodes_retried"] == r.counters["episode_failures"]  # each failed episode rerun
+    assert r.counters.get("episodes_dropped", 0) == 0
+    assert r.counters.get("groups_dropped", 0) <= r.counters.get("episodes_cut_at_stop", 0)
+    assert alive_at_end and killed[0] not in alive_at_end  # restarted in a new process, which served versions 2-3
 
 
 @ray.remote(num_cpus=0, max_concurrency=64)

@@ -11,12 +11,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from composer2_jax.infer import SamplingParams, forward
+from composer2_jax.infer import SamplingParams
 from composer2_jax.infer.rollout_engine import EngineConfig, RolloutEngine
 from composer2_jax.infer.step import TRACES
 from composer2_jax.infer.testing import random_variables
 from composer2_jax.model import Transformer
 from composer2_jax.model.mtp import mtp_batch
+from composer2_jax.model.transformer import head_logits
 from composer2_jax.model_config import get_model_config
 from tests.test_infer import VOCAB, toy
 from tests.test_speculative import _echo_drafter, _exact_joint, chi2_pvalue
@@ -103,7 +104,7 @@ def test_drafts_equal_the_full_mtp_forward_across_turns():
         mt = mtp_batch(dict(tokens=seq, targets=seq, loss_mask=jnp.ones(seq.shape, jnp.int32)), d)["mtp_tokens"]
         out = full(seq, mt)
         n = len(ctx) - 1  # x_n is the last committed token; depth k's query at n − 1 drafts x̂_{n+k}
-        want = [int(jnp.argmax(forward.head(out.mtp.normed[m, 0, n - 1], v["params"]["lm_head"], cfg)))
+        want = [int(jnp.argmax(head_logits(out.mtp.normed[m, 0, n - 1], v["params"]["lm_head"], cfg)))
                 for m in range(d)]
         assert drafts == want, (n, drafts, want)
 

@@ -9,10 +9,12 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from composer2_jax.infer import Engine, SamplingParams, forward, kv_cache, sampler, speculative
+from composer2_jax.infer import Engine, SamplingParams, kv_cache, sampler, speculative
 from composer2_jax.infer.testing import random_variables
 from composer2_jax.model import Transformer
+from composer2_jax.model.decoding import Decoder
 from composer2_jax.model.mtp import mtp_batch
+from composer2_jax.model.transformer import head_logits
 from composer2_jax.model_config import get_model_config
 from tests.test_infer import prompts, toy
 from tests.tolerances import FP32_BLOCK
@@ -49,8 +51,9 @@ def test_drafts_match_a_full_mtp_forward_across_rounds():
     mt = mtp_batch(dict(tokens=jnp.asarray(seq), targets=jnp.asarray(seq), loss_mask=jnp.ones((b, s), jnp.int32)),
                    2)["mtp_tokens"]
     hid = full(jnp.asarray(seq), mt).hidden
-    drafter = jax.jit(lambda c, h, pos, sq, n: speculative.draft(v["params"], v["router_state"], c, h, pos, sq, n,
-                                                                 jax.random.key(0), w, 1.0, 1.0, cfg, d))
+    drafter = jax.jit(lambda c, h, pos, sq, n: speculative.draft(v, c, speculative.DraftWindow(h, pos, sq, n),
+                                                                 jax.random.key(0), speculative.Sampling(w, 1.0, 1.0),
+                                                                 Decoder(cfg)))
     n = np.array([6, 9])  # committed: positions < n processed by the trunk, x_n sampled
     pos0 = jnp.broadcast_to(jnp.arange(12), (b, 12))
     caches = kv_cache.init_cache(cfg, d, b, s, jnp.float32)
@@ -69,7 +72,7 @@ def test_drafts_match_a_full_mtp_forward_across_rounds():
                             loss_mask=jnp.ones((b, s), jnp.int32)), 2)["mtp_tokens"]
         out = full(jnp.asarray(want), mt)
         for m in range(d):
-            logits = forward.head(out.mtp.normed[m, jnp.arange(b), n - 1], v["params"]["lm_head"], cfg)
+            logits = head_logits(out.mtp.normed[m, jnp.arange(b), n - 1], v["params"]["lm_head"], cfg)
             np.testing.assert_allclose(np.asarray(logq[:, m]), np.asarray(jax.nn.log_softmax(logits)), **FP32_BLOCK)
 
 

@@ -78,7 +78,7 @@ def block_tflops(t: int = 32768):
     def ring_block(q, kk, vv, do):
         o, lse = blk.fwd(q, kk, vv, k ** -0.5, True)
         delta = jnp.sum(do.astype(jnp.float32) * o, -1)
-        return blk.bwd(q, kk, vv, o, lse, do, delta, k ** -0.5, True)
+        return blk.bwd(q, kk, vv, kernels.BlockGrad(o, lse, do, delta), k ** -0.5, True)
 
     args = [_sds((1, t, h, d), jnp.bfloat16) for d in (k, k, v, v)]
     return jax.jit(ring_block).lower(*args).compile()
@@ -160,19 +160,21 @@ def decode_static(batch=DECODE_GPU["batch"], prompt_len=DECODE_GPU["prompt_len"]
     """benchmarks/perf/decode.py --gpu (the suite's decode stage): the static Engine's one program — prefill, drafts and
     the device loop of rounds — for gpu_small bf16 with `num_draft` MTP depths, greedy, no stop sequences."""
     from composer2_jax.infer import SamplingParams
-    from composer2_jax.infer.static_engine import generate_tokens
+    from composer2_jax.infer.static_engine import GenProgram, Prompts, generate_tokens
     from composer2_jax.model import Transformer
+    from composer2_jax.model.decoding import Decoder
     from composer2_jax.model_config import get_model_config
 
     cfg = get_model_config("gpu_small", num_mtp_layers=num_draft if mtp_layers is None else mtp_layers,
                            dtype="bfloat16", param_dtype="bfloat16", remat_policy="none", moe_gmm_impl="padded")
     params, rest = _abstract_variables(Transformer(cfg), jnp.zeros((1, 4), jnp.int32))
     b, i32, f32 = batch, jnp.int32, jnp.float32
-    args = (params, rest.get("router_state", {}), _sds((b, prompt_len), i32), _sds((b,), i32), _sds((b,), jnp.bool_),
-            jax.eval_shape(lambda: jax.random.key(0)), _sds((), f32), _sds((), f32), _sds((4, 4), i32),
-            _sds((4,), i32))  # stops: Engine._run's smallest bucket
+    variables = {"params": params, "router_state": rest.get("router_state", {})}
+    args = (variables, Prompts(_sds((b, prompt_len), i32), _sds((b,), i32), _sds((b,), jnp.bool_)),
+            jax.eval_shape(lambda: jax.random.key(0)), _sds((), f32), _sds((), f32),
+            (_sds((4, 4), i32), _sds((4,), i32)))  # stops: Engine._run's smallest bucket
     sp = SamplingParams(temperature=0.0, max_tokens=new_tokens)
-    return generate_tokens.lower(*args, cfg=cfg, w=sp.warp(), max_tokens=new_tokens, num_draft=num_draft).compile()
+    return generate_tokens.lower(*args, prog=GenProgram(Decoder(cfg), sp.warp(), new_tokens, num_draft)).compile()
 
 
 def rollout_static(slots: int | None = None):
@@ -204,9 +206,20 @@ def _rollout_setup(num_draft: int):
     return cfg, ecfg, params, rest.get("router_state", {}), pools, draft
 
 
-def _row_sampling(b: int) -> tuple:
-    """Per-row seed, session id, temperature and top-p of an engine program."""
-    return _sds((b,), jnp.uint32), _sds((b,), jnp.int32), _sds((b,), jnp.float32), _sds((b,), jnp.float32)
+def _row_sampling(b: int):
+    """Per-row seed, session id, temperature and top-p of an engine program (infer/step.py `Rows`)."""
+    from composer2_jax.infer.step import Rows
+
+    return Rows(_sds((b,), jnp.uint32), _sds((b,), jnp.int32), _sds((b,), jnp.float32), _sds((b,), jnp.float32))
+
+
+def _step_program(cfg):
+    """The static part of an engine step program: the decoder and the benchmark's greedy warp."""
+    from composer2_jax.infer import SamplingParams
+    from composer2_jax.infer.step import StepProgram
+    from composer2_jax.model.decoding import Decoder
+
+    return StepProgram(Decoder(cfg), SamplingParams(temperature=0.0).warp())
 
 
 def _rollout_step(rows_of, tokens_of, num_draft: int = 0):
@@ -214,19 +227,19 @@ def _rollout_step(rows_of, tokens_of, num_draft: int = 0):
     pool
     (donated), greedy as the benchmark samples; with `num_draft`, the step also writes h_0 and runs the MTP depths
     over its [rows, tokens + 2D] block (the prefill program of a drafting engine)."""
-    from composer2_jax.infer import SamplingParams
-    from composer2_jax.infer.step import engine_step
+    from composer2_jax.infer.step import MtpBlock, engine_step
+    from composer2_jax.model.decoding import Feed
 
     cfg, ecfg, params, router_state, pools, draft = _rollout_setup(num_draft)
     b, t = rows_of(ecfg), tokens_of(ecfg)
     i32 = jnp.int32
-    args = (params, router_state, pools, _sds((b, t), i32), _sds((b, t), i32), _sds((b, t), jnp.bool_),
-            _sds((b, ecfg.table_pages), i32), *_row_sampling(b))
+    args = ({"params": params, "router_state": router_state}, pools,
+            Feed(_sds((b, t), i32), _sds((b, t), i32), _sds((b, t), jnp.bool_)), _sds((b, ecfg.table_pages), i32),
+            _row_sampling(b))
     if num_draft:
         width = t + 2 * num_draft
-        args += (draft, _sds((b, width, num_draft), i32), _sds((b, width), i32), _sds((b, width), jnp.bool_))
-    w = SamplingParams(temperature=0.0).warp()
-    return engine_step.lower(*args, cfg=cfg, w=w).compile()
+        args += (draft, MtpBlock(_sds((b, width, num_draft), i32), _sds((b, width), i32), _sds((b, width), jnp.bool_)))
+    return engine_step.lower(*args, prog=_step_program(cfg)).compile()
 
 
 def rollout_decode():
@@ -251,16 +264,15 @@ def rollout_draft_decode(num_draft: int | None = None):
     """--gpu --num-draft: the drafting decode program — D drafts per slot from the MTP depths, verified by the trunk
     at [slots, 1 + D] — over the trunk, MTP and h_0 pools (all donated)."""
     from benchmarks.perf.rollout_vs_static import GPU_NUM_DRAFT
-    from composer2_jax.infer import SamplingParams
-    from composer2_jax.infer.step import draft_step
+    from composer2_jax.infer.step import DraftRows, draft_step
 
     d = num_draft or GPU_NUM_DRAFT
     cfg, ecfg, params, router_state, pools, draft = _rollout_setup(d)
     b, i32 = ecfg.slots, jnp.int32
-    args = (params, router_state, pools, draft, _sds((b, 3 * d), i32), _sds((b,), i32), _sds((b,), jnp.bool_),
-            _sds((b, ecfg.table_pages), i32), _sds((b,), i32), *_row_sampling(b))
-    w = SamplingParams(temperature=0.0).warp()
-    return draft_step.lower(*args, cfg=cfg, w=w).compile()
+    rows_in = DraftRows(_sds((b, 3 * d), i32), _sds((b,), i32), _sds((b,), jnp.bool_), _sds((b,), i32))
+    args = ({"params": params, "router_state": router_state}, pools, draft, rows_in, _sds((b, ecfg.table_pages), i32),
+            _row_sampling(b))
+    return draft_step.lower(*args, prog=_step_program(cfg)).compile()
 
 
 PROGRAMS = {"block_tflops": block_tflops, "device_program": device_program, "moe_layer": moe_layer,

@@ -55,7 +55,7 @@ def block_case(segments: bool, t: int = 256, h: int = 4, k: int = 192, v: int = 
     def run(fwd, bwd, q, kk, vv, do, seg):
         o, lse = fwd(q, kk, vv, scale, True, seg, seg)
         delta = jnp.sum(do.astype(jnp.float32) * o, -1)
-        return (o, lse) + tuple(bwd(q, kk, vv, o, lse, do, delta, scale, True, seg, seg))
+        return (o, lse) + tuple(bwd(q, kk, vv, kernels.BlockGrad(o, lse, do, delta), scale, True, seg, seg))
 
     got = jax.jit(lambda *a: run(blk.fwd, blk.bwd, *a))(q, kk, vv, do, seg)
     ref = run(kernels.xla_fwd, kernels.xla_bwd, q, kk, vv, do, seg)

@@ -135,7 +135,7 @@ def single_kernel_equal_work(n: int, t_local: int, shape):
     def run(q, _k, _v, do):
         o, lse = kernels.xla_fwd(q, kk, vv, k ** -0.5, False)
         delta = jnp.sum(do * o, -1)
-        return o, *kernels.xla_bwd(q, kk, vv, o, lse, do, delta, k ** -0.5, False)
+        return o, *kernels.xla_bwd(q, kk, vv, kernels.BlockGrad(o, lse, do, delta), k ** -0.5, False)
 
     return jax.jit(run)
 
@@ -273,8 +273,9 @@ def gpu_block_check(smoke: bool):
         o_x, l_x = kernels.xla_fwd(q, kk, vv, 0.1, causal, *segs)
         o_c, l_c = jax.jit(blk.fwd, static_argnums=(3, 4))(q, kk, vv, 0.1, causal, *segs)
         delta = jnp.sum(do.astype(jnp.float32) * o_x, -1)
-        g_x = kernels.xla_bwd(q, kk, vv, o_x, l_x, do, delta, 0.1, causal, *segs)
-        g_c = jax.jit(blk.bwd, static_argnums=(7, 8))(q, kk, vv, o_x, l_x, do, delta, 0.1, causal, *segs)
+        res = kernels.BlockGrad(o_x, l_x, do, delta)
+        g_x = kernels.xla_bwd(q, kk, vv, res, 0.1, causal, *segs)
+        g_c = jax.jit(blk.bwd, static_argnums=(4, 5))(q, kk, vv, res, 0.1, causal, *segs)
         err = lambda a, b: float(jnp.max(jnp.abs(a.astype(jnp.float32) - b.astype(jnp.float32))))  # noqa: E731
         emit(bench="gpu_block_check", kernel=blk.name, causal=causal, segments=segs[0] is not None, t=t, qk_dim=k,
              v_dim=v, lse_dtype=str(l_c.dtype),
@@ -299,7 +300,7 @@ def gpu_block_tflops(smoke: bool, lengths=(8192, 32768)):
         def ring_block(q, kk, vv, do):
             o, lse = blk.fwd(q, kk, vv, k ** -0.5, True)
             delta = jnp.sum(do.astype(jnp.float32) * o, -1)
-            return blk.bwd(q, kk, vv, o, lse, do, delta, k ** -0.5, True)
+            return blk.bwd(q, kk, vv, kernels.BlockGrad(o, lse, do, delta), k ** -0.5, True)
 
         def ceiling(q, kk, vv, do):
             vp = jnp.pad(vv, ((0, 0), (0, 0), (0, 0), (0, k - v)))

@@ -236,8 +236,9 @@ class Environment:
             self.rt.layers.commit(chain)
         self._gc()
 
-    def close(self, sid: str) -> dict:
-        """Kill every process of the sandbox and release it; returns its final episode state."""
+    def _retire(self, sid: str) -> _Record:
+        """Move a live sandbox's record to the closed ones (the newest CLOSED_KEPT stay readable); KeyError if
+        `sid` is not live."""
         with self._lock:
             record = self._records.pop(sid, None)
             if record is None:
@@ -245,6 +246,11 @@ class Environment:
             self._closed[sid] = record
             while len(self._closed) > CLOSED_KEPT:
                 self._closed.popitem(last=False)
+        return record
+
+    def close(self, sid: str) -> dict:
+        """Kill every process of the sandbox and release it; returns its final episode state."""
+        record = self._retire(sid)
         record.sandbox.close()
         self._gc()
         return record.episode.to_dict()

@@ -83,6 +83,7 @@ class SandboxConfig:
     vm_memory_mib: int = 512  # vm backend: guest RAM of a cold-booted VM (Resources.memory_bytes overrides it)
     vm_cpus: int = 1  # vm backend: vCPUs per VM
     vm_boot_timeout_s: float = 180.0  # vm backend: how long a cold boot may take to answer (TCG on a busy host)
+    vm_uid: int = 300_000  # vm backend: host uid and gid every QEMU process runs as (env/vm/jail.py; never 0)
 
     def __post_init__(self):
         if self.host_uid == 0 or self.host_gid == 0:
@@ -91,6 +92,10 @@ class SandboxConfig:
         if self.image_uid_base <= 0 or self.image_uid_base <= self.host_uid < self.image_uid_base + 65536:
             raise ValueError(f"image_uid_base={self.image_uid_base}; expected a positive host uid whose 65536 ids "
                              f"do not include host_uid={self.host_uid}")
+        if self.vm_uid <= 0 or self.vm_uid == self.host_uid or \
+                self.image_uid_base <= self.vm_uid < self.image_uid_base + 65536:
+            raise ValueError(f"vm_uid={self.vm_uid}; expected a positive host uid other than host_uid={self.host_uid} "
+                             f"and outside the image sandboxes' ids {self.image_uid_base}..+65535")
         if self.base_dir is not None and any(c in self.base_dir for c in ":,"):
             raise ValueError(f"base_dir={self.base_dir!r} contains ':' or ','; overlay options cannot name it")
         if not 0 < self.proxy_port < 65536:

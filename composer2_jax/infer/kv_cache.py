@@ -1,9 +1,9 @@
 """The MLA latent KV cache: per layer the compressed latent c_kv [B, S, L] and the roped shared key k_R [B, S, R].
 
 MLA's point (DeepSeek-V2 §2.1.2) is that these two are all attention needs: per-head keys and values are linear in
-c_kv, so decode absorbs the up-projection W_kvb into the query and the output (infer/mla_decode.py) instead of
-expanding K/V. Per token and layer that is (L + R) values — Kimi K2.5: 512 + 64 = 576 — against H·(K + V) =
-64·(192 + 128) = 20480 for an expanded cache (35.6× smaller).
+c_kv, so decode absorbs the up-projection W_kvb into the query and the output (model/attention.py
+`latent_attention`) instead of expanding K/V. Per token and layer that is (L + R) values — Kimi K2.5: 512 + 64 =
+576 — against H·(K + V) = 64·(192 + 128) = 20480 for an expanded cache (35.6× smaller).
 
 Slot s of a row holds the token at position s (prompts start at slot 0; ragged rows just have different lengths).
 Writes scatter at per-row positions and drop entries marked invalid, so padding, negative window positions and
@@ -25,7 +25,7 @@ LATENT_BSX = ("activation_batch", None, "activation_kv")  # cache arrays: batch-
 
 class LayerCache(NamedTuple):
     """One attention layer's cache, contiguous per row (slot = position). The paged form (infer/paged_cache.py) has
-    the same two methods, so attention (infer/mla_decode.py) reads either."""
+    the same methods, so the model's attention (model/attention.py `CacheStep`) reads either."""
 
     ckv: jax.Array  # [B, S, L] normed compressed latent
     kr: jax.Array  # [B, S, R] roped shared rotary key
@@ -37,6 +37,11 @@ class LayerCache(NamedTuple):
     def keys(self):
         """(c_kv [B, S, L], k_R [B, S, R]) with slot s = position s."""
         return self.ckv, self.kr
+
+    def attend(self, fn, q_pos_BT):
+        """fn(c_kv, k_R) over every slot (the caller masks slots past each query's position)."""
+        del q_pos_BT
+        return fn(*self.keys())
 
 
 def init_cache(cfg: ModelConfig, n_layers: int, batch: int, max_len: int, dtype) -> tuple[LayerCache, ...]:
@@ -55,11 +60,6 @@ def write(cache: LayerCache, ckv_BTL, kr_BTR, pos_BT, write_BT) -> LayerCache:
     ckv = cache.ckv.at[rows_BT, slot_BT].set(ckv_BTL.astype(cache.ckv.dtype), mode="drop")
     kr = cache.kr.at[rows_BT, slot_BT].set(kr_BTR.astype(cache.kr.dtype), mode="drop")
     return LayerCache(constrain(ckv, LATENT_BSX), constrain(kr, LATENT_BSX))
-
-
-def visible(q_pos_BT, s: int):
-    """Key mask [B, 1, T, S]: slot s is visible to the query at position q iff 0 ≤ s ≤ q."""
-    return (jnp.arange(s)[None, None, :] <= q_pos_BT[:, :, None])[:, None]
 
 
 def bytes_per_token(cfg: ModelConfig, n_layers: int, dtype_bytes: int = 2) -> dict:

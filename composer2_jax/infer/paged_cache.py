@@ -4,8 +4,9 @@ Device side (`PagedLayerCache`): per attention layer a pool c_kv [A, Y, L] and k
 page a holds the same Y positions of the same sequence in every layer, so one page table serves all layers. Row b's
 position s lives in page table[b, s // Y] at offset s % Y. `write` scatters new latents there (entries marked
 invalid are dropped); `keys` gathers a row's pages into the contiguous view [B, S = A_row·Y, L] with slot =
-position, which is exactly what `kv_cache.LayerCache.keys` returns, so attention (infer/mla_decode.py) reads either
-cache unchanged and masks keys by position (slots past a row's length are never visible).
+position, which is exactly what `kv_cache.LayerCache.keys` returns, so the model's attention (model/attention.py
+`CacheStep`) reads either cache unchanged and masks keys by position (slots past a row's length are never visible);
+`attend` reads only the pages the step's queries reach (`live_attention`).
 
 Host side (`PagePool`), the vLLM PagedAttention block manager with SGLang-style prefix reuse:
   1. pages are handed out from a free list; every holder (a session's page table) takes a reference
@@ -62,6 +63,10 @@ class PagedLayerCache(NamedTuple):
         y = self.ckv.shape[1]
         ckv_BAYL, kr_BAYR = self.ckv[self.table], self.kr[self.table]
         return ckv_BAYL.reshape(b, a_row * y, -1), kr_BAYR.reshape(b, a_row * y, -1)
+
+    def attend(self, fn, q_pos_BT):
+        """fn(c_kv, k_R) over the narrowest page-table prefix that covers the farthest query (`live_attention`)."""
+        return live_attention(lambda c: fn(*c.keys()), self, q_pos_BT)
 
 
 def table_widths(table_pages: int, branches: int = 6, smallest: int = 8) -> tuple[int, ...]:

@@ -75,7 +75,8 @@ from composer2_jax.infer.static_engine import (
     moe_layers,
     param_shardings,
 )
-from composer2_jax.infer.step import TRACES, draft_step, engine_step
+from composer2_jax.infer.step import TRACES, DraftRows, MtpBlock, Rows, StepProgram, draft_step, engine_step
+from composer2_jax.model.decoding import Decoder, Feed
 from composer2_jax.model.layers import dtype_of
 from composer2_jax.model_config import ModelConfig
 
@@ -511,8 +512,8 @@ class RolloutEngine:
             seed[i], uid[i], temp[i], top_p[i] = sp.seed, s.uid, max(sp.temperature, 1e-6), sp.top_p
         extra = ()
         if self.ecfg.num_draft:
-            extra = (self._draft_pools, *self._mtp_inputs(rows, fed, t, b))
-        out = self._call(engine_step, (tok, pos, valid, table, seed, uid, temp, top_p), extra)
+            extra = (self._draft_pools, MtpBlock(*self._mtp_inputs(rows, fed, t, b)))
+        out = self._call(engine_step, self._pools, Feed(tok, pos, valid), table, Rows(seed, uid, temp, top_p), *extra)
         self._pools = out.pools
         if self.ecfg.num_draft:
             self._draft_pools = out.draft_pools
@@ -563,8 +564,8 @@ class RolloutEngine:
             mtp_from[i] = y * len(s.digests)
             sp = s.reply.sp
             seed[i], uid[i], temp[i], top_p[i] = sp.seed, s.uid, max(sp.temperature, 1e-6), sp.top_p
-        out = self._call(draft_step, (tail, n_b, live, table, mtp_from, seed, uid, temp, top_p), (),
-                         pools=(self._pools, self._draft_pools))
+        out = self._call(draft_step, self._pools, self._draft_pools, DraftRows(tail, n_b, live, mtp_from), table,
+                         Rows(seed, uid, temp, top_p))
         self._pools, self._draft_pools = out.pools, out.draft_pools
         host = jax.device_get(out._replace(pools=(), draft_pools=()))
         for i, s in enumerate(rows):
@@ -604,17 +605,17 @@ class RolloutEngine:
         self._register(s)
         self._touch(s)
 
-    def _call(self, fn, arrays, extra=(), pools=None):
-        """A jitted step program under the mesh when there is one (batch-sharded host arrays)."""
-        kw = dict(cfg=self.cfg, w=self._warp, absorb=self.absorb, mesh=self.mesh)
-        pools = (self._pools,) if pools is None else pools
+    def _call(self, fn, *args):
+        """A jitted step program (infer/step.py) on the engine's weights, under the mesh when there is one (host
+        arrays batch-sharded)."""
+        prog = StepProgram(Decoder(self.cfg, self.absorb, self.mesh), self._warp)
+        variables = {"params": self.params, "router_state": self.router_state}
         if self.mesh is None:
-            return fn(self.params, self.router_state, *pools, *arrays, *extra, **kw)
+            return fn(variables, *args, prog=prog)
         with shd.activate(self.mesh):
             batch = jax.sharding.NamedSharding(self.mesh, shd.logical_to_spec(("activation_batch",)))
             put = lambda a: a if not isinstance(a, np.ndarray) else jax.device_put(a, batch)  # noqa: E731
-            return fn(self.params, self.router_state, *pools, *(put(a) for a in arrays),
-                      *(put(a) for a in extra), **kw)
+            return fn(variables, *jax.tree.map(put, args), prog=prog)
 
     def _new_pools(self):
         """Empty page pools — the trunk's, and the MTP depths' and h_0 pools when drafting (else None) — replicated

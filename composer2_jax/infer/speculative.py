@@ -3,7 +3,7 @@ rejection sampling (Leviathan et al. 2023, "Fast Inference from Transformers via
 Chen et al. 2023, "Accelerating LLM Decoding with Speculative Sampling").
 
 One round, for a row whose committed tokens are x_0..x_n (the trunk has processed positions < n; x_n is the last
-sampled token, not yet fed) — `engine.py` runs it in a device loop:
+sampled token, not yet fed) — `static_engine.py` runs it in a device loop (`step.py` in the rollout engine):
   1. draft (`draft`): depth k = 1..D at query position n−1 combines h_{k−1} with t_{n−1+k} (x_n for k = 1, then
      the previous depth's draft) and proposes x̂_{n+k} ~ q_k = warp(head(final_norm_k(h_k))). Each depth's block
      attends to its own latent cache, so the window of the last W = 2D positions is recomputed every round: its
@@ -22,13 +22,13 @@ p and q are the *warped* distributions (temperature, top-k, top-p), so the emitt
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 
 from composer2_jax.infer import sampler
-from composer2_jax.infer.forward import head, mtp_depth
-from composer2_jax.model.mtp import mtp_head
-from composer2_jax.model_config import ModelConfig
+from composer2_jax.model.decoding import Decoder, Feed
 
 
 def accept(key, logp_BKV, logq_BDV, drafts_BD):
@@ -50,28 +50,46 @@ def accept(key, logp_BKV, logq_BDV, drafts_BD):
     return n_acc_B, sampler.sample(k_x, jnp.log(resid_BV))
 
 
-def draft(params, router_state, caches, h_BWD, block_pos_BW, seq_BS, n_B, key, w: sampler.Warp, temperature, top_p,
-          cfg: ModelConfig, num_draft: int, absorb: bool = True, mesh=None):
-    """Step 1 over a block of positions (the prompt after prefill, later the last W): (drafts [B, D], log q [B, D, V],
-    caches, seq with the drafts written at n+1..n+D).
+class Sampling(NamedTuple):
+    """How a drafter samples: the static warp and its traced temperature and top-p (scalars or broadcastable)."""
 
-    h_BWD is h_0 at `block_pos`; query position n−1 must lie in the block. Only positions < n are written to the
-    MTP caches (the rest of the block is padding).
+    warp: sampler.Warp
+    temperature: jax.Array
+    top_p: jax.Array
+
+    def logp(self, logits_XV):
+        """Log-probabilities of the warped distribution (`sampler.warp`)."""
+        return sampler.warp(logits_XV, self.warp, self.temperature, self.top_p)
+
+
+class DraftWindow(NamedTuple):
+    """Where step 1 runs: a block of positions per row and the row's committed tokens."""
+
+    hidden: jax.Array  # [B, W, D] h_0 at the block positions
+    positions: jax.Array  # [B, W] the block; query position n − 1 must lie in it
+    seq: jax.Array  # [B, S] committed tokens x_0..x_n (the drafts are written at n+1..n+D)
+    n: jax.Array  # [B] committed tokens minus one: the trunk has processed positions < n
+
+
+def draft(variables: dict, caches: tuple, window: DraftWindow, key, sampling: Sampling, dec: Decoder):
+    """Step 1 over a block of positions (the prompt after prefill, later the last W) with D = len(caches) depths:
+    (drafts [B, D], log q [B, D, V], caches, seq with the drafts written at n+1..n+D).
+
+    Only positions < n are written to the MTP caches (the rest of the block is padding).
     """
+    seq_BS, n_B, pos_BW = window.seq, window.n, window.positions
     s = seq_BS.shape[1]
     rows_B = jnp.arange(seq_BS.shape[0])
-    write_BW = (block_pos_BW >= 0) & (block_pos_BW < n_B[:, None])
-    q_idx_B = n_B - 1 - block_pos_BW[:, 0]
-    drafts, logqs, new = [], [], []
-    for m in range(num_draft):
-        k = m + 1
-        tok_BW = jnp.take_along_axis(seq_BS, jnp.clip(block_pos_BW + k, 0, s - 1), axis=1)
-        h_BWD, normed_BWD, cache = mtp_depth(params, router_state, m, caches[m], h_BWD, tok_BW, block_pos_BW, write_BW,
-                                             cfg, absorb, mesh)
+    write_BW = (pos_BW >= 0) & (pos_BW < n_B[:, None])
+    q_idx_B = n_B - 1 - pos_BW[:, 0]
+    h_BWD, drafts, logqs, new = window.hidden, [], [], []
+    for m, cache in enumerate(caches):
+        tok_BW = jnp.take_along_axis(seq_BS, jnp.clip(pos_BW + m + 1, 0, s - 1), axis=1)
+        h_BWD, normed_BWD, cache = dec.mtp_depth(variables, m, cache, h_BWD, Feed(tok_BW, pos_BW, write_BW))
         normed_BD = jnp.take_along_axis(normed_BWD, q_idx_B[:, None, None], axis=1)[:, 0]
-        logq_BV = sampler.warp(head(normed_BD, mtp_head(params, m), cfg), w, temperature, top_p)
+        logq_BV = sampling.logp(dec.logits(variables, normed_BD, m))
         x_B = sampler.sample(jax.random.fold_in(key, m), logq_BV)
-        seq_BS = seq_BS.at[rows_B, n_B + k].set(x_B, mode="drop")
+        seq_BS = seq_BS.at[rows_B, n_B + m + 1].set(x_B, mode="drop")
         drafts.append(x_B)
         logqs.append(logq_BV)
         new.append(cache)

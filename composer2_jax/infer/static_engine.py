@@ -43,7 +43,7 @@ from flax import linen as nn
 
 from composer2_jax import sharding as shd
 from composer2_jax.infer import kv_cache, sampler, speculative
-from composer2_jax.infer.forward import TrunkOut, head, trunk
+from composer2_jax.model.decoding import Decoder, Feed, TrunkOut
 from composer2_jax.model.layer_plan import moe_layer_ids
 from composer2_jax.model.layers import dtype_of
 from composer2_jax.model_config import ModelConfig
@@ -157,78 +157,113 @@ def _append(out, new, idx_BK, ok_BK):
     return out.at[rows_BK, jnp.where(ok_BK, idx_BK, nb)].set(new.astype(out.dtype), mode="drop")
 
 
-def _emit(state: _Loop, logits_BKV, logp_BKV, routing_LBKk, n_acc_B, next_B, w, temperature, stops, max_tokens):
+class GenProgram(NamedTuple):
+    """The static part of `generate_tokens` (each value compiles its own program)."""
+
+    decoder: Decoder  # the model against caches: absorbed decode, the mesh MoE layers dispatch over
+    warp: sampler.Warp
+    max_tokens: int
+    num_draft: int  # D: MTP depths drafting each round (0: plain decoding)
+    prefill_chunk: Optional[int] = None  # query chunk of the prefill (None: the whole prompt in one pass)
+
+
+class Prompts(NamedTuple):
+    """A batch of right-padded prompts."""
+
+    tokens: jax.Array  # [B, P] int32
+    lengths: jax.Array  # [B] int32 (≥ 1)
+    live: jax.Array  # [B] bool: real rows (the rest pad the batch and are done from the start)
+
+
+class _Run(NamedTuple):
+    """What every round reads."""
+
+    variables: dict  # {params, router_state}
+    sampling: speculative.Sampling
+    stops: tuple  # (stop sequences [Z, L] padded with −1, their lengths [Z]; 0 = unused row)
+    prog: GenProgram
+
+
+class _Verdict(NamedTuple):
+    """One round's target pass and acceptance."""
+
+    logits: jax.Array  # [B, K, V] fp32
+    logp: jax.Array  # [B, K, V] warped
+    routing: Optional[jax.Array]  # [L_moe, B, K, k]
+    accepted: jax.Array  # [B] drafts accepted
+    next: jax.Array  # [B] the replacement or bonus token
+
+
+def _emit(state: _Loop, v: _Verdict, run: _Run):
     """Commit a + 1 tokens per live row: output buffers, sequence, lengths, stop/length checks."""
     d = state.drafts_BD.shape[1]
     k_ar = jnp.arange(d + 1)
-    emitted_BK = jnp.where(k_ar < n_acc_B[:, None], jnp.pad(state.drafts_BD, ((0, 0), (0, 1))), next_B[:, None])
-    count_B = jnp.where(state.done_B, 0, n_acc_B + 1)
+    emitted_BK = jnp.where(k_ar < v.accepted[:, None], jnp.pad(state.drafts_BD, ((0, 0), (0, 1))), v.next[:, None])
+    count_B = jnp.where(state.done_B, 0, v.accepted + 1)
     ok_BK = k_ar < count_B[:, None]
     idx_BK = state.n_out_B[:, None] + k_ar
-    policy_BK, raw_BK = sampler.full_logprobs(logits_BKV, emitted_BK, w, temperature)
-    vals = (emitted_BK, sampler.token_logprob(logp_BKV, emitted_BK), policy_BK, raw_BK)
-    out = tuple(_append(o, v, idx_BK, ok_BK) for o, v in zip(state.out, vals))
+    policy_BK, raw_BK = sampler.full_logprobs(v.logits, emitted_BK, run.prog.warp, run.sampling.temperature)
+    vals = (emitted_BK, sampler.token_logprob(v.logp, emitted_BK), policy_BK, raw_BK)
+    out = tuple(_append(o, x, idx_BK, ok_BK) for o, x in zip(state.out, vals))
     route = state.route_BNLk
     if route is not None:
-        r_BKLk = jnp.transpose(routing_LBKk, (1, 2, 0, 3))
+        r_BKLk = jnp.transpose(v.routing, (1, 2, 0, 3))
         rows_BK = jnp.broadcast_to(jnp.arange(route.shape[0])[:, None], idx_BK.shape)
         route = route.at[rows_BK, jnp.where(ok_BK, idx_BK, route.shape[1])].set(r_BKLk, mode="drop")
     rows_BK = jnp.broadcast_to(jnp.arange(state.seq_BS.shape[0])[:, None], ok_BK.shape)
     seq_pos_BK = jnp.where(ok_BK, state.n_B[:, None] + 1 + k_ar, state.seq_BS.shape[1])
     seq = state.seq_BS.at[rows_BK, seq_pos_BK].set(emitted_BK, mode="drop")
     n_out = state.n_out_B + count_B
-    done = state.done_B | (n_out >= max_tokens) | stop_hits(out[0], idx_BK, ok_BK, *stops)
+    done = state.done_B | (n_out >= run.prog.max_tokens) | stop_hits(out[0], idx_BK, ok_BK, *run.stops)
     return state._replace(out=out, route_BNLk=route, seq_BS=seq, n_B=state.n_B + count_B, n_out_B=n_out, done_B=done,
                           drafted_B=state.drafted_B + jnp.where(state.done_B, 0, d),
-                          accepted_B=state.accepted_B + jnp.where(state.done_B, 0, n_acc_B))
+                          accepted_B=state.accepted_B + jnp.where(state.done_B, 0, v.accepted))
 
 
-def _round(state: _Loop, params, router_state, cfg, w, temperature, top_p, stops, max_tokens, absorb, mesh):
+def _round(state: _Loop, run: _Run):
     """One verify/decode pass of 1 + D tokens, acceptance, commit, then the next drafts."""
+    dec = run.prog.decoder
     d = state.drafts_BD.shape[1]
     key, k_acc, k_draft = jax.random.split(state.key, 3)
     pos_BK = state.n_B[:, None] + jnp.arange(d + 1)
     tokens_BK = jnp.take_along_axis(state.seq_BS, jnp.clip(pos_BK, 0, state.seq_BS.shape[1] - 1), axis=1)
-    tr = trunk(params, router_state, state.caches, tokens_BK, pos_BK, ~state.done_B[:, None] & (pos_BK >= 0), cfg,
-               absorb, mesh)
-    logits_BKV = head(tr.normed, params["lm_head"], cfg)
-    logp_BKV = sampler.warp(logits_BKV, w, temperature, top_p)
+    tr = dec.trunk(run.variables, state.caches, Feed(tokens_BK, pos_BK, ~state.done_B[:, None] & (pos_BK >= 0)))
+    logits_BKV = dec.logits(run.variables, tr.normed)
+    logp_BKV = run.sampling.logp(logits_BKV)
     n_acc_B, next_B = speculative.accept(k_acc, logp_BKV, state.logq_BDV, state.drafts_BD)
     n_acc_B = jnp.where(state.done_B, 0, n_acc_B)
     count_B = jnp.where(state.done_B, 0, n_acc_B + 1)  # tokens this round commits
-    state = _emit(state._replace(caches=tr.caches, key=key, rounds=state.rounds + 1), logits_BKV, logp_BKV,
-                  tr.routing, n_acc_B, next_B, w, temperature, stops, max_tokens)
+    state = _emit(state._replace(caches=tr.caches, key=key, rounds=state.rounds + 1),
+                  _Verdict(logits_BKV, logp_BKV, tr.routing, n_acc_B, next_B), run)
     if d == 0:
         return state
     win = 2 * d
     both_BXD = jnp.concatenate([state.h0_BWD, tr.hidden], axis=1)  # positions n_old−W .. n_old+D
     h0_BWD = jnp.take_along_axis(both_BXD, (count_B[:, None] + jnp.arange(win))[..., None], axis=1)  # n−W .. n−1
-    block_BW = state.n_B[:, None] - win + jnp.arange(win)
-    drafts, logq, mtp_caches, seq = speculative.draft(params, router_state, state.mtp_caches, h0_BWD, block_BW,
-                                                      state.seq_BS, state.n_B, k_draft, w, temperature, top_p, cfg, d,
-                                                      absorb, mesh)
+    window = speculative.DraftWindow(h0_BWD, state.n_B[:, None] - win + jnp.arange(win), state.seq_BS, state.n_B)
+    drafts, logq, mtp_caches, seq = speculative.draft(run.variables, state.mtp_caches, window, k_draft, run.sampling,
+                                                      dec)
     return state._replace(h0_BWD=h0_BWD, drafts_BD=drafts, logq_BDV=logq, mtp_caches=mtp_caches, seq_BS=seq)
 
 
-def prefill(params, router_state, caches, prompt_BP, len_B, cfg: ModelConfig, chunk: Optional[int] = None,
-            mesh=None) -> TrunkOut:
+def prefill(variables: dict, caches: tuple, prompts: Prompts, dec: Decoder, chunk: Optional[int] = None) -> TrunkOut:
     """The prompt through the trunk in the expanded form (T large), writing its latents: in one pass, or with
     `chunk` < P in a scan over query chunks [B, chunk] against the whole cache (keys past a query are masked, as in
     one pass), so the attention scores live as [B, H, chunk, S] instead of [B, H, P, S]. Same positions computed,
     same outputs (hidden, normed, routing over all P positions); only the peak memory differs."""
-    b, p = prompt_BP.shape
+    dec = dataclasses.replace(dec, absorb=False)
+    b, p = prompts.tokens.shape
+    len_B1 = prompts.lengths[:, None]
     if chunk is None or chunk >= p:
         pos_BP = jnp.broadcast_to(jnp.arange(p, dtype=jnp.int32), (b, p))
-        return trunk(params, router_state, caches, prompt_BP, pos_BP, pos_BP < len_B[:, None], cfg, absorb=False,
-                     mesh=mesh)
+        return dec.trunk(variables, caches, Feed(prompts.tokens, pos_BP, pos_BP < len_B1))
     n = -(-p // chunk)
-    tok_NBC = jnp.pad(prompt_BP, ((0, 0), (0, n * chunk - p))).reshape(b, n, chunk).transpose(1, 0, 2)
+    tok_NBC = jnp.pad(prompts.tokens, ((0, 0), (0, n * chunk - p))).reshape(b, n, chunk).transpose(1, 0, 2)
     pos_NBC = jnp.broadcast_to(jnp.arange(n * chunk, dtype=jnp.int32).reshape(n, 1, chunk), (n, b, chunk))
 
     def one(caches, x):
         tok_BC, pos_BC = x
-        tr = trunk(params, router_state, caches, tok_BC, pos_BC, pos_BC < len_B[:, None], cfg, absorb=False,
-                   mesh=mesh)  # padding past P is never written (pos ≥ P ≥ len)
+        tr = dec.trunk(variables, caches, Feed(tok_BC, pos_BC, pos_BC < len_B1))  # padding past P: never written
         return tr.caches, (tr.hidden, tr.normed, tr.routing)
 
     caches, (hid_NBCD, normed_NBCD, route_NLBCk) = jax.lax.scan(one, caches, (tok_NBC, pos_NBC))
@@ -240,52 +275,54 @@ def prefill(params, router_state, caches, prompt_BP, len_B, cfg: ModelConfig, ch
     return TrunkOut(whole(hid_NBCD), whole(normed_NBCD), caches, routing)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "w", "max_tokens", "num_draft", "absorb", "mesh",
-                                             "prefill_chunk"))
-def generate_tokens(params, router_state, prompt_BP, len_B, live_B, key, temperature, top_p, stops_ZL, stop_len_Z, *,
-                    cfg: ModelConfig, w: sampler.Warp, max_tokens: int, num_draft: int, absorb: bool = True,
-                    mesh=None, prefill_chunk: Optional[int] = None) -> GenOut:
-    """Prefill (in query chunks of `prefill_chunk` when given), first token, (first drafts), then the device loop
-    of rounds until every row is done (MoE layers expert-parallel over `mesh` when given)."""
-    b, p = prompt_BP.shape
-    d, win = num_draft, 2 * num_draft
-    s, nb = p + max_tokens + d + 2, max_tokens + d + 1
-    dt = dtype_of(cfg.dtype)
-    stops = (stops_ZL, stop_len_Z)
-    pos_BP = jnp.broadcast_to(jnp.arange(p, dtype=jnp.int32), (b, p))
-    tr = prefill(params, router_state, kv_cache.init_cache(cfg, cfg.num_layers, b, s, dt), prompt_BP, len_B, cfg,
-                 prefill_chunk, mesh)
-    last_B = len_B - 1
-    logits_BV = head(jnp.take_along_axis(tr.normed, last_B[:, None, None], axis=1)[:, 0], params["lm_head"], cfg)
-    key, k0, k_draft = jax.random.split(key, 3)
-    logp_BV = sampler.warp(logits_BV, w, temperature, top_p)
-    x_B = sampler.sample(k0, logp_BV)
-    policy_B, raw_B = sampler.full_logprobs(logits_BV, x_B, w, temperature)
-    first = (x_B, sampler.token_logprob(logp_BV, x_B), policy_B, raw_B)
-    out = tuple(jnp.zeros((b, nb), v.dtype).at[:, 0].set(v) for v in first)
+def _first(tr: TrunkOut, prompts: Prompts, key, run: _Run):
+    """The first token of every row, sampled at its last prompt position: (its four output values, routing [B,
+    L_moe, k] or None)."""
+    last_B = prompts.lengths - 1
+    logits_BV = run.prog.decoder.logits(run.variables,
+                                        jnp.take_along_axis(tr.normed, last_B[:, None, None], axis=1)[:, 0])
+    logp_BV = run.sampling.logp(logits_BV)
+    x_B = sampler.sample(key, logp_BV)
+    policy_B, raw_B = sampler.full_logprobs(logits_BV, x_B, run.prog.warp, run.sampling.temperature)
     route = None
     if tr.routing is not None:
-        r_BLk = jnp.take_along_axis(tr.routing, last_B[None, :, None, None], axis=2)[:, :, 0].transpose(1, 0, 2)
-        route = jnp.zeros((b, nb) + r_BLk.shape[1:], jnp.int32).at[:, 0].set(r_BLk)
-    rows_B = jnp.arange(b)
-    seq_BS = jnp.zeros((b, s), jnp.int32).at[:, :p].set(prompt_BP).at[rows_B, len_B].set(x_B)
+        route = jnp.take_along_axis(tr.routing, last_B[None, :, None, None], axis=2)[:, :, 0].transpose(1, 0, 2)
+    return (x_B, sampler.token_logprob(logp_BV, x_B), policy_B, raw_B), route
+
+
+@functools.partial(jax.jit, static_argnames=("prog",))
+def generate_tokens(variables: dict, prompts: Prompts, key, temperature, top_p, stops, *,
+                    prog: GenProgram) -> GenOut:
+    """Prefill (in query chunks of `prog.prefill_chunk` when given), first token, (first drafts), then the device
+    loop of rounds until every row is done (MoE layers expert-parallel over the decoder's mesh when given)."""
+    run = _Run(variables, speculative.Sampling(prog.warp, temperature, top_p), stops, prog)
+    cfg, d = prog.decoder.cfg, prog.num_draft
+    b, p = prompts.tokens.shape
+    s, nb = p + prog.max_tokens + d + 2, prog.max_tokens + d + 1
+    dt = dtype_of(cfg.dtype)
+    tr = prefill(variables, kv_cache.init_cache(cfg, cfg.num_layers, b, s, dt), prompts, prog.decoder,
+                 prog.prefill_chunk)
+    key, k0, k_draft = jax.random.split(key, 3)
+    first, r_BLk = _first(tr, prompts, k0, run)
+    out = tuple(jnp.zeros((b, nb), v.dtype).at[:, 0].set(v) for v in first)
+    route = None if r_BLk is None else jnp.zeros((b, nb) + r_BLk.shape[1:], jnp.int32).at[:, 0].set(r_BLk)
+    seq_BS = jnp.zeros((b, s), jnp.int32).at[:, :p].set(prompts.tokens).at[jnp.arange(b), prompts.lengths].set(first[0])
     n_out = jnp.ones((b,), jnp.int32)
-    done = ~live_B | (n_out >= max_tokens) | stop_hits(out[0], jnp.zeros((b, 1), jnp.int32), jnp.ones((b, 1), bool),
-                                                       *stops)
+    done = ~prompts.live | (n_out >= prog.max_tokens) | stop_hits(out[0], jnp.zeros((b, 1), jnp.int32),
+                                                                  jnp.ones((b, 1), bool), *stops)
     h0 = jnp.zeros((b, 0, cfg.hidden_size), dt)
     drafts, logq, mtp_caches = jnp.zeros((b, 0), jnp.int32), jnp.zeros((b, 0, cfg.vocab_size), jnp.float32), ()
     if d:
-        h0 = jnp.take_along_axis(tr.hidden, jnp.clip(len_B[:, None] - win + jnp.arange(win), 0, p - 1)[..., None],
-                                 axis=1)
-        drafts, logq, mtp_caches, seq_BS = speculative.draft(
-            params, router_state, kv_cache.init_cache(cfg, d, b, s, dt), tr.hidden, pos_BP, seq_BS, len_B, k_draft, w,
-            temperature, top_p, cfg, d, absorb, mesh)
+        win_BW = prompts.lengths[:, None] - 2 * d + jnp.arange(2 * d)
+        h0 = jnp.take_along_axis(tr.hidden, jnp.clip(win_BW, 0, p - 1)[..., None], axis=1)
+        pos_BP = jnp.broadcast_to(jnp.arange(p, dtype=jnp.int32), (b, p))
+        window = speculative.DraftWindow(tr.hidden, pos_BP, seq_BS, prompts.lengths)
+        drafts, logq, mtp_caches, seq_BS = speculative.draft(variables, kv_cache.init_cache(cfg, d, b, s, dt), window,
+                                                             k_draft, run.sampling, prog.decoder)
     zeros_B = jnp.zeros((b,), jnp.int32)
-    state = _Loop(tr.caches, mtp_caches, h0, seq_BS, len_B, drafts, logq, out, route, n_out, done, key,
+    state = _Loop(tr.caches, mtp_caches, h0, seq_BS, prompts.lengths, drafts, logq, out, route, n_out, done, key,
                   jnp.zeros((), jnp.int32), zeros_B, zeros_B)
-    body = lambda st: _round(st, params, router_state, cfg, w, temperature, top_p, stops, max_tokens, absorb,  # noqa
-                             mesh)
-    state = jax.lax.while_loop(lambda st: ~jnp.all(st.done_B), body, state)
+    state = jax.lax.while_loop(lambda st: ~jnp.all(st.done_B), lambda st: _round(st, run), state)
     return GenOut(*state.out, state.route_BNLk, tr.routing, state.n_out_B, state.rounds, state.drafted_B,
                   state.accepted_B)
 
@@ -370,16 +407,17 @@ class Engine:
         stop_len = np.zeros((stops.shape[0],), np.int32)  # length 0 = an unused row
         for i, s in enumerate(sp.stop):
             stops[i, :len(s)], stop_len[i] = s, len(s)
-        args = (self.params, self.router_state, tok, lens, live, jax.random.key(sp.seed),
-                jnp.float32(max(sp.temperature, 1e-6)), jnp.float32(sp.top_p), stops, stop_len)
-        kw = dict(cfg=self.cfg, w=sp.warp(), max_tokens=sp.max_tokens, num_draft=self.num_draft, absorb=self.absorb,
-                  mesh=self.mesh, prefill_chunk=self.prefill_chunk)
+        variables = {"params": self.params, "router_state": self.router_state}
+        prompts = Prompts(tok, lens, live)
+        prog = GenProgram(Decoder(self.cfg, self.absorb, self.mesh), sp.warp(), sp.max_tokens, self.num_draft,
+                          self.prefill_chunk)
+        rest = (jax.random.key(sp.seed), jnp.float32(max(sp.temperature, 1e-6)), jnp.float32(sp.top_p),
+                (stops, stop_len))
         if self.mesh is None:
-            return generate_tokens(*args, **kw)
+            return generate_tokens(variables, prompts, *rest, prog=prog)
         with shd.activate(self.mesh):
             batch = jax.sharding.NamedSharding(self.mesh, shd.logical_to_spec(("activation_batch",)))
-            args = args[:2] + tuple(jax.device_put(a, batch) for a in args[2:5]) + args[5:]
-            return generate_tokens(*args, **kw)
+            return generate_tokens(variables, Prompts(*(jax.device_put(a, batch) for a in prompts)), *rest, prog=prog)
 
     def generate(self, prompts: Sequence[Sequence[int]], sp: SamplingParams = SamplingParams(),
                  shape: Optional[tuple[int, int]] = None) -> list[Completion]:

@@ -7,6 +7,8 @@ Algorithm for x [B, T, D]:
   4. q_R, k_R = RoPE(q_R), RoPE(k_R); k = [k_N; k_R broadcast over heads]
   5. o = softmax(q·kᵀ · scale + mask) · v; out = W_o · o                                [B, T, D]
 The kernel (step 5) is chosen by name from `KERNELS`; fused and ring kernels register themselves there.
+Decoding calls the same module with `cached=CacheStep(...)`: the new tokens' latents are written into a cache and
+the queries attend to every visible slot (`latent_attention`: absorbed, DeepSeek-V2 §2.1.2, or expanded).
 'xla_causal_skip' (model/causal_attention.py) visits only the n(n+1)/2 causally visible blocks of the query-chunked
 kernel, for plain (unpermuted) causal self-attention; other layouts fall back to 'xla_chunked'.
 Context-parallel kernels ('ring', 'ring_latent', 'allgather_cp', 'allgather_cp_latent') load on first use; the
@@ -16,7 +18,7 @@ Context-parallel kernels ('ring', 'ring_latent', 'allgather_cp', 'allgather_cp_l
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -140,6 +142,47 @@ def get_kernel(name: str) -> Callable:
     return KERNELS[name]
 
 
+class CacheStep(NamedTuple):
+    """A cached MLA call: the layer's latent cache and which new tokens it stores.
+
+    `cache` is any object with `write(ckv_BTL, kr_BTR, pos_BT, write_BT) -> cache` and `attend(fn, q_pos_BT)`,
+    which returns fn(c_kv [B, S, L], k_R [B, S, R]) over slots s = position s (infer/kv_cache.LayerCache, the paged
+    infer/paged_cache.PagedLayerCache, which reads only the pages the queries reach).
+    """
+
+    cache: Any
+    write: jax.Array  # [B, T] bool: the new tokens whose latents are stored (padding and finished rows are not)
+    absorb: bool = True  # latent-absorbed attention (decode); False: k, v expanded per head (prefill)
+
+
+def latent_attention(q, keys, w_kvb, q_pos_BT, cfg: ModelConfig, absorb: bool = True):
+    """Attention output o [B, T, H, V] of queries q = (q_N [B, T, H, N], roped q_R [B, T, H, R]) at positions
+    q_pos over cached latents keys = (c_kv [B, S, L], k_R [B, S, R]), slot s visible iff s ≤ q.
+
+    absorb (DeepSeek-V2 §2.1.2, "absorb W_UK into W_UQ and W_UV into W_O"), with W_kvb [L, H, N+V] = [W_kN; W_v]:
+      q_lat = q_N·W_kNᵀ [B, T, H, L]; scores = (q_lat·c_kvᵀ + q_R·k_Rᵀ)·scale; o = (P·c_kv)·W_v
+    — the logits of q_N·(c_kv·W_kN)ᵀ without forming k_N [B, S, H, N]: L + R values read per cached token instead
+    of H·(N+R+V). Otherwise k_N, v are expanded per head from the cache first (what the training forward does).
+    """
+    qn_BTHN, qr_BTHR = q
+    dt = dtype_of(cfg.dtype)
+    ckv_BSL, kr_BSR = (a.astype(dt) for a in keys)
+    n = cfg.qk_nope_head_dim
+    rope_BHTS = jnp.einsum("BTHR,BSR->BHTS", qr_BTHR, kr_BSR, preferred_element_type=jnp.float32)
+    if absorb:
+        qlat_BTHL = jnp.einsum("BTHN,LHN->BTHL", qn_BTHN, w_kvb[..., :n])
+        scores_BHTS = jnp.einsum("BTHL,BSL->BHTS", qlat_BTHL, ckv_BSL, preferred_element_type=jnp.float32) + rope_BHTS
+    else:
+        kv_BSHX = jnp.einsum("BSL,LHX->BSHX", ckv_BSL, w_kvb)
+        scores_BHTS = jnp.einsum("BTHN,BSHN->BHTS", qn_BTHN, kv_BSHX[..., :n],
+                                 preferred_element_type=jnp.float32) + rope_BHTS
+    visible = (jnp.arange(ckv_BSL.shape[1])[None, None, :] <= q_pos_BT[:, :, None])[:, None]  # [B, 1, T, S]
+    probs_BHTS = jax.nn.softmax(jnp.where(visible, scores_BHTS * softmax_scale(cfg), NEG_INF), axis=-1).astype(dt)
+    if absorb:
+        return jnp.einsum("BTHL,LHV->BTHV", jnp.einsum("BHTS,BSL->BTHL", probs_BHTS, ckv_BSL), w_kvb[..., n:])
+    return jnp.einsum("BHTS,BSHV->BTHV", probs_BHTS, kv_BSHX[..., n:])
+
+
 class MLAttention(nn.Module):
     """Multi-head latent attention; returns [B, T, D]."""
 
@@ -197,9 +240,24 @@ class MLAttention(nn.Module):
                                                            ("heads", "kv", "embed")))
 
     @nn.compact
-    def __call__(self, x_BTD, positions_BT, segment_ids_BT=None):
-        """Attention output [B, T, D], named ATTENTION_OUT for remat policies that save it."""
+    def __call__(self, x_BTD, positions_BT, segment_ids_BT=None, cached: Optional[CacheStep] = None):
+        """Attention output [B, T, D], named ATTENTION_OUT for remat policies that save it; with `cached`,
+        (output, updated cache) of the new tokens against the cache (`_decode`)."""
+        if cached is not None:
+            return self._decode(x_BTD, positions_BT, cached)
         return checkpoint_name(self._attend(x_BTD, positions_BT, segment_ids_BT), ATTENTION_OUT)
+
+    def _decode(self, x_BTD, positions_BT, cached: CacheStep):
+        """Write the new tokens' latents at their positions, then attend to every visible cache slot."""
+        c = self.cfg
+        x_BTD = x_BTD.astype(dtype_of(c.dtype))
+        q_BTHK = self.queries(x_BTD)
+        q = (q_BTHK[..., : c.qk_nope_head_dim], apply_rope(q_BTHK[..., c.qk_nope_head_dim:], positions_BT, c))
+        cache = cached.cache.write(*self.latent(x_BTD, positions_BT), positions_BT, cached.write)
+        w_kvb = self.kv_b_weight()
+        o_BTHV = cache.attend(lambda *keys: latent_attention(q, keys, w_kvb, positions_BT, c, cached.absorb),
+                              positions_BT)
+        return self.output(o_BTHV), cache
 
     def _attend(self, x_BTD, positions_BT, segment_ids_BT):
         c = self.cfg

@@ -11,7 +11,7 @@ from typing import Optional
 import jax
 from flax import linen as nn
 
-from composer2_jax.model.attention import ATTENTION_OUT, MLAttention
+from composer2_jax.model.attention import ATTENTION_OUT, CacheStep, MLAttention
 from composer2_jax.model.layers import MLP, RMSNorm
 from composer2_jax.model.moe import MoE
 from composer2_jax.model_config import ModelConfig
@@ -30,17 +30,24 @@ class DecoderLayer(nn.Module):
     placement: Optional[Placement | jax.sharding.Mesh] = None
 
     @nn.compact
-    def __call__(self, x_BTD, positions_BT, segment_ids_BT=None, replay_BTk=None):
+    def __call__(self, x_BTD, positions_BT, segment_ids_BT=None, replay_BTk=None, cached: Optional[CacheStep] = None):
+        """(x [B, T, D], MoE aux or None); with `cached` (decoding: model/attention.py `CacheStep`), attention runs
+        against the layer's latent cache, MoE statistics count the tokens `cached.write` marks, and the result is
+        ((x, aux), updated cache)."""
         c, at = self.cfg, Placement.of(self.placement)
         norm = lambda name: RMSNorm(c.rms_norm_eps, c.dtype, c.param_dtype, name=name)  # noqa: E731
         x_BTD = at.constrain(x_BTD, RESIDUAL)
-        h_BTD = x_BTD + MLAttention(c, at, name="attn")(norm("attn_norm")(x_BTD), positions_BT, segment_ids_BT)
-        h_BTD = at.constrain(h_BTD, RESIDUAL)
+        a_BTD = MLAttention(c, at, name="attn")(norm("attn_norm")(x_BTD), positions_BT, segment_ids_BT, cached)
+        if cached is not None:
+            a_BTD, cache = a_BTD
+        h_BTD = at.constrain(x_BTD + a_BTD, RESIDUAL)
         if not self.moe:
-            return h_BTD + MLP(c, c.intermediate_size, at, name="mlp")(norm("ffn_norm")(h_BTD)), None
-        valid = None if segment_ids_BT is None else segment_ids_BT != 0
-        y_BTD, aux = MoE(c, at, name="moe")(norm("ffn_norm")(h_BTD), valid, replay_BTk)
-        return h_BTD + y_BTD, aux
+            out = h_BTD + MLP(c, c.intermediate_size, at, name="mlp")(norm("ffn_norm")(h_BTD)), None
+        else:
+            valid = cached.write if cached is not None else None if segment_ids_BT is None else segment_ids_BT != 0
+            y_BTD, aux = MoE(c, at, name="moe")(norm("ffn_norm")(h_BTD), valid, replay_BTk)
+            out = h_BTD + y_BTD, aux
+        return out if cached is None else (out, cache)
 
 
 def checkpoint_policy(name: str):

@@ -90,8 +90,10 @@ def _fwd_batched(q, k, v, seg, scale, n):
     return o, lse
 
 
-def _bwd_scan(q, k, v, seg, scale, n, lse_, do_, delta_):
-    """Backward over the triangle under one scan: fp32 (dq, dk, dv) as [n, B, c, ...]."""
+def _bwd_scan(q, k, v, seg, scale, n, cot):
+    """Backward over the triangle under one scan, cot = (lse, do, delta) blocked [n, B, c, ...]: fp32 (dq, dk, dv)
+    as [n, B, c, ...]."""
+    lse_, do_, delta_ = cot
     q_, k_, v_ = split_chunks(q, n), split_chunks(k, n), split_chunks(v, n)
     c = q_.shape[2]
 
@@ -107,8 +109,9 @@ def _bwd_scan(q, k, v, seg, scale, n, lse_, do_, delta_):
     return dq, dk, dv
 
 
-def _bwd_batched(q, k, v, seg, scale, n, lse_, do_, delta_):
+def _bwd_batched(q, k, v, seg, scale, n, cot):
     """`_bwd_scan` with the pairs as one vmapped piece (planner counting mode)."""
+    lse_, do_, delta_ = cot
     q_, k_, v_ = split_chunks(q, n), split_chunks(k, n), split_chunks(v, n)
     c = q_.shape[2]
     ii, jj = map(jnp.asarray, triangle(n))
@@ -135,7 +138,7 @@ def _triangular_bwd(scale, n, res, do):
     q, k, v, seg, o, lse_n = res
     delta = jnp.sum(do.astype(jnp.float32) * o.astype(jnp.float32), axis=-1)  # [B, T, H]
     bwd = _bwd_batched if planning.count_loops() else _bwd_scan
-    dq, dk, dv = bwd(q, k, v, seg, scale, n, lse_n, split_chunks(do, n), split_chunks(delta, n))
+    dq, dk, dv = bwd(q, k, v, seg, scale, n, (lse_n, split_chunks(do, n), split_chunks(delta, n)))
     dq, dk, dv = (join_chunks(g).astype(x.dtype) for g, x in zip((dq, dk, dv), (q, k, v)))
     return dq, dk, dv, None
 

@@ -114,7 +114,7 @@ def dropless_ffn(x_ND, idx_Nk, w_Nk, experts: Experts, impl: str = "auto", slot_
     plan = sort_by_expert(idx_Nk, experts.wi_gate.shape[0])
     pos_X = unsort(plan.pos, plan)  # slot of each assignment within its expert
     token_X = jnp.arange(n * k, dtype=jnp.int32) // k
-    y_XD = grouped_swiglu(x_ND, idx_Nk.reshape(-1), pos_X, plan.sizes, *experts, impl=impl,
+    y_XD = grouped_swiglu(x_ND, idx_Nk.reshape(-1), pos_X, plan.sizes, experts, impl=impl,
                           capacity=slot_capacity, src_R=token_X)  # [N·k, D] in assignment order
     return weighted_sum(y_XD, w_Nk)
 
@@ -212,7 +212,7 @@ def ep_experts(sent: EPDispatch, experts_: Experts, impl: str = "auto", slack: O
     """Step 5: the local grouped SwiGLU on the received rows. [R, D]."""
     x_rows, e_loc = sent.plan.order.shape[0], experts_.wi_gate.shape[0]
     slots = None if slack is None else padded_capacity(x_rows, e_loc, slack)  # mean rows per local expert: X_/E_
-    return grouped_swiglu(sent.recv_RD, sent.e_R, sent.pos_R, sent.sizes_E, *experts_, impl=impl, capacity=slots)
+    return grouped_swiglu(sent.recv_RD, sent.e_R, sent.pos_R, sent.sizes_E, experts_, impl=impl, capacity=slots)
 
 
 def ep_combine(sent: EPDispatch, ys_RD_, w_Nk_, axis: str, collective=None):

@@ -141,16 +141,17 @@ def _padded_alone(sizes_E, capacity: int, rows: int) -> bool:
     return False
 
 
-def grouped_swiglu(x_SD, e_R, pos_R, sizes_E, wi_gate_EDF, wi_up_EDF, wo_EFD, impl: str = "auto",
-                   capacity: Optional[int] = None, src_R=None):
-    """SwiGLU of R rows, each with its expert's weights: row r is x_SD[src_R[r]] (default: x_SD[r]), at slot
-    pos_R[r] of group e_R[r]; e_R = E marks padding (output 0). Returns [R, D] in row order.
+def grouped_swiglu(x_SD, e_R, pos_R, sizes_E, weights, impl: str = "auto", capacity: Optional[int] = None,
+                   src_R=None):
+    """SwiGLU of R rows, each with its expert's weights = (wi_gate [E, D, F], wi_up [E, D, F], wo [E, F, D]) (e.g.
+    expert_parallel.Experts): row r is x_SD[src_R[r]] (default: x_SD[r]), at slot pos_R[r] of group e_R[r]; e_R = E
+    marks padding (output 0). Returns [R, D] in row order.
 
     `capacity` (padded path only) is the static slot count per expert, default R (always fits). If a group outgrows
     it at run time, the exact ragged path runs instead (`lax.cond`), so the result never depends on it; in strict
     mode (kernel_paths.py) that is an error instead.
     """
-    weights = (wi_gate_EDF, wi_up_EDF, wo_EFD)
+    weights = tuple(weights)
     r = e_R.shape[0]
     src_R = jnp.arange(r, dtype=jnp.int32) if src_R is None else src_R
     if resolve_impl(impl) == "ragged":

@@ -4,8 +4,8 @@ Every kernel exposes the same two functions (shapes per block; all fp32 results)
   fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS) -> (o_BTHV, lse_BTH)
       o is the block's normalised output, lse = log Σ_s exp(q·k_s·scale) over the visible keys (NEG_INF where a
       row sees no key). Two blocks merge exactly: lse = logaddexp(lse₁, lse₂), o = Σᵢ exp(lseᵢ − lse)·oᵢ.
-  bwd(q, k, v, o, lse, do, delta, scale, causal, q_seg, kv_seg) -> (dq_BTHK, dk_BSHK, dv_BSHV)
-      the block's share of the gradient given the FINAL output o, its lse and delta = Σ_V do·o
+  bwd(q, k, v, res, scale, causal, q_seg, kv_seg) -> (dq_BTHK, dk_BSHK, dv_BSHV), res = `BlockGrad(o, lse, do,
+      delta)`: the block's share of the gradient given the FINAL output o, its lse and delta = Σ_V do·o
       (FlashAttention-2 backward, Dao 2023 alg. 2): P = exp(s − lse), dV = Pᵀ·dO, dS = P ∘ (dO·Vᵀ − delta),
       dQ = dS·K·scale, dK = dSᵀ·Q·scale. Using the global (o, lse) makes the per-block gradients sum to the exact
       gradient, so the ring never needs the gradient of a block's own lse.
@@ -31,6 +31,15 @@ import jax.numpy as jnp
 from composer2_jax.model import kernel_paths, planning
 
 NEG_INF = -1e30  # finite: exp(NEG_INF − m) underflows to 0 without inf − inf = NaN
+
+
+class BlockGrad(NamedTuple):
+    """What a block backward reads besides q, k, v: the final output and softmax stats, and the output cotangent."""
+
+    o: jax.Array  # [B, T, H, V] the FINAL (merged) attention output
+    lse: jax.Array  # [B, T, H] fp32 its log-sum-exp
+    do: jax.Array  # [B, T, H, V] the output cotangent
+    delta: jax.Array  # [B, T, H] fp32 Σ_V do·o
 
 
 class BlockKernel(NamedTuple):
@@ -102,9 +111,9 @@ def _xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=Non
     return _masked_fwd(q_BTHK, k_BSHK, v_BSHV, scale, mask)
 
 
-def _xla_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT=None, kv_seg_BS=None):
+def _xla_bwd(q_BTHK, k_BSHK, v_BSHV, res: BlockGrad, scale, causal, q_seg_BT=None, kv_seg_BS=None):
     mask = block_mask(q_BTHK.shape[1], k_BSHK.shape[1], causal, q_seg_BT, kv_seg_BS)
-    return _masked_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, mask)
+    return _masked_bwd(q_BTHK, k_BSHK, v_BSHV, res.lse, res.do, res.delta, scale, mask)
 
 
 def xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None):
@@ -113,12 +122,10 @@ def xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=None
     return _xla_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT, kv_seg_BS)
 
 
-def xla_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT=None,
-            kv_seg_BS=None):
-    """Block backward in plain XLA from the final (o, lse): fp32 (dq, dk, dv)."""
-    del o_BTHV  # enters through delta
+def xla_bwd(q_BTHK, k_BSHK, v_BSHV, res: BlockGrad, scale, causal, q_seg_BT=None, kv_seg_BS=None):
+    """Block backward in plain XLA from the final (o, lse) (o enters through delta): fp32 (dq, dk, dv)."""
     kernel_paths.record("block_bwd", "xla")
-    return _xla_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT, kv_seg_BS)
+    return _xla_bwd(q_BTHK, k_BSHK, v_BSHV, res, scale, causal, q_seg_BT, kv_seg_BS)
 
 
 XLA = BlockKernel("xla", xla_fwd, xla_bwd)
@@ -185,27 +192,27 @@ def cudnn_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=No
     return o_BTHV[..., :vdim].astype(jnp.float32), lse_BTH
 
 
-def cudnn_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT=None,
-              kv_seg_BS=None):
+def cudnn_bwd(q_BTHK, k_BSHK, v_BSHV, res: BlockGrad, scale, causal, q_seg_BT=None, kv_seg_BS=None):
     """Block backward with cuDNN's fused kernel fed the global (o, lse); the XLA formula where it cannot run (a
     recorded fallback, kernel_paths.py)."""
     refusal = cudnn_refusal(q_BTHK)
     if refusal:
         kernel_paths.fallback("block_bwd", "xla", refusal)
-        return _xla_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT, kv_seg_BS)
+        return _xla_bwd(q_BTHK, k_BSHK, v_BSHV, res, scale, causal, q_seg_BT, kv_seg_BS)
     try:
-        grads = _cudnn_fused_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, scale, causal, q_seg_BT,
-                                 kv_seg_BS)
+        grads = _cudnn_fused_bwd(q_BTHK, k_BSHK, v_BSHV, res, scale, causal, q_seg_BT, kv_seg_BS)
     except (ImportError, AttributeError, TypeError, ValueError) as e:  # private API moved: recompute in XLA
         kernel_paths.fallback("block_bwd", "xla_recompute",
                               f"cuDNN's fused backward refused at trace time ({type(e).__name__}: {e})")
-        return _xla_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT, kv_seg_BS)
+        return _xla_bwd(q_BTHK, k_BSHK, v_BSHV, res, scale, causal, q_seg_BT, kv_seg_BS)
     kernel_paths.record("block_bwd", "cudnn")
     return grads
 
 
-def _cudnn_fused_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, scale, causal, q_seg_BT, kv_seg_BS):
-    """cuDNN's backward rule called with the ring's global output and softmax stats as its residuals."""
+def _cudnn_fused_bwd(q_BTHK, k_BSHK, v_BSHV, res: BlockGrad, scale, causal, q_seg_BT, kv_seg_BS):
+    """cuDNN's backward rule called with the ring's global output and softmax stats as its residuals (delta is
+    recomputed by cuDNN)."""
+    o_BTHV, lse_BTH, do_BTHV = res.o, res.lse, res.do
     fa = _cudnn_module()
     width, vdim = q_BTHK.shape[-1], v_BSHV.shape[-1]
     v_pad, o_pad, do_pad = (_pad_v(a.astype(q_BTHK.dtype), width) for a in (v_BSHV, o_BTHV, do_BTHV))
@@ -321,13 +328,11 @@ def chunked_fwd(q_BTHK, k_BSHK, v_BSHV, scale, causal, q_seg_BT=None, kv_seg_BS=
     return join_chunks(o), join_chunks(lse)
 
 
-def chunked_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT=None,
-                kv_seg_BS=None):
+def chunked_bwd(q_BTHK, k_BSHK, v_BSHV, res: BlockGrad, scale, causal, q_seg_BT=None, kv_seg_BS=None):
     """`xla_bwd` one query chunk at a time: dq per chunk, dk and dv accumulated over the chunks."""
-    del o_BTHV
     n = _chunks(q_BTHK.shape[1], "block_bwd")
     if n == 1:
-        return _xla_bwd(q_BTHK, k_BSHK, v_BSHV, lse_BTH, do_BTHV, delta_BTH, scale, causal, q_seg_BT, kv_seg_BS)
+        return _xla_bwd(q_BTHK, k_BSHK, v_BSHV, res, scale, causal, q_seg_BT, kv_seg_BS)
     c, s = q_BTHK.shape[1] // n, k_BSHK.shape[1]
     qs = split_chunks(q_seg_BT, n) if q_seg_BT is not None else jnp.zeros((n,), jnp.int32)
 
@@ -340,7 +345,7 @@ def chunked_bwd(q_BTHK, k_BSHK, v_BSHV, o_BTHV, lse_BTH, do_BTHV, delta_BTH, sca
     # Accumulators derived from k and v, so that inside shard_map they vary over the same mesh axes as the chunks'
     # contributions (a scan's carry must keep its type).
     zeros = (jnp.zeros_like(k_BSHK, jnp.float32), jnp.zeros_like(v_BSHV, jnp.float32))
-    xs = (jnp.arange(n), *(split_chunks(x, n) for x in (q_BTHK, lse_BTH, do_BTHV, delta_BTH)), qs)
+    xs = (jnp.arange(n), *(split_chunks(x, n) for x in (q_BTHK, res.lse, res.do, res.delta)), qs)
     (dk, dv), dq = jax.lax.scan(body, zeros, xs)
     return join_chunks(dq), dk, dv
 

@@ -31,8 +31,8 @@ def param(module: nn.Module, name: str, shape: Sequence[int], axes: Sequence[Opt
 
 def constrain(x, axes: Sequence[Optional[str]]):
     """Logical sharding constraint from the AMBIENT mesh and rules (`sharding.activate`): the decode cache's
-    (infer/kv_cache.py, infer/forward.py) until the engines pass their Placement. The model's modules never call
-    it: they constrain through their explicit `sharding.Placement.constrain`."""
+    (infer/kv_cache.py `init_cache` / `write`) until the caches take a Placement. The model's modules never call it:
+    they constrain through their explicit `sharding.Placement.constrain`."""
     return nn.with_logical_constraint(x, tuple(axes))
 
 

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
+from composer2_jax.model.attention import CacheStep
 from composer2_jax.model.block import DecoderLayer, remat
 from composer2_jax.model.layers import RMSNorm, dtype_of, embed_tokens, param
 from composer2_jax.model_config import ModelConfig
@@ -132,7 +133,10 @@ class MTPLayer(nn.Module):
     placement: Optional[Placement | jax.sharding.Mesh] = None  # where its block runs (model/block.py DecoderLayer)
 
     @nn.compact
-    def __call__(self, h_BTD, next_tokens_BT, embed_VD, positions_BT, segment_ids_BT=None, detach: bool = False):
+    def __call__(self, h_BTD, next_tokens_BT, embed_VD, positions_BT, segment_ids_BT=None, detach: bool = False,
+                 cached: Optional[CacheStep] = None):
+        """With `cached` (decoding), the block runs against its latent cache (model/block.py) and the result is
+        ((h_k, final_norm(h_k), aux), updated cache)."""
         c = self.cfg
         dt = dtype_of(c.dtype)
         norm = lambda name: RMSNorm(c.rms_norm_eps, c.dtype, c.param_dtype, name=name)  # noqa: E731
@@ -144,6 +148,10 @@ class MTPLayer(nn.Module):
         w_eh = param(self, "eh_proj", (2 * c.hidden_size, c.hidden_size), (None, "embed"),
                      nn.initializers.normal(c.initializer_range), dtype_of(c.param_dtype)).astype(dt)
         x_BTX = jnp.concatenate([norm("enorm")(e_BTD), norm("hnorm")(h_BTD.astype(dt))], axis=-1)  # [B, T, 2D]
+        if cached is not None:  # no backward pass to checkpoint for
+            (h_BTD, aux), cache = DecoderLayer(c, self.moe, self.placement, name="block")(
+                x_BTX @ w_eh, positions_BT, cached=cached)
+            return (h_BTD, norm("final_norm")(h_BTD), aux), cache
         block = remat(DecoderLayer, c.remat_policy)(c, self.moe, self.placement, name="block")
         h_BTD, aux = block(x_BTX @ w_eh, positions_BT, segment_ids_BT)
         return h_BTD, norm("final_norm")(h_BTD), aux

@@ -48,7 +48,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from composer2_jax.model import context_parallel as cp
-from composer2_jax.model.kernels import NEG_INF, BlockKernel, check_lse, get_block_kernel
+from composer2_jax.model.kernels import NEG_INF, BlockGrad, BlockKernel, check_lse, get_block_kernel
 from composer2_jax.sharding import LOGICAL_RULES, Placement
 
 
@@ -212,8 +212,9 @@ def _bwd_block(spec: RingSpec, q_, kv, q_seg, w_, out_, lse_, do_, delta_, blk: 
             return dq, dw, dsrc_b
         k_BSHK, v_BSHV = _kv(spec, src, w_, blk.kv)
         r = blk.q
-        dq_b, dk_b, dv_b = spec.kernel.bwd(q_[:, r], k_BSHK, v_BSHV, out_[:, r], lse_[:, r], do_[:, r],
-                                           delta_[:, r], spec.scale, blk.causal, *_segs(q_seg, kv_seg, blk))
+        res = BlockGrad(out_[:, r], lse_[:, r], do_[:, r], delta_[:, r])
+        dq_b, dk_b, dv_b = spec.kernel.bwd(q_[:, r], k_BSHK, v_BSHV, res, spec.scale, blk.causal,
+                                           *_segs(q_seg, kv_seg, blk))
         grads, dw_b = _pull_back(spec, src, w_, blk.kv, dk_b, dv_b)
         dsrc_b = jax.tree.map(lambda z, g: z.at[:, blk.kv].set(g), dsrc_b, grads)
         return dq.at[:, r].add(dq_b), (dw if dw_b is None else dw + dw_b), dsrc_b

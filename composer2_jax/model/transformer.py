@@ -208,9 +208,15 @@ class Transformer(nn.Module):
         c = self.cfg
         w_DV = param(self, "lm_head", (c.hidden_size, c.vocab_size), ("embed", "vocab"),
                      nn.initializers.normal(c.initializer_range), dtype_of(c.param_dtype))
-        logits = jnp.einsum("BTD,DV->BTV", normed_BTD, w_DV.astype(dtype_of(c.dtype)),
-                            preferred_element_type=jnp.float32)
+        logits = head_logits(normed_BTD, w_DV, c)
         return self.placement.constrain(logits, ("activation_batch", "activation_length", "activation_vocab"))
+
+
+def head_logits(normed_XD, w_DV, cfg: ModelConfig):
+    """fp32 logits [..., V] of the LM head w [D, V] (the trunk's `lm_head` or an MTP depth's copy) in the compute
+    dtype: `Transformer.head`, and the decoders' at the positions they sample."""
+    dt = dtype_of(cfg.dtype)
+    return jnp.einsum("...D,DV->...V", normed_XD.astype(dt), w_DV.astype(dt), preferred_element_type=jnp.float32)
 
 
 def scanned_units(n_units: int):

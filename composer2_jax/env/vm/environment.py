@@ -32,6 +32,7 @@ from composer2_jax.env.sandbox import SandboxError
 from composer2_jax.env.sandbox_config import Resources
 from composer2_jax.env.tools import Episode
 from composer2_jax.env.vm import assets
+from composer2_jax.env.vm.jail import Jail
 from composer2_jax.env.vm.sandbox import VmSandbox, VmSnapshot
 from composer2_jax.env.vm.vmm import VmSpec, choose
 
@@ -68,8 +69,12 @@ class VmEnvironment(Environment):
         self.vmm = choose(cfg.vmm)
         self.spec = VmSpec(accel=self.vmm.accel, memory_mib=cfg.vm_memory_mib, cpus=cfg.vm_cpus,
                            hostname=cfg.hostname, boot_timeout_s=cfg.vm_boot_timeout_s)
-        self.vm_dir = os.path.join(self.rt.base, "vm")
-        os.makedirs(self.vm_dir, mode=0o700, exist_ok=True)
+        # the confined QEMU (uid cfg.vm_uid, env/vm/jail.py) must reach its own files: they live in the public dir
+        # (searchable, not listable), each sandbox's in its own dirs, never in the root-only base dir
+        self.vm_dir = os.path.join(self.rt.public, "vm")
+        os.makedirs(self.vm_dir, exist_ok=True)
+        os.chmod(self.vm_dir, 0o711)
+        self.jail = Jail(cfg, self.vm_dir, self.rt.cgroups)
         for asset in (assets.kernel_dir, assets.initramfs, assets.runtime_disk):
             asset()  # fetched or built once per machine, before the first sandbox needs them
         self._ws_lock = threading.Lock()  # guards the workspace image and its warm snapshots (one boot each)
@@ -117,7 +122,7 @@ class VmEnvironment(Environment):
     def snapshot(self, sid: str) -> str:
         """Freeze the VM's memory, devices and disk as a snapshot id; the VM runs on unchanged."""
         record = self._record(sid)
-        state = os.path.join(self.vm_dir, f"state-{secrets.token_hex(6)}")
+        state = os.path.join(record.sandbox.disk_dir, f"state-{secrets.token_hex(6)}")
         with record.sandbox.lock:
             vsnap = record.sandbox.snapshot(state)
         snap = self._new_snapshot(vsnap)
@@ -174,11 +179,7 @@ class VmEnvironment(Environment):
 
     def close(self, sid: str) -> dict:
         """Kill the VM and release it; returns its final episode state."""
-        with self._lock:
-            record = self._records.pop(sid, None)
-            if record is None:
-                raise KeyError(f"no live sandbox {sid!r}")
-            self._closed[sid] = record
+        record = self._retire(sid)
         record.sandbox.close()
         self.rt.proxy.remove(sid)
         shutil.rmtree(record.sandbox.workdir, ignore_errors=True)  # sockets and logs (its disks stay for snapshots)
@@ -200,7 +201,8 @@ class VmEnvironment(Environment):
         """Diagnostics: QEMU's host pid, the monitor, liveness, parent and policy."""
         record = self._record(sid)
         sbx = record.sandbox
-        return {"sid": sid, "pid": sbx.pid, "pidns": None, "alive": sbx.alive(), "chain": [], "cgroups": [],
+        cgroups = list(sbx.vm.cgroup_dirs) if sbx.vm is not None else []  # QEMU's own (jail.py)
+        return {"sid": sid, "pid": sbx.pid, "pidns": None, "alive": sbx.alive(), "chain": [], "cgroups": cgroups,
                 "parent": record.parent, "policy": sbx.policy.to_dict(), "vmm": dataclasses.asdict(self.vmm),
                 "network": sbx.network}
 
@@ -225,8 +227,9 @@ class VmEnvironment(Environment):
         sid = f"vm-{secrets.token_hex(6)}"
         policy = policy or self.policy
         sock = os.path.join(self.rt.egress_dir, f"{sid}.sock")
-        self.rt.proxy.add(sid, sock, policy, 0, 0)
-        sbx = VmSandbox(sid, policy, os.path.join(self.vm_dir, sid), self.vm_dir, sock)
+        self.rt.proxy.add(sid, sock, policy, self.jail.uid, self.jail.gid)
+        sbx = VmSandbox(sid, policy, os.path.join(self.vm_dir, sid), os.path.join(self.vm_dir, "disks", sid), sock,
+                        self.jail)
         record = _Record(sbx, episode, self.rt.proxy.log(sid), parent, profile, resources, tuple(origin or ()))
         try:
             sbx.start(vsnap, self._spec_for(resources))

@@ -4,6 +4,7 @@ Its state is a `VmSnapshot`: the guest's memory and device state (None for an im
 disk it stood on. `boot` starts a guest cold (the image's entrypoint is then started by the Environment, as for a
 bubblewrap sandbox); `resume` starts one from a memory snapshot: every process of the guest goes on where it was,
 so nothing is restarted. Each VM writes to its own qcow2 overlay on the snapshot's (read-only from then on) disk.
+Its QEMU runs confined (env/vm/jail.py); its overlays and state files live in its own disk dir (root's, 0755).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from composer2_jax.env.agent import wire
 from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.sandbox import AgentChannel, SandboxError
+from composer2_jax.env.vm.jail import Jail
 from composer2_jax.env.vm.vmm import QemuVM, VmError, VmSpec, new_overlay
 
 EGRESS_PORT = 3128  # the port of vm.egress= on the guest's kernel command line (vmm.QemuVM.argv)
@@ -37,14 +39,18 @@ class VmSandbox(AgentChannel):
 
     AGENT = "the guest agent"
 
-    def __init__(self, sid: str, policy: EgressPolicy, workdir: str, disk_dir: str, egress_socket: str):
+    def __init__(self, sid: str, policy: EgressPolicy, workdir: str, disk_dir: str, egress_socket: str, jail: Jail):
         self.sid, self.policy, self.workdir, self.egress_socket = sid, policy, workdir, egress_socket
-        self.disk_dir = disk_dir  # where its overlays go: they outlive it when a snapshot stands on them
+        self.jail = jail
+        self.disk_dir = disk_dir  # its own overlays and state files: they outlive it when a snapshot stands on them
+        for path in (workdir, disk_dir):
+            os.makedirs(path, exist_ok=True)
+            os.chmod(path, 0o755)  # root's: its QEMU may enter, not create, rename or delete (jail.py)
         self.lock = threading.RLock()
         self.dead: str | None = None
         self.vm: QemuVM | None = None
         self.rpc = None
-        self.cgroup_dirs: list[str] = []  # the VM's RAM bounds it; no host cgroup per sandbox
+        self.cgroup_dirs: list[str] = []  # the guest's RAM bounds it; QEMU's own cgroup is vm.cgroup_dirs (jail.py)
         self.chain = None
         self.pidns = None
         self.spec: VmSpec | None = None
@@ -73,12 +79,13 @@ class VmSandbox(AgentChannel):
             self.stop()
         disk = self._disk_path()
         new_overlay(disk, snap.disk, snap.disk_format)
+        self.jail.give(disk)
         self.spec = snap.spec if snap.state else spec
         self.network = snap.network if snap.state else bool(self.policy.allow_hosts)
         if snap.state and bool(self.policy.allow_hosts) and not snap.network:
             raise SandboxError(f"sandbox {self.sid}: its egress policy allows hosts, but the memory snapshot it "
                                "resumes is of a VM without a network device (start it from an image instead)")
-        vm = QemuVM(self.spec, os.path.join(self.workdir, f"vm{self._n}"), disk, snap.state,
+        vm = QemuVM(self.spec, os.path.join(self.workdir, f"vm{self._n}"), disk, self.jail, snap.state,
                     self.egress_socket if self.network else None)
         self.vm, self.dead = vm, None
         started = time.monotonic()

@@ -9,7 +9,8 @@ A VM is `QemuVM`: no network device unless the spec names an egress socket (then
 to one forward into that socket), a read-only runtime disk, the sandbox's own qcow2 overlay as its root disk and a
 virtio-serial port for the tool RPC. `snapshot` stops the guest, switches it to a fresh overlay (the old one, now
 frozen, is the snapshot's disk), writes memory and device state to a file (QEMU migration) and resumes it;
-`QemuVM(..., incoming=state_file)` starts a VM from such a file.
+`QemuVM(..., incoming=state_file)` starts a VM from such a file. Every QEMU process runs confined (env/vm/jail.py:
+an unprivileged uid, no capabilities, its own namespaces and cgroup, only its own files in view).
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ import dataclasses
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
 
+from composer2_jax.env.sandbox import SandboxError, _read_info
 from composer2_jax.env.vm import assets
+from composer2_jax.env.vm.jail import TB_MIB, Binds, Jail, backing_chain
 
 QEMU = "qemu-system-x86_64"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -110,10 +114,13 @@ def qemu_path() -> str:
     return path
 
 
-def new_overlay(path: str, backing: str, backing_format: str = "qcow2") -> None:
-    """A qcow2 file at path whose reads fall through to backing (qemu-img create -b)."""
-    proc = subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", backing_format, "-b", backing, path],
-                          capture_output=True, text=True, check=False)
+def new_overlay(path: str, backing: str, backing_format: str = "qcow2", size: int | None = None) -> None:
+    """A qcow2 file at path whose reads fall through to backing (qemu-img create -b); with size (bytes) the backing
+    is not opened (-u: it may be in use by a running VM)."""
+    unsafe = ["-u"] if size is not None else []
+    proc = subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", backing_format, "-b", backing, *unsafe,
+                           path, *([str(size)] if size is not None else [])], capture_output=True, text=True,
+                          check=False)
     if proc.returncode != 0:
         raise VmError(f"qemu-img create {path} on {backing} failed: {proc.stderr.strip()}")
 
@@ -176,15 +183,18 @@ class Qmp:
 class QemuVM:
     """One QEMU process: a guest booted cold, or resumed from a state file (`incoming`), on its own disk overlay."""
 
-    def __init__(self, spec: VmSpec, workdir: str, disk: str, incoming: str | None = None,
+    def __init__(self, spec: VmSpec, workdir: str, disk: str, jail: Jail, incoming: str | None = None,
                  egress_socket: str | None = None):
-        self.spec, self.workdir, self.disk = spec, workdir, disk
+        self.spec, self.workdir, self.disk, self.jail = spec, workdir, disk, jail
         self.incoming, self.egress_socket = incoming, egress_socket
         os.makedirs(workdir, exist_ok=True)
+        jail.give(workdir, 0o700)
         self.rpc_path = os.path.join(workdir, "rpc.sock")
         self.qmp_path = os.path.join(workdir, "qmp.sock")
         self.console = os.path.join(workdir, "console.log")
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | None = None  # the outer bwrap (QEMU is its grandchild, in its pid namespace)
+        self.qemu_pid: int | None = None
+        self.cgroup_dirs: list[str] = []
         self.qmp: Qmp | None = None
 
     def argv(self) -> list[str]:
@@ -194,10 +204,11 @@ class QemuVM:
         net = ["-nic", "none"]
         if self.egress_socket:
             cmdline += " vm.egress=3128"
-            pipe = f"{shutil.which('python3') or 'python3'} {os.path.join(HERE, 'egress_pipe.py')} {self.egress_socket}"
+            pipe = self.jail.pipe_command(self.egress_socket)
             net = ["-netdev", f"user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:3128-cmd:{pipe}",
                    "-device", "virtio-net-pci,netdev=n0,romfile="]
-        return [qemu_path(), "-accel", spec.accel, "-cpu", "host" if spec.accel == "kvm" else "max",
+        accel = spec.accel if spec.accel == "kvm" else f"tcg,tb-size={TB_MIB}"
+        return [qemu_path(), "-accel", accel, "-cpu", "host" if spec.accel == "kvm" else "max",
                 "-machine", "pc", "-m", str(spec.memory_mib), "-smp", str(spec.cpus),
                 "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", *net,
                 "-chardev", f"file,id=con,path={self.console},append=on", "-serial", "chardev:con",
@@ -212,18 +223,66 @@ class QemuVM:
                 "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
                 *(["-incoming", "defer"] if self.incoming else [])]
 
+    def binds(self) -> Binds:
+        """The host files this VM's QEMU may see (jail.py): its work and disk dirs, and each file it reads."""
+        disk_dir = os.path.dirname(self.disk)
+        ro = [os.path.join(assets.kernel_dir(), "vmlinuz"), assets.initramfs(), assets.runtime_disk()]
+        ro += [f for f in backing_chain(self.disk)[1:] + ([self.incoming] if self.incoming else [])
+               if os.path.dirname(f) != disk_dir]
+        if self.egress_socket:
+            ro += [self.jail.pipe, self.egress_socket]
+        return Binds((self.workdir, disk_dir), tuple(dict.fromkeys(ro)))
+
+    def _spawn(self) -> None:
+        """Start the confined QEMU: bwrap reports its child, the host puts it in the VM's cgroup, then QEMU runs."""
+        info_r, info_w = os.pipe()
+        block_r, block_w = os.pipe()
+        try:
+            argv = self.jail.argv(self.binds(), self.argv(), self.spec.accel == "kvm", info_w, block_r)
+            with open(os.path.join(self.workdir, "qemu.log"), "ab") as log:
+                self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                             start_new_session=True, pass_fds=(info_w, block_r))
+            os.close(info_w)
+            os.close(block_r)
+            info_w = block_r = -1
+            init = _read_info(info_r, 30.0)["child-pid"]
+            self.cgroup_dirs = self.jail.cgroup(f"{os.path.basename(os.path.dirname(self.workdir))}-"
+                                                f"{os.path.basename(self.workdir)}", self.spec.memory_mib)
+            if self.cgroup_dirs:
+                self.jail.cgroups.attach(self.cgroup_dirs, init)
+            os.write(block_w, b"1")
+            self.qemu_pid = self._child_of(init)
+        finally:
+            for fd in (info_r, info_w, block_r, block_w):
+                if fd >= 0:
+                    os.close(fd)
+
+    def _child_of(self, pid: int, timeout_s: float = 30.0) -> int:
+        """The first child of pid (bwrap's init in the VM's pid namespace: its child is QEMU)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/task/{pid}/children") as f:
+                    kids = f.read().split()
+            except OSError:
+                kids = []
+            if kids:
+                return int(kids[0])
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        raise VmError(f"the confined QEMU did not start (bwrap exited {self.proc.poll()})")
+
     def start(self) -> None:
         """Start QEMU and, for a resume, load the state file and let the guest run."""
-        with open(os.path.join(self.workdir, "qemu.log"), "ab") as log:
-            self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True)
         try:
+            self._spawn()
             self.qmp = Qmp(self.qmp_path, 30.0)
             if self.incoming:
                 self.qmp.cmd("migrate-incoming", uri=f"exec:cat {self.incoming}")
                 self._wait(lambda: self.qmp.cmd("query-status")["status"] != "inmigrate", "loading the state")
                 self.qmp.cmd("cont")
-        except (OSError, ValueError, KeyError, VmError) as e:
+        except (OSError, ValueError, KeyError, VmError, SandboxError) as e:
             self.kill()
             raise VmError(f"QEMU failed: {e}; {self.log_tail()}") from None
 
@@ -242,11 +301,20 @@ class QemuVM:
         frozen = self.disk
         self.qmp.cmd("stop")
         try:
-            self.qmp.cmd("blockdev-snapshot-sync", device="disk0", **{"snapshot-file": next_disk}, format="qcow2")
+            size = next(b["inserted"]["image"]["virtual-size"] for b in self.qmp.cmd("query-block")
+                        if b["device"] == "disk0")
+            new_overlay(next_disk, frozen, "qcow2", size)  # made by root: QEMU cannot create files (jail.py)
+            self.jail.give(next_disk)
+            self.qmp.cmd("blockdev-snapshot-sync", device="disk0", **{"snapshot-file": next_disk}, format="qcow2",
+                         mode="existing")
             self.disk = next_disk
+            self.jail.seal(frozen)
+            os.close(os.open(state_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            self.jail.give(state_path)
             self.qmp.cmd("migrate-set-parameters", **{"max-bandwidth": 1 << 40})
             self.qmp.cmd("migrate", uri=f"exec:cat > {state_path}")
             self._wait(self._migrated, "writing the state")
+            self.jail.seal(state_path)
         finally:
             self.qmp.cmd("cont")
         return frozen
@@ -268,7 +336,7 @@ class QemuVM:
 
     def pid(self) -> int | None:
         """QEMU's host pid."""
-        return self.proc.pid if self.proc else None
+        return self.qemu_pid
 
     def alive(self) -> bool:
         """True while QEMU runs."""
@@ -279,10 +347,18 @@ class QemuVM:
         if self.qmp is not None:
             self.qmp.close()
             self.qmp = None
+        if self.qemu_pid is not None:
+            try:
+                os.kill(self.qemu_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
+            self.proc.kill()  # bwrap: its init dies with it (--die-with-parent), and the whole pid namespace
         if self.proc is not None:
             self.proc.wait(timeout=30)
+        if self.cgroup_dirs:
+            self.jail.cgroups.remove(self.cgroup_dirs, timeout_s=30.0)  # waits for the namespace's last exit
+            self.cgroup_dirs = []
 
     def log_tail(self, size: int = 1500) -> str:
         """The end of QEMU's log and the guest console, for errors."""

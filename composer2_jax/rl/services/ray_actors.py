@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any, Callable, Sequence
 
 import jax
@@ -180,6 +181,26 @@ class RolloutActor:
         return [(e.version, jax.device_get(e.params), list(e.sync_s)) for e in self.worker.engines]
 
 
+RESTART_WAIT_S = 600.0  # how long an episode whose RolloutActor is restarting waits for it before failing
+
+
+def generate_or_await_restart(rollout, prompt, max_new_tokens: int, wait_s: float = RESTART_WAIT_S):
+    """One reply from `rollout`. If the actor died and Ray is restarting it, wait (up to `wait_s`) until it answers
+    again, then raise the error: the episode fails and the driver reruns it from its start on a live actor, instead
+    of spending its retries on an actor that is still loading its model."""
+    try:
+        return ray.get(rollout.generate.remote(prompt, max_new_tokens))
+    except ray.exceptions.ActorUnavailableError:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            try:
+                ray.get(rollout.stats.remote(), timeout=10)
+                break
+            except (ray.exceptions.ActorUnavailableError, ray.exceptions.GetTimeoutError):
+                time.sleep(1.0)
+        raise
+
+
 @ray.remote(num_cpus=0, max_restarts=-1, max_concurrency=64)
 class EnvActor:
     """An Environment and an EnvWorker on this node; `run` plays one episode against a RolloutActor."""
@@ -199,7 +220,7 @@ class EnvActor:
         Tree groups: `checkpoints` keeps one per turn boundary (their snapshots live in this actor's environment
         until `release`), and `checkpoint`, one of this actor's, resumes an episode from it with `inherited`, the
         calls up to that boundary (router replay of the shared prefix)."""
-        policy = RolloutPolicy(lambda p, n: ray.get(rollout.generate.remote(p, n)), self.vocab_limit, self.max_prompt)
+        policy = RolloutPolicy(lambda p, n: generate_or_await_restart(rollout, p, n), self.vocab_limit, self.max_prompt)
         record = self.worker.run(task, policy, version,
                                  lambda ep: episode_routing(ep, list(inherited) + policy.calls, self.num_moe, self.k),
                                  checkpoint=checkpoint, checkpoints=checkpoints)

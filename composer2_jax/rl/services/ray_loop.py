@@ -134,8 +134,16 @@ class RayOrchestrator(LocalOrchestrator):
         return sum(s.get("rollout_drafted", 0) for s in stats), sum(s.get("rollout_accepted", 0) for s in stats)
 
     def actor_stats(self) -> list[dict]:
-        """Counters of each rollout actor."""
-        return ray.get([a.stats.remote() for a in self.rollouts])
+        """Counters of each rollout actor; {} (and `rollout_stats_unavailable` counted) for an actor that is dead or
+        restarting: a restarted actor's counters start again from zero, so these are counts since its last start."""
+        stats = []
+        for ref in [a.stats.remote() for a in self.rollouts]:
+            try:
+                stats.append(ray.get(ref, timeout=60))
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError, ray.exceptions.GetTimeoutError):
+                self.counters.add("rollout_stats_unavailable")
+                stats.append({})
+        return stats
 
 
 def start_rollout_actors(run: RLExperimentConfig, stop_id: int, vocab_limit: int, device_sync: bool = False):
