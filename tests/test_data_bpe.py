@@ -207,3 +207,16 @@ def test_byte_lengths_of_bytes_and_tiktoken():
     ranks.update({b"de": 256, b"def": 257, "中".encode(): 258})
     tok = tk.TiktokenTokenizer(ranks, {"[B]": 259, "[E]": 260, "[P]": 262}, bos="[B]", eos="[E]", pad="[P]")
     assert tok.byte_lengths().tolist() == [1] * 256 + [2, 3, 3, 0, 0, 0, 0]  # id 261 is no token: 0
+
+
+def test_a_stage_selects_the_bpe_with_its_tokenizer_keys(stdlib_bpe):
+    from composer2_jax.train.loop import stage_config
+    from experiments import cpt_bulk, sft
+
+    assert cpt_bulk.get_config("toy").tokenizer.name == "byte" == sft.get_config("toy").tokenizer.name  # default kept
+    c = cpt_bulk.get_config("toy")
+    c.tokenizer.name, c.tokenizer.path = "bpe", stdlib_bpe[1]
+    run = stage_config(c)
+    tok = run.tokenizer.build()
+    assert isinstance(tok, tk.HFTokenizer) and tok.vocab_size == run.model.vocab_size == 512
+    tk.check_vocab(tok, run.model.vocab_size)
