@@ -220,3 +220,19 @@ def test_a_stage_selects_the_bpe_with_its_tokenizer_keys(stdlib_bpe):
     tok = run.tokenizer.build()
     assert isinstance(tok, tk.HFTokenizer) and tok.vocab_size == run.model.vocab_size == 512
     tk.check_vocab(tok, run.model.vocab_size)
+
+
+def test_byte_lengths_of_a_sentencepiece_style_tokenizer_json(tmp_path):
+    """Not byte-level (Llama-style: `▁` for a space, `<0xNN>` byte fallback): each id's bytes as it decodes in text."""
+    from tokenizers import Tokenizer, decoders, models
+
+    vocab = {"<unk>": 0, "<0xE4>": 1, "<0xB8>": 2, "<0xAD>": 3, "a": 4, "▁the": 5, "é": 6, "<s>": 7, "</s>": 8}
+    hf = Tokenizer(models.BPE(vocab, [], unk_token="<unk>", byte_fallback=True))
+    hf.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+    hf.add_special_tokens(["<s>", "</s>"])
+    hf.save(str(tmp_path / "tokenizer.json"))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<s>", "eos_token": "</s>"}))
+    tok = tk.make_tokenizer("hf", str(tmp_path))
+    table = tok.byte_lengths()
+    assert table[:9].tolist() == [5, 1, 1, 1, 1, 4, 2, 0, 0]  # <unk> is an ordinary token spelled "<unk>" here
+    assert tok.decode([5, 1, 2, 3, 6]).encode() == " the中é".encode() and table[[5, 1, 2, 3, 6]].sum() == 9

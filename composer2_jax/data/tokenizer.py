@@ -418,7 +418,9 @@ class HFTokenizer(Tokenizer):
             return 0
         if token in self._plain_added:
             return len(token.encode("utf-8"))
-        if self.__dict__.setdefault("_byte_level", _has_byte_level_decoder(self._tok)):
+        if "_byte_level" not in self.__dict__:
+            self.__dict__["_byte_level"] = _has_byte_level_decoder(self._tok)
+        if self.__dict__["_byte_level"]:
             return sum(1 if c in _BYTE_LEVEL_CHARS else len(c.encode("utf-8")) for c in token)
         if re.fullmatch(r"<0x[0-9A-Fa-f]{2}>", token):
             return 1
