@@ -46,7 +46,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--context-budget", type=int, default=32_768, help="self-summarise past this context length")
     p.add_argument("--summary-tokens", type=int, default=2048, help="most tokens a self-summary may take (kept free "
                    "in a model's context, so a model agent's budget is its context minus this)")
-    p.add_argument("--tokenizer", default="", help="byte | kimi/tiktoken | hf | auto (with --tokenizer-path); "
+    p.add_argument("--tokenizer", default="", help="byte | kimi/tiktoken | hf | bpe | auto (with --tokenizer-path); "
                    "default: the checkpoint's for model agents, byte otherwise")
     p.add_argument("--tokenizer-path", default="", help="tokenizer file or directory (tiktoken.model, tokenizer.json)")
     p.add_argument("--out", default="runs/eval", help="output root")

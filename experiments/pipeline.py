@@ -8,10 +8,11 @@ Hardware: toy — a 2-core CPU (README gives the measured wall time); RL, evalua
           print why and are skipped.
 Expected: each stage starts from the previous stage's checkpoint and its recorded model config (YaRN, MTP depth,
 vocabulary; train/loop.inherited_model); JSON lines per stage, then a table (also ROOT/summary.md): CPT loss falling
-from ln(512) ≈ 6.24, the MTP heads' acceptance α (CE + self-distillation), long-context CPT continuing, SFT loss on
-assistant tokens, RL (experiments/rl.py: oracle warm start, a few async versions) pass rate and reward start → end
-with the reward terms and the fraction of episodes that self-summarised, the held-out evaluation pass rate, and
-suite v0 against the final weights (pass@1 — near 0 for a toy — and its errored trials, counted apart).
+from ln(512) ≈ 6.24, bits per byte per training stage (comparable across tokenizers), the MTP heads' acceptance α
+(CE + self-distillation), long-context CPT continuing, SFT loss on assistant tokens, RL (experiments/rl.py: oracle
+warm start, a few async versions) pass rate and reward start → end with the reward terms and the fraction of episodes
+that self-summarised, the held-out evaluation pass rate, and suite v0 against the final weights (pass@1 — near 0 for
+a toy — and its errored trials, counted apart).
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ def main(argv=None):
         accept = [v for k, v in sorted(r.metrics.items()) if k.startswith("mtp/accept_")]
         line = dict(stage=name, steps=r.final_step, first_loss=round(r.losses[0], 4) if r.losses else None,
                     last_loss=round(r.losses[-1], 4) if r.losses else None,
+                    first_bpb=round(r.bits_per_byte[0], 4) if r.bits_per_byte else None,
+                    last_bpb=round(r.bits_per_byte[-1], 4) if r.bits_per_byte else None,
                     mtp_accept=[round(a, 3) for a in accept], yarn_factor=r.model.rope_scaling.factor
                     if r.model.rope_scaling else None, tokens_per_s=round(r.tokens_per_s),
                     seconds=round(time.time() - t, 1), cpu_seconds=round(cpu_seconds() - cpu, 1))
@@ -99,12 +102,13 @@ def _arrow(a, b, fmt="{:.3f}") -> str:
 
 
 def markdown_table(summary: list[dict], seconds: float, cpu: float | None = None) -> str:
-    """One row per stage: loss, MTP acceptance (per depth after training; RL: the rollouts' drafts, first → last
+    """One row per stage: loss, bits per byte (the main head's CE over the UTF-8 bytes of the learned tokens, comparable
+    across tokenizers), MTP acceptance (per depth after training; RL: the rollouts' drafts, first → last
     version), RL pass and reward (start → end) with the reward terms, summary fraction, evaluation / suite pass
     rate, wall and CPU seconds."""
-    head = ["stage", "loss: CE + λ·MTP (first → last)", "MTP acceptance α", "RL pass (start → end)",
-            "reward (start → end)", "reward terms (last batch)", "summary fraction", "eval pass", "seconds",
-            "CPU s"]
+    head = ["stage", "loss: CE + λ·MTP (first → last)", "bits/byte (first → last)", "MTP acceptance α",
+            "RL pass (start → end)", "reward (start → end)", "reward terms (last batch)", "summary fraction",
+            "eval pass", "seconds", "CPU s"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in summary:
         if "skipped" in s:
@@ -118,7 +122,8 @@ def markdown_table(summary: list[dict], seconds: float, cpu: float | None = None
         drafts = s.get("draft_acceptance")  # RL: the rollouts' acceptance per version that drafted
         accept = " / ".join(f"{a:.3f}" for a in s.get("mtp_accept", [])) or (
             f"drafts {_arrow(drafts[0], drafts[-1])}" if drafts else "–")
-        cells = [s["stage"], _arrow(s.get("first_loss"), s.get("last_loss")), accept,
+        cells = [s["stage"], _arrow(s.get("first_loss"), s.get("last_loss")),
+                 _arrow(s.get("first_bpb"), s.get("last_bpb")), accept,
                  _arrow(s.get("pass_start"), s.get("pass_end")), _arrow(s.get("reward_start"), s.get("reward_end")),
                  terms or "–", "–" if "summary_fraction" not in s else f"{s['summary_fraction']:.2f}",
                  "–" if evaluation is None else (evaluation if isinstance(evaluation, str) else f"{evaluation:.3f}"),

@@ -43,6 +43,9 @@ IM_SYSTEM, IM_USER, IM_ASSISTANT, IM_TOOL = "<|im_system|>", "<|im_user|>", "<|i
 IM_MIDDLE, IM_END = "<|im_middle|>", "<|im_end|>"
 TOOL_CALL_BEGIN, TOOL_CALL_END = "<|tool_call|>", "<|/tool_call|>"
 CHAT_SPECIAL_TOKENS = (IM_SYSTEM, IM_USER, IM_ASSISTANT, IM_TOOL, IM_MIDDLE, IM_END, TOOL_CALL_BEGIN, TOOL_CALL_END)
+# Every token the chat format and the agent harness (data/chat.py, env/harness.py) need as one id: a BPE trained here
+# (data/bpe.py) reserves them as special tokens at ids 0.. in this order, and the `bpe` loader requires them.
+HARNESS_SPECIAL_TOKENS = (BOS, EOS, PAD) + CHAT_SPECIAL_TOKENS
 
 # The models' own tool-call markup (data/chat.py renders it): Kimi K2's and DeepSeek-V3's special tokens.
 KIMI_SECTION_BEGIN, KIMI_SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
@@ -123,6 +126,25 @@ class Tokenizer(abc.ABC):
     def is_special(self, token_id: int) -> bool:
         """True for ids of special tokens."""
         return token_id in self._special_ids
+
+    def byte_lengths(self) -> np.ndarray:
+        """UTF-8 bytes each id stands for, int32 [vocab_size], computed once: 0 for special ids (markup, not text).
+
+        Bits per byte divides a loss by the bytes of its target tokens with this table (train/metrics.py)."""
+        table = self.__dict__.get("_byte_lengths")
+        if table is None:
+            table = np.zeros(self.vocab_size, np.int32)
+            for i in range(self.vocab_size):
+                if i not in self._special_ids:
+                    table[i] = self._token_byte_length(i)
+            table.flags.writeable = False
+            self.__dict__["_byte_lengths"] = table
+        return table
+
+    def _token_byte_length(self, token_id: int) -> int:
+        """UTF-8 bytes of one non-special id (subclasses give the exact count; this decodes the id alone, which
+        counts a token holding part of a multi-byte character as U+FFFD's 3 bytes)."""
+        return len(self._decode_ordinary([token_id]).encode("utf-8"))
 
     @property
     def _special_ids(self) -> dict[int, str]:
@@ -215,6 +237,10 @@ class ByteTokenizer(Tokenizer):
         """Bytes back to text (a multi-byte character cut by a chunk boundary becomes U+FFFD)."""
         return bytes(ids).decode("utf-8", errors="replace")
 
+    def _token_byte_length(self, token_id: int) -> int:
+        """Each byte id is one byte."""
+        return 1
+
 
 class TiktokenTokenizer(Tokenizer):
     """Byte-level BPE via tiktoken: mergeable ranks + special tokens + a pre-tokenizer regex."""
@@ -232,6 +258,7 @@ class TiktokenTokenizer(Tokenizer):
                 raise ValueError(f"{role} token {tok!r} is not among the special tokens")
         self._special = dict(special_tokens)
         self._n_vocab = max([len(mergeable_ranks) - 1, *self._special.values()]) + 1
+        self._n_ranks = len(mergeable_ranks)
         self._enc = tiktoken.Encoding(name, pat_str=pat_str, mergeable_ranks=dict(mergeable_ranks),
                                       special_tokens=self._special)
         self.bos_id, self.eos_id, self.pad_id = self._special[bos], self._special[eos], self._special[pad]
@@ -275,6 +302,10 @@ class TiktokenTokenizer(Tokenizer):
     def _decode_ordinary(self, ids: Sequence[int]) -> str:
         """Concatenate the token bytes and decode UTF-8 (invalid sequences become U+FFFD)."""
         return self._enc.decode_bytes(list(ids)).decode("utf-8", errors="replace")
+
+    def _token_byte_length(self, token_id: int) -> int:
+        """The length of the rank's byte string (0 for an id between the ranks and the special ids: no token)."""
+        return len(self._enc.decode_single_token_bytes(token_id)) if token_id < self._n_ranks else 0
 
 
 class HFTokenizer(Tokenizer):
@@ -379,6 +410,39 @@ class HFTokenizer(Tokenizer):
             return ""
         return self._tok.decode(list(ids), skip_special_tokens=False)
 
+    def _token_byte_length(self, token_id: int) -> int:
+        """Byte-level BPE (a ByteLevel decoder): one byte per character of the token's string (GPT-2's byte alphabet);
+        other decoders: `<0xNN>` byte-fallback tokens are one byte and `▁` is a space. Added tokens: their text."""
+        token = self._tok.id_to_token(token_id)
+        if token is None:  # an id the file leaves unused
+            return 0
+        if token in self._plain_added:
+            return len(token.encode("utf-8"))
+        if "_byte_level" not in self.__dict__:
+            self.__dict__["_byte_level"] = _has_byte_level_decoder(self._tok)
+        if self.__dict__["_byte_level"]:
+            return sum(1 if c in _BYTE_LEVEL_CHARS else len(c.encode("utf-8")) for c in token)
+        if re.fullmatch(r"<0x[0-9A-Fa-f]{2}>", token):
+            return 1
+        return len(token.replace("\u2581", " ").encode("utf-8"))
+
+
+def _byte_level_chars() -> frozenset:
+    """The 256 characters GPT-2's byte-level alphabet writes the bytes as (`bytes_to_unicode`)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    return frozenset(map(chr, printable + [256 + i for i in range(256 - len(printable))]))
+
+
+_BYTE_LEVEL_CHARS = _byte_level_chars()
+
+
+def _has_byte_level_decoder(tok) -> bool:
+    """True when a `tokenizers.Tokenizer` decodes with ByteLevel (alone or inside a Sequence)."""
+    if tok.decoder is None:
+        return False
+    state = json.loads(tok.decoder.__getstate__())
+    return state.get("type") == "ByteLevel" or any(d.get("type") == "ByteLevel" for d in state.get("decoders", []))
+
 
 def _is_marker(content: str) -> bool:
     """Spelled like a control token: `<...>` with no whitespace (`<｜User｜>`, `<think>`, `<|im_end|>`)."""
@@ -463,7 +527,7 @@ def _token_content(v: Union[str, Mapping]) -> str:
     return v["content"] if isinstance(v, Mapping) else str(v)
 
 
-TOKENIZERS = ("byte", "kimi", "tiktoken", "hf", "auto")
+TOKENIZERS = ("byte", "kimi", "tiktoken", "hf", "bpe", "auto")
 # The tokenizer family each model preset (composer2_jax/model_config.py) ships with: Kimi's tiktoken.model for the Kimi
 # presets, tokenizer.json for the others; only the toy presets run on bytes.
 PRESET_TOKENIZER = {"kimi_k2_5": "kimi", "kimi_k2": "kimi", "deepseek_v3": "hf", "llama2_70b_mla": "hf",
@@ -474,8 +538,11 @@ PRESET_TOKENIZER = {"kimi_k2_5": "kimi", "kimi_k2": "kimi", "deepseek_v3": "hf",
 class TokenizerConfig:
     """Which tokenizer a run uses."""
 
-    name: str = "byte"  # byte | kimi / tiktoken (Kimi's tiktoken.model format) | hf (tokenizer.json) | auto
-    path: str = ""  # kimi/tiktoken: tiktoken.model or its directory; hf: tokenizer.json or its directory; auto: a dir
+    # byte | kimi / tiktoken (Kimi's tiktoken.model format) | hf (tokenizer.json) | bpe (a tokenizer.json trained by
+    # `python -m composer2_jax.data.bpe`: loaded as hf, and every harness token must be its own special id) | auto
+    name: str = "byte"
+    # kimi/tiktoken: tiktoken.model or its directory; hf/bpe: tokenizer.json or its directory; auto: a directory
+    path: str = ""
 
     def __post_init__(self):
         if self.name not in TOKENIZERS:
@@ -488,15 +555,17 @@ class TokenizerConfig:
 
 def make_tokenizer(name: str = "byte", path: Optional[Union[str, os.PathLike]] = None) -> Tokenizer:
     """Tokenizer by name: "byte"; "kimi"/"tiktoken" with `path` = tiktoken.model or the directory holding it;
-    "hf" with `path` = tokenizer.json or the directory holding it; "auto" with `path` = a checkpoint or tokenizer
-    directory (tokenizer.json -> hf, else tiktoken.model -> kimi).
+    "hf" with `path` = tokenizer.json or the directory holding it; "bpe" the same, for a tokenizer trained by
+    data/bpe.py (loaded as "hf", then every one of HARNESS_SPECIAL_TOKENS must be a special token of its own files);
+    "auto" with `path` = a checkpoint or tokenizer directory (tokenizer.json -> hf, else tiktoken.model -> kimi).
 
     A tokenizer_config.json next to the model file supplies the special tokens (optional).
     """
     if name == "byte":
         return ByteTokenizer()
-    if name in ("kimi", "tiktoken", "hf", "auto") and not path:
-        raise ValueError(f"tokenizer {name!r} needs path= (a tokenizer file or the directory holding it)")
+    if name in ("kimi", "tiktoken", "hf", "bpe", "auto") and not path:
+        hint = "; train one with python -m composer2_jax.data.bpe --out DIR" if name == "bpe" else ""
+        raise ValueError(f"tokenizer {name!r} needs path= (a tokenizer file or the directory holding it){hint}")
     if name == "auto":
         path = str(path)
         if not os.path.isdir(path):
@@ -510,6 +579,8 @@ def make_tokenizer(name: str = "byte", path: Optional[Union[str, os.PathLike]] =
                              "tiktoken.model (Kimi)")
     if name == "hf":
         return HFTokenizer.from_dir(path)
+    if name == "bpe":
+        return require_harness_tokens(HFTokenizer.from_dir(path))
     if name in ("kimi", "tiktoken"):
         model = os.path.join(path, "tiktoken.model") if os.path.isdir(path) else str(path)
         if not os.path.isfile(model):
@@ -517,6 +588,22 @@ def make_tokenizer(name: str = "byte", path: Optional[Union[str, os.PathLike]] =
         cfg = os.path.join(os.path.dirname(model), "tokenizer_config.json")
         return TiktokenTokenizer.from_kimi_files(model, cfg if os.path.isfile(cfg) else None)
     raise ValueError(f"unknown tokenizer {name!r}; expected one of {TOKENIZERS}")
+
+
+def require_harness_tokens(tok: HFTokenizer) -> HFTokenizer:
+    """`tok` if its own files define every one of HARNESS_SPECIAL_TOKENS as a special token (one id each) and name
+    the harness's bos/eos/pad; else a ValueError naming the missing token (HFTokenizer would append it as a new id)."""
+    for name in HARNESS_SPECIAL_TOKENS:
+        if tok._tok.token_to_id(name) is None or name not in tok._special:
+            raise ValueError(f"tokenizer 'bpe': {tok.path} does not define the special token {name!r}; expected all "
+                             f"of {list(HARNESS_SPECIAL_TOKENS)} as special tokens (retrain it with python -m "
+                             f"composer2_jax.data.bpe --out DIR)")
+    for role, name in (("bos", BOS), ("eos", EOS), ("pad", PAD)):
+        got = getattr(tok, f"{role}_id")
+        if got != tok._special[name]:
+            raise ValueError(f"tokenizer 'bpe': {tok.path}'s tokenizer_config.json makes id {got} the {role}_token; "
+                             f"expected {name!r} (id {tok._special[name]})")
+    return tok
 
 
 def preset_tokenizer(preset: str, path: str = "") -> TokenizerConfig:

@@ -36,7 +36,15 @@ from composer2_jax.train import init_from as init_from_lib
 from composer2_jax.train import optim as optim_lib
 from composer2_jax.train.checkpoint import CheckpointConfig, Checkpointer
 from composer2_jax.train.init_from import recorded_model  # noqa: F401  (re-exported)
-from composer2_jax.train.metrics import LogConfig, MetricWriter, Progress, flops_per_token, mfu
+from composer2_jax.train.metrics import (
+    LogConfig,
+    MetricWriter,
+    Progress,
+    byte_length_table,
+    flops_per_token,
+    mfu,
+    with_bits_per_byte,
+)
 from composer2_jax.train.state import TrainState, abstract_train_state, init_train_state, train_state_from
 from composer2_jax.train.step import StepConfig, batch_shardings, make_train_step
 
@@ -59,6 +67,8 @@ class RunResult:
     mfu: float
     model: ModelConfig | None = None  # the model config trained (inherited from init_from, see `inherited_model`)
     metrics: dict = dataclasses.field(default_factory=dict)  # the last logged step's scalar metrics
+    # per step: Σ NLL / (ln 2 · UTF-8 bytes) of the loss-masked targets (train/metrics.with_bits_per_byte)
+    bits_per_byte: list[float] = dataclasses.field(default_factory=list)
 
 
 DATA_SHARD_BY = ("documents", "rows")
@@ -75,7 +85,7 @@ class StageConfig:
     data: data_lib.DataConfig = data_lib.DataConfig()  # sources, packing, mixture, shuffling (data/pipeline.py)
     # multi-process data split: documents (scales) | rows (same batches at any host count)
     data_shard_by: str = "documents"
-    # byte | kimi/tiktoken | hf | auto, and its file; a family with no path takes init_from's (its HF directory's
+    # byte | kimi/tiktoken | hf | bpe | auto, and its file; a family with no path takes init_from's (its HF directory's
     # files, or the tokenizer the previous stage recorded: train/init_from.stage_tokenizer)
     tokenizer: TokenizerConfig = TokenizerConfig()
     mesh: shd.MeshConfig = shd.MeshConfig()  # device mesh axis sizes (sharding.py); -1 = the rest of the devices
@@ -231,7 +241,8 @@ def train(config) -> RunResult:
         state, shardings, tx = init_train_state(model, make_tx, mesh, jax.random.key(run.seed), shape)
     it = _data_iterator(run, tokenizer, data_state)
 
-    step_fn = jax.jit(make_train_step(model, tx, sc, optim_lib.schedule(oc), oc.qk_clip_tau), donate_argnums=0,
+    step_fn = make_train_step(model, tx, sc, optim_lib.schedule(oc), oc.qk_clip_tau)
+    step_fn = jax.jit(with_bits_per_byte(step_fn, byte_length_table(tokenizer, cfg.vocab_size)), donate_argnums=0,
                       in_shardings=(shardings, batch_shardings(mesh)), out_shardings=(shardings, None))
     total, active = count_params(state.params, cfg)
     f_tok = flops_per_token(cfg, active, dc.seq_len)
@@ -240,7 +251,7 @@ def train(config) -> RunResult:
     writer.write(int(state.step), dict(params_total=total, params_active=active, flops_per_token=f_tok))
     start = int(state.step)
     bar = Progress(run.steps, start, enabled=run.log.progress and jax.process_index() == 0)
-    losses, pending, t_start, tokens_seen, last = [], [], time.time(), 0.0, {}
+    curves, pending, t_start, tokens_seen, last = _Curves(), [], time.time(), 0.0, {}
     last_good = ckpt.latest_step()
     with activate(mesh):
         for step in range(start, run.steps):
@@ -253,7 +264,7 @@ def train(config) -> RunResult:
             done = step + 1
             save = done % run.checkpoint.every == 0 or done == run.steps
             if save or done % run.log.every == 0:  # metrics are checked before any state is saved
-                tokens_seen = _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc, last_good,
+                tokens_seen = _flush(pending, curves, writer, bar, f_tok, chip, t_start, tokens_seen, sc, last_good,
                                      last)
                 pending = []
             if save:
@@ -264,8 +275,8 @@ def train(config) -> RunResult:
     bar.close()
     secs = time.time() - t_start
     tps = tokens_seen / max(secs, 1e-9)
-    return RunResult(losses, int(state.step), str(workdir), secs, tps,
-                     mfu(tps, f_tok, chip.peak_bf16_flops, jax.device_count()), cfg, last)
+    return RunResult(curves.losses, int(state.step), str(workdir), secs, tps,
+                     mfu(tps, f_tok, chip.peak_bf16_flops, jax.device_count()), cfg, last, curves.bits_per_byte)
 
 
 def _remove_if_empty(*dirs: Path) -> None:
@@ -282,7 +293,15 @@ def config_record(run) -> dict:
     return json.loads(json.dumps(schema.to_dict(run), default=repr))
 
 
-def _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc: StepConfig, last_good, last: dict):
+@dataclasses.dataclass
+class _Curves:
+    """Per-step values a run returns."""
+
+    losses: list[float] = dataclasses.field(default_factory=list)
+    bits_per_byte: list[float] = dataclasses.field(default_factory=list)
+
+
+def _flush(pending, curves, writer, bar, f_tok, chip, t_start, tokens_seen, sc: StepConfig, last_good, last: dict):
     """Fetch the pending steps' metrics, check them, write them (the newest scalars also into `last`); returns the
     updated token count."""
     fetched = jax.device_get([m for _, m in pending])
@@ -294,12 +313,13 @@ def _flush(pending, losses, writer, bar, f_tok, chip, t_start, tokens_seen, sc: 
                 raise NonFiniteLoss(msg)
             log.warning("%s — step skipped (state unchanged)", msg)
         tokens_seen += float(m["tokens"])
-        losses.append(float(m["loss"]))
+        curves.losses.append(float(m["loss"]))
+        curves.bits_per_byte.append(float(m["bits_per_byte"]))
         tps = tokens_seen / max(time.time() - t_start, 1e-9)
         scal = {k: v for k, v in m.items() if np.ndim(v) == 0}
         scal.update(tokens_per_s=tps, mfu=mfu(tps, f_tok, chip.peak_bf16_flops, jax.device_count()))
         writer.write(step + 1, scal)
         last.clear()
         last.update({k: float(v) for k, v in scal.items()}, step=step + 1)
-    bar.update(len(pending), losses[-1], tokens_seen / max(time.time() - t_start, 1e-9))
+    bar.update(len(pending), curves.losses[-1], tokens_seen / max(time.time() - t_start, 1e-9))
     return tokens_seen

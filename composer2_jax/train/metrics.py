@@ -1,12 +1,14 @@
-"""Training metrics: FLOPs per token and MFU, and the writers (TensorBoard events, JSONL, progress bar)."""
+"""Training metrics: FLOPs per token and MFU, bits per byte, and the writers (TensorBoard events, JSONL, progress
+bar)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -41,6 +43,45 @@ def flops_per_token(cfg: ModelConfig, active_params: int, seq_len: int) -> float
 def mfu(tokens_per_s: float, flops_token: float, peak_flops: float, n_devices: int) -> float:
     """Model FLOPs utilisation: achieved model FLOP/s over the devices' peak."""
     return tokens_per_s * flops_token / (peak_flops * n_devices)
+
+
+def byte_length_table(tokenizer, model_vocab_size: int) -> np.ndarray:
+    """UTF-8 bytes per id (`Tokenizer.byte_lengths`: 0 for special ids) as float32 [model_vocab_size]; embedding rows
+    past the tokenizer's ids count 0 bytes."""
+    lengths = tokenizer.byte_lengths()
+    if len(lengths) > model_vocab_size:
+        raise ValueError(f"the tokenizer has {len(lengths)} ids but the model's vocab_size is {model_vocab_size}")
+    table = np.zeros(model_vocab_size, np.float32)
+    table[:len(lengths)] = lengths
+    return table
+
+
+def with_bits_per_byte(step: Callable, byte_lengths: np.ndarray) -> Callable:
+    """`step(state, batch) -> (state, metrics)` with metrics `bytes` (UTF-8 bytes of the loss-masked targets) and
+    `bits_per_byte` = Σ NLL (nats, over those targets) / (ln 2 · bytes), so runs with different tokenizers compare.
+
+    The NLL sum is `ce · tokens` of the step's metrics. Special tokens (bos/eos, chat markers) count 0 bytes: they are
+    markup, not text, while their NLL stays in the sum, and byte and BPE tokenizers put the same special tokens in the
+    same places, so both pay for them alike.
+    """
+    import jax.numpy as jnp
+
+    table = jnp.asarray(byte_lengths, jnp.float32)
+
+    def wrapped(state, batch):
+        state, metrics = step(state, batch)
+        n_bytes = masked_bytes(batch["targets"], batch["loss_mask"], table)
+        return state, dict(metrics, bytes=n_bytes, bits_per_byte=metrics["ce"] * metrics["tokens"] / (
+            math.log(2) * jnp.maximum(n_bytes, 1.0)))
+
+    return wrapped
+
+
+def masked_bytes(targets, loss_mask, byte_lengths):
+    """Σ over loss-masked targets of their UTF-8 byte lengths (a float32 scalar)."""
+    import jax.numpy as jnp
+
+    return jnp.sum(jnp.take(byte_lengths, targets, mode="clip") * loss_mask.astype(jnp.float32))
 
 
 class MetricWriter:
