@@ -130,7 +130,7 @@ RING_CASES = [  # (mesh, model overrides): ring attention over `context` inside 
 @pytest.mark.parametrize("mesh_shape, overrides", RING_CASES)
 def test_pipelined_step_with_ring_attention_inside_a_stage_matches_the_single_device_step(mesh_shape, overrides):
     """Context parallelism inside a stage: the stage body's attention is the ring over `context` (its shard_map
-    specs follow the stage body's rules, model/context_parallel.py `ambient_rules`), the batch arrives in zigzag
+    specs follow the stage placement's rules, sharding.Placement.stage), the batch arrives in zigzag
     layout (train/loop.py `_put_batch`; the MTP targets are shifted in that layout, model/mtp.py). The reference is
     the single-device step with the default kernel on the natural-order batch: the loss and every gradient are
     sums over tokens, so the token order does not change them beyond fp32 summation order."""
