@@ -32,9 +32,9 @@ AMBIENT = {
     r"\bget_logical_axis_rules\b": (),
     r"\blogical_axis_rules\(": ("sharding.py",),  # only `activate` makes the rules ambient (for flax itself)
     r"\bset_mesh\(": ("sharding.py",),  # only `activate` makes a mesh ambient
-    # flax's constraint: explicit in Placement.constrain; the ambient `layers.constrain` is the decode cache's
-    r"\bwith_logical_constraint\(": ("sharding.py", "model/layers.py"),
-    r"import[^\n]*\bconstrain\b": ("infer/kv_cache.py",),
+    # flax's constraint: only in Placement.constrain (the decode caches take a Placement too: infer/kv_cache.py)
+    r"\bwith_logical_constraint\(": ("sharding.py",),
+    r"import[^\n]*\bconstrain\b": (),
 }
 
 

@@ -17,8 +17,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from composer2_jax.model.layers import constrain
 from composer2_jax.model_config import ModelConfig
+from composer2_jax.sharding import Placement
 
 LATENT_BSX = ("activation_batch", None, "activation_kv")  # cache arrays: batch-sharded like the residual stream
 
@@ -30,9 +30,9 @@ class LayerCache(NamedTuple):
     ckv: jax.Array  # [B, S, L] normed compressed latent
     kr: jax.Array  # [B, S, R] roped shared rotary key
 
-    def write(self, ckv_BTL, kr_BTR, pos_BT, write_BT) -> "LayerCache":
+    def write(self, ckv_BTL, kr_BTR, pos_BT, write_BT, placement: Placement = Placement()) -> "LayerCache":
         """The cache with the new latents written (see `write`)."""
-        return write(self, ckv_BTL, kr_BTR, pos_BT, write_BT)
+        return write(self, ckv_BTL, kr_BTR, pos_BT, write_BT, placement)
 
     def keys(self):
         """(c_kv [B, S, L], k_R [B, S, R]) with slot s = position s."""
@@ -44,22 +44,25 @@ class LayerCache(NamedTuple):
         return fn(*self.keys())
 
 
-def init_cache(cfg: ModelConfig, n_layers: int, batch: int, max_len: int, dtype) -> tuple[LayerCache, ...]:
-    """Zero caches for `n_layers` attention layers, each [B, S, L] + [B, S, R]."""
+def init_cache(cfg: ModelConfig, n_layers: int, batch: int, max_len: int, dtype,
+               placement: Placement = Placement()) -> tuple[LayerCache, ...]:
+    """Zero caches for `n_layers` attention layers, each [B, S, L] + [B, S, R], batch-sharded over `placement`'s
+    mesh (none: unconstrained)."""
     def one():
-        return LayerCache(constrain(jnp.zeros((batch, max_len, cfg.kv_lora_rank), dtype), LATENT_BSX),
-                          constrain(jnp.zeros((batch, max_len, cfg.qk_rope_head_dim), dtype), LATENT_BSX))
+        return LayerCache(placement.constrain(jnp.zeros((batch, max_len, cfg.kv_lora_rank), dtype), LATENT_BSX),
+                          placement.constrain(jnp.zeros((batch, max_len, cfg.qk_rope_head_dim), dtype), LATENT_BSX))
     return tuple(one() for _ in range(n_layers))
 
 
-def write(cache: LayerCache, ckv_BTL, kr_BTR, pos_BT, write_BT) -> LayerCache:
-    """Scatter the new latents into slots pos[b, t]; entries with write=False (or out of range) are dropped."""
+def write(cache: LayerCache, ckv_BTL, kr_BTR, pos_BT, write_BT, placement: Placement = Placement()) -> LayerCache:
+    """Scatter the new latents into slots pos[b, t]; entries with write=False (or out of range) are dropped; the
+    result stays batch-sharded over `placement`'s mesh."""
     s = cache.ckv.shape[1]
     slot_BT = jnp.where(write_BT & (pos_BT >= 0) & (pos_BT < s), pos_BT, s)  # s is out of range: dropped
     rows_BT = jnp.broadcast_to(jnp.arange(pos_BT.shape[0])[:, None], pos_BT.shape)
     ckv = cache.ckv.at[rows_BT, slot_BT].set(ckv_BTL.astype(cache.ckv.dtype), mode="drop")
     kr = cache.kr.at[rows_BT, slot_BT].set(kr_BTR.astype(cache.kr.dtype), mode="drop")
-    return LayerCache(constrain(ckv, LATENT_BSX), constrain(kr, LATENT_BSX))
+    return LayerCache(placement.constrain(ckv, LATENT_BSX), placement.constrain(kr, LATENT_BSX))
 
 
 def bytes_per_token(cfg: ModelConfig, n_layers: int, dtype_bytes: int = 2) -> dict:

@@ -41,8 +41,10 @@ class PagedLayerCache(NamedTuple):
     kr: jax.Array  # [A, Y, R] roped shared rotary keys
     table: jax.Array  # [B, A_row] int32 page ids of each row; position s is at page table[b, s // Y], offset s % Y
 
-    def write(self, ckv_BTL, kr_BTR, pos_BT, write_BT) -> "PagedLayerCache":
-        """Scatter the new latents to (page, offset) of their positions; write=False or out-of-table are dropped."""
+    def write(self, ckv_BTL, kr_BTR, pos_BT, write_BT, placement=None) -> "PagedLayerCache":
+        """Scatter the new latents to (page, offset) of their positions; write=False or out-of-table are dropped.
+        `placement` (LayerCache's interface) is not used: pages belong to no batch row, so there is no row layout."""
+        del placement
         a, y = self.ckv.shape[:2]
         a_row = self.table.shape[1]
         ok_BT = write_BT & (pos_BT >= 0) & (pos_BT < a_row * y)

@@ -47,6 +47,7 @@ from composer2_jax.model.decoding import Decoder, Feed, TrunkOut
 from composer2_jax.model.layer_plan import moe_layer_ids
 from composer2_jax.model.layers import dtype_of
 from composer2_jax.model_config import ModelConfig
+from composer2_jax.sharding import Placement
 
 
 @dataclasses.dataclass(frozen=True)
@@ -300,7 +301,8 @@ def generate_tokens(variables: dict, prompts: Prompts, key, temperature, top_p, 
     b, p = prompts.tokens.shape
     s, nb = p + prog.max_tokens + d + 2, prog.max_tokens + d + 1
     dt = dtype_of(cfg.dtype)
-    tr = prefill(variables, kv_cache.init_cache(cfg, cfg.num_layers, b, s, dt), prompts, prog.decoder,
+    at = Placement.of(prog.decoder.mesh)
+    tr = prefill(variables, kv_cache.init_cache(cfg, cfg.num_layers, b, s, dt, at), prompts, prog.decoder,
                  prog.prefill_chunk)
     key, k0, k_draft = jax.random.split(key, 3)
     first, r_BLk = _first(tr, prompts, k0, run)
@@ -317,8 +319,9 @@ def generate_tokens(variables: dict, prompts: Prompts, key, temperature, top_p, 
         h0 = jnp.take_along_axis(tr.hidden, jnp.clip(win_BW, 0, p - 1)[..., None], axis=1)
         pos_BP = jnp.broadcast_to(jnp.arange(p, dtype=jnp.int32), (b, p))
         window = speculative.DraftWindow(tr.hidden, pos_BP, seq_BS, prompts.lengths)
-        drafts, logq, mtp_caches, seq_BS = speculative.draft(variables, kv_cache.init_cache(cfg, d, b, s, dt), window,
-                                                             k_draft, run.sampling, prog.decoder)
+        mtp_fresh = kv_cache.init_cache(cfg, d, b, s, dt, at)
+        drafts, logq, mtp_caches, seq_BS = speculative.draft(variables, mtp_fresh, window, k_draft, run.sampling,
+                                                             prog.decoder)
     zeros_B = jnp.zeros((b,), jnp.int32)
     state = _Loop(tr.caches, mtp_caches, h0, seq_BS, prompts.lengths, drafts, logq, out, route, n_out, done, key,
                   jnp.zeros((), jnp.int32), zeros_B, zeros_B)

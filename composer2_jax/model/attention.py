@@ -253,7 +253,7 @@ class MLAttention(nn.Module):
         x_BTD = x_BTD.astype(dtype_of(c.dtype))
         q_BTHK = self.queries(x_BTD)
         q = (q_BTHK[..., : c.qk_nope_head_dim], apply_rope(q_BTHK[..., c.qk_nope_head_dim:], positions_BT, c))
-        cache = cached.cache.write(*self.latent(x_BTD, positions_BT), positions_BT, cached.write)
+        cache = cached.cache.write(*self.latent(x_BTD, positions_BT), positions_BT, cached.write, self.placement)
         w_kvb = self.kv_b_weight()
         o_BTHV = cache.attend(lambda *keys: latent_attention(q, keys, w_kvb, positions_BT, c, cached.absorb),
                               positions_BT)

@@ -29,13 +29,6 @@ def param(module: nn.Module, name: str, shape: Sequence[int], axes: Sequence[Opt
     return module.param(name, nn.with_logical_partitioning(init, tuple(axes)), tuple(shape), dtype)
 
 
-def constrain(x, axes: Sequence[Optional[str]]):
-    """Logical sharding constraint from the AMBIENT mesh and rules (`sharding.activate`): the decode cache's
-    (infer/kv_cache.py `init_cache` / `write`) until the caches take a Placement. The model's modules never call it:
-    they constrain through their explicit `sharding.Placement.constrain`."""
-    return nn.with_logical_constraint(x, tuple(axes))
-
-
 def embed_tokens(embed_VD, tokens_BT, dtype, placement: Placement = Placement()):
     """Embedding lookup [V, D] × [B, T] → [B, T, D] in the residual stream's layout.
 

@@ -366,7 +366,7 @@ def _run_per_shard(stage_fn, params_S, router_S, x_M, pos_M, seg_M, spec: Pipeli
     gathers' transposes (a reduce-scatter over the FSDP axes per leaf, and the shard_map's sum over the axes a leaf
     is replicated on, e.g. `expert` for attention weights) run once, after the loop. The stage body sees local
     blocks: the MoE block runs its per-shard body directly (its all-to-all and statistics sums over the named
-    axes), sharding constraints are no-ops (layers.constrain), the stage axis is this device's one stage.
+    axes), sharding constraints are no-ops (sharding.Placement.constrain), the stage axis is this device's one stage.
     """
     s_, m_, r_ = spec.stages, spec.microbatches, spec.repeats
     perm = [(i, (i + 1) % s_) for i in range(s_)]
