@@ -83,3 +83,31 @@ def test_context_options_and_the_refusals_of_the_context_parallel_calls():
         device_work(2, q, jnp.stack([k, k]), jnp.stack([v, v]), v)
     with pytest.raises(ValueError, match="no segment ids or positions"):
         device_work(0, q, jnp.stack([k, k]), jnp.stack([v, v]), v, mask=AttentionMask.self_attention(idx))
+
+
+@pytest.mark.parametrize("layout", ["zigzag", "contiguous"])
+def test_device_work_is_one_device_of_the_ring(layout):
+    """device_work(i, ...) given the KV blocks device i receives (step s: block (i − s) mod n) ≡ rows of device i
+    of dense causal attention, and its gradients ≡ those of dense attention with a cotangent on those rows only."""
+    n, t = 4, 32
+    tl = t // n
+    q, k, v = (jax.random.normal(jax.random.key(s), (1, t, H, d)) for s, d in ((0, K), (1, K), (2, V)))
+    do = jax.random.normal(jax.random.key(3), (1, t, H, V))
+    to = (lambda a: cp.zigzag(a, n)) if layout == "zigzag" else (lambda a: a)
+    back = (lambda a: cp.unzigzag(a, n)) if layout == "zigzag" else (lambda a: a)
+    rows = lambda a, j: to(a)[:, j * tl:(j + 1) * tl]  # noqa: E731  device j's rows in the layout
+    options = cp.ContextOptions(layout=layout, block_kernel="xla")
+    for i in range(n):
+        received = [(i - s) % n for s in range(n)]
+        out, dq, dk_n, dv_n = device_work(i, rows(q, i), jnp.stack([rows(k, j) for j in received]),
+                                          jnp.stack([rows(v, j) for j in received]), rows(do, i), scale=SCALE,
+                                          options=options)
+        only_i = back(jnp.zeros_like(do).at[:, i * tl:(i + 1) * tl].set(rows(do, i)))  # natural order
+        dense = lambda q, k, v: xla_attention(q, k, v, scale=SCALE)  # noqa: E731
+        want_out = rows(dense(q, k, v), i)
+        gq, gk, gv = jax.grad(lambda *a: jnp.sum(dense(*a) * only_i), (0, 1, 2))(q, k, v)
+        np.testing.assert_allclose(np.asarray(out), np.asarray(want_out), **FP32_FN)
+        np.testing.assert_allclose(np.asarray(dq), np.asarray(rows(gq, i)), **FP32_FN)
+        for s, j in enumerate(received):
+            np.testing.assert_allclose(np.asarray(dk_n[s]), np.asarray(rows(gk, j)), **FP32_FN)
+            np.testing.assert_allclose(np.asarray(dv_n[s]), np.asarray(rows(gv, j)), **FP32_FN)
