@@ -12,6 +12,7 @@ import pytest
 from flax import linen as nn
 
 from composer2_jax.model import Transformer, attention, kernel_paths, planning
+from composer2_jax.model.attention_mask import AttentionMask
 from composer2_jax.model.causal_attention import causal_skip_attention, triangle
 from composer2_jax.model_config import get_model_config
 from tests.tolerances import FP32_BLOCK, PLANNER_FLOP_COUNT_RTOL
@@ -39,7 +40,7 @@ def _packed(b=2, t=32):
 def _loss(kernel, **kw):
     """A loss whose cotangent differs per output element (a plain sum would hide transposed gradients)."""
     w = jax.random.normal(jax.random.key(7), (2, 32, 3, 6))
-    return lambda q, k, v: jnp.sum(w * kernel(q, k, v, scale=SCALE, causal=True, **kw))
+    return lambda q, k, v: jnp.sum(w * kernel(q, k, v, scale=SCALE, **kw))
 
 
 def test_triangle_visits_each_visible_block_once():
@@ -53,7 +54,7 @@ def test_triangle_visits_each_visible_block_once():
 def test_matches_dense_attention_values_and_gradients(packed, chunk, counting):
     q, k, v = _qkv()
     seg = _packed() if packed else None
-    kw = dict(q_segment_ids=seg, kv_segment_ids=seg)
+    kw = dict(mask=AttentionMask.self_attention(seg))
     with planning.counting_loops() if counting else contextlib.nullcontext():
         skip = jax.jit(lambda q, k, v: causal_skip_attention(q, k, v, scale=SCALE, chunk=chunk, **kw))(q, k, v)
         g_skip = jax.jit(jax.grad(_loss(lambda *a, **k_: causal_skip_attention(*a, chunk=chunk, **k_), **kw),
@@ -78,25 +79,25 @@ def test_bf16_inputs_give_bf16_outputs_and_gradients():
 
 
 @pytest.mark.parametrize("case,kw,reason", [
-    ("non-causal", dict(causal=False), "not causal"),
-    ("zigzag positions", dict(q_idx=jnp.broadcast_to(jnp.asarray([0, 1, 2, 3, 28, 29, 30, 31] * 4), (2, 32)),
-                              kv_idx=jnp.broadcast_to(jnp.asarray([0, 1, 2, 3, 28, 29, 30, 31] * 4), (2, 32))),
+    ("non-causal", dict(mask=AttentionMask(causal=False)), "not causal"),
+    ("zigzag positions", dict(mask=AttentionMask(
+        q_idx=jnp.broadcast_to(jnp.asarray([0, 1, 2, 3, 28, 29, 30, 31] * 4), (2, 32)),
+        kv_idx=jnp.broadcast_to(jnp.asarray([0, 1, 2, 3, 28, 29, 30, 31] * 4), (2, 32)))),
      "explicit query/key positions"),
     ("chunk does not divide T", dict(chunk=12), "T = 32 is not a multiple of the chunk 12"),
 ])
 def test_refused_layouts_fall_back_exactly_and_are_recorded(case, kw, reason):
     q, k, v = _qkv()
     kw = dict(kw)
-    causal = kw.pop("causal", True)
     chunk = kw.pop("chunk", 8)
-    out = causal_skip_attention(q, k, v, scale=SCALE, causal=causal, chunk=chunk, **kw)
-    ref = attention.xla_attention(q, k, v, scale=SCALE, causal=causal, **kw)
+    out = causal_skip_attention(q, k, v, scale=SCALE, chunk=chunk, **kw)
+    ref = attention.xla_attention(q, k, v, scale=SCALE, **kw)
     np.testing.assert_allclose(np.asarray(out), np.asarray(ref), **FP32_BLOCK)
     fallbacks = kernel_paths.snapshot()["fallbacks"]["attention"]
     assert any(f.startswith("xla_chunked: causal block skipping refused: " + reason) for f in fallbacks), fallbacks
     kernel_paths.set_strict(True)
     with pytest.raises(kernel_paths.KernelFallbackError, match="causal block skipping refused"):
-        causal_skip_attention(q, k, v, scale=SCALE, causal=causal, chunk=chunk, **kw)
+        causal_skip_attention(q, k, v, scale=SCALE, chunk=chunk, **kw)
 
 
 @pytest.mark.slow  # ~55 s on 2 cores: the kernel's exactness is the tests above; this is the selection by name

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from composer2_jax.model import attention, grouped_matmul, kernel_paths, kernels, ring_attention
+from composer2_jax.model.context_parallel import ContextOptions
 from tests.tolerances import FP32_BLOCK, FP32_FN
 
 pytestmark = pytest.mark.usefixtures("clean_kernel_paths")
@@ -86,8 +87,9 @@ def test_ring_refuses_a_block_lse_that_is_not_fp32(monkeypatch):
                                                                               kernels.xla_bwd))
     q, k, v, _ = _qkv()
     with pytest.raises(TypeError, match="'bf16_lse' returned an LSE of dtype bfloat16"):
-        ring_attention.ring_attention(q, k, v, block_kernel="bf16_lse")
-    out = ring_attention.ring_attention(q, k, v, block_kernel="xla")  # the fp32 kernel passes the same check
+        ring_attention.ring_attention(q, k, v, options=ContextOptions(block_kernel="bf16_lse"))
+    # the fp32 kernel passes the same check
+    out = ring_attention.ring_attention(q, k, v, options=ContextOptions(block_kernel="xla"))
     assert out.dtype == q.dtype
 
 

@@ -219,11 +219,12 @@ def test_moe_layer_matches_naive_and_has_gradients():
 
 def test_chunked_attention_matches_xla_attention_values_and_grads():
     from composer2_jax.model.attention import chunked_attention, xla_attention
+    from composer2_jax.model.attention_mask import AttentionMask
 
     q, k, v = (jnp.asarray(rng.normal(size=(2, 32, 3, 8)), jnp.float32) for _ in range(3))
     seg = jnp.asarray(np.concatenate([np.ones((2, 20)), 2 * np.ones((2, 12))], 1).astype(np.int32))
     for segs in (None, seg):
-        kw = dict(scale=0.3, causal=True, q_segment_ids=segs, kv_segment_ids=segs)
+        kw = dict(scale=0.3, mask=AttentionMask.self_attention(segs, causal=True))
         f = lambda q, k, v: jnp.sum(chunked_attention(q, k, v, chunk=8, **kw) ** 2)  # noqa: E731
         g = lambda q, k, v: jnp.sum(xla_attention(q, k, v, **kw) ** 2)  # noqa: E731
         np.testing.assert_allclose(f(q, k, v), g(q, k, v), **FP32_FN)

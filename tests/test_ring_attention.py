@@ -12,6 +12,8 @@ import pytest
 from composer2_jax.model import context_parallel as cp
 from composer2_jax.model import kernels
 from composer2_jax.model.attention import xla_attention
+from composer2_jax.model.attention_mask import AttentionMask
+from composer2_jax.model.context_parallel import ContextOptions
 from composer2_jax.model.ring_attention import ring_attention, ring_mla_attention
 from composer2_jax.sharding import Placement, make_mesh
 from tests.tolerances import PLANNER_FLOP_COUNT_RTOL, SHARDED_FP32
@@ -85,20 +87,22 @@ def test_length_not_divisible_by_two_context_names_the_values():
         cp.zigzag(jnp.zeros((1, 20)), 4)
     q = jnp.zeros((B, 24, H, N + R))
     with pytest.raises(ValueError, match=r"T=24 is not divisible by 2×context=16"):
-        ring_attention(q, q, q, mesh=_mesh(8))
+        ring_attention(q, q, q, options=ContextOptions.on(_mesh(8)))
 
 
 def test_bad_calls_are_refused():
     mesh = _mesh(2)
     q = jnp.zeros((B, T, H, N + R))
     with pytest.raises(ValueError, match="q_segment_ids and kv_segment_ids together"):
-        ring_attention(q, q, q, mesh=mesh, q_segment_ids=jnp.zeros((B, T), jnp.int32))
+        ring_attention(q, q, q, mask=AttentionMask(q_segment_ids=jnp.zeros((B, T), jnp.int32)),
+                       options=ContextOptions.on(mesh))
     with pytest.raises(ValueError, match="self-attention"):
-        ring_attention(q, q[:, :16], q[:, :16], mesh=mesh)
+        ring_attention(q, q[:, :16], q[:, :16], options=ContextOptions.on(mesh))
     from composer2_jax.model.ring_attention import ring_kernel
 
     with jax.set_mesh(mesh), pytest.raises(ValueError, match="q_idx/kv_idx must be None"):
-        ring_kernel(q, q, q, scale=1.0, q_idx=jnp.zeros((B, T), jnp.int32), kv_idx=jnp.zeros((B, T), jnp.int32),
+        ring_kernel(q, q, q, scale=1.0, mask=AttentionMask(q_idx=jnp.zeros((B, T), jnp.int32),
+                                                           kv_idx=jnp.zeros((B, T), jnp.int32)),
                     placement=Placement(mesh))
 
 
@@ -118,8 +122,9 @@ def test_block_results_merge_through_their_lse_and_block_grads_sum_to_the_exact_
     q, k, v = _normal(0, (B, T, H, N + R)), _normal(1, (B, T, H, N + R)), _normal(2, (B, T, H, V))
     seg = _segments(True)
     o, lse = kernels.xla_fwd(q, k, v, SCALE, True, seg, seg)
-    np.testing.assert_allclose(np.asarray(o), np.asarray(xla_attention(q, k, v, scale=SCALE, q_segment_ids=seg,
-                                                                       kv_segment_ids=seg)), **SHARDED_FP32)
+    np.testing.assert_allclose(np.asarray(o), np.asarray(xla_attention(q, k, v, scale=SCALE,
+                                                                       mask=AttentionMask.self_attention(seg))),
+                               **SHARDED_FP32)
     h = T // 2  # keys [0, h) are fully visible to queries [h, T): a full block beside a diagonal one
     o1, l1 = kernels.xla_fwd(q[:, h:], k[:, :h], v[:, :h], SCALE, False, seg[:, h:], seg[:, :h])
     o2, l2 = kernels.xla_fwd(q[:, h:], k[:, h:], v[:, h:], SCALE, True, seg[:, h:], seg[:, h:])
@@ -127,7 +132,7 @@ def test_block_results_merge_through_their_lse_and_block_grads_sum_to_the_exact_
     o_m = o1 * jnp.exp(l1 - lse_m)[..., None] + o2 * jnp.exp(l2 - lse_m)[..., None]
     _assert_close((o_m, lse_m), (o[:, h:], lse[:, h:]))
     do = _normal(3, o.shape)
-    ref = jax.grad(lambda *a: jnp.sum(xla_attention(*a, scale=SCALE, q_segment_ids=seg, kv_segment_ids=seg) * do),
+    ref = jax.grad(lambda *a: jnp.sum(xla_attention(*a, scale=SCALE, mask=AttentionMask.self_attention(seg)) * do),
                    argnums=(0, 1, 2))(q, k, v)
     delta = jnp.sum(do * o, -1)
     dq, dk, dv = kernels.xla_bwd(q, k, v, kernels.BlockGrad(o, lse, do, delta), SCALE, True, seg, seg)
@@ -181,12 +186,12 @@ def _check_ring_against_dense(n, causal, layout, packed, other, block_kernel):
     to, back = _layout(n, layout)
 
     def dense(q, k, v):
-        return xla_attention(q, k, v, scale=SCALE, causal=causal, q_segment_ids=seg, kv_segment_ids=seg)
+        return xla_attention(q, k, v, scale=SCALE, mask=AttentionMask.self_attention(seg, causal))
 
     def ring(q, k, v):
         s = None if seg is None else to(seg)
-        return back(ring_attention(to(q), to(k), to(v), mesh=mesh, scale=SCALE, causal=causal, q_segment_ids=s,
-                                   kv_segment_ids=s, layout=layout, block_kernel=block_kernel))
+        return back(ring_attention(to(q), to(k), to(v), scale=SCALE, mask=AttentionMask.self_attention(s, causal),
+                                   options=ContextOptions.on(mesh, layout, block_kernel)))
 
     _assert_close(_value_and_vjp(ring, (q, k, v), ct), _value_and_vjp(dense, (q, k, v), ct))
 
@@ -207,8 +212,8 @@ def test_ring_without_mesh_is_one_local_block():
     q, k, v = _normal(0, (B, T, H, N + R)), _normal(1, (B, T, H, N + R)), _normal(2, (B, T, H, V))
     ct = _normal(3, (B, T, H, V))
     seg = _segments(True)
-    ring = lambda *a: ring_attention(*a, scale=SCALE, q_segment_ids=seg, kv_segment_ids=seg)  # noqa: E731
-    dense = lambda *a: xla_attention(*a, scale=SCALE, q_segment_ids=seg, kv_segment_ids=seg)  # noqa: E731
+    ring = lambda *a: ring_attention(*a, scale=SCALE, mask=AttentionMask.self_attention(seg))  # noqa: E731
+    dense = lambda *a: xla_attention(*a, scale=SCALE, mask=AttentionMask.self_attention(seg))  # noqa: E731
     _assert_close(_value_and_vjp(ring, (q, k, v), ct), _value_and_vjp(dense, (q, k, v), ct))
 
 
@@ -222,7 +227,7 @@ def _latent_inputs():
 def _dense_latent(causal, seg):
     def dense(q, ckv, kr, w):
         k, v = cp.expand_latent(ckv, kr, w, N)
-        return xla_attention(q, k, v, scale=SCALE, causal=causal, q_segment_ids=seg, kv_segment_ids=seg)
+        return xla_attention(q, k, v, scale=SCALE, mask=AttentionMask.self_attention(seg, causal))
 
     return dense
 
@@ -237,8 +242,9 @@ def test_ring_latent_matches_dense_forward_and_gradients(n, causal, other):
     to, back = _layout(n, "zigzag")
 
     def ring(q, ckv, kr, w):
-        return back(ring_mla_attention(to(q), to(ckv), to(kr), w, mesh=mesh, scale=SCALE, causal=causal,
-                                       q_segment_ids=to(seg), kv_segment_ids=to(seg), block_kernel="xla"))
+        return back(ring_mla_attention(to(q), to(ckv), to(kr), w, scale=SCALE,
+                                       mask=AttentionMask.self_attention(to(seg), causal),
+                                       options=ContextOptions.on(mesh, block_kernel="xla")))
 
     _assert_close(_value_and_vjp(ring, args, ct), _value_and_vjp(_dense_latent(causal, seg), args, ct))
 
@@ -255,10 +261,10 @@ def test_allgather_expanded_matches_dense():
     to, back = _layout(n, "zigzag")
 
     def ag(q, k, v):
-        return back(cp.allgather_attention(to(q), (to(k), to(v)), mesh=mesh, scale=SCALE, q_segment_ids=to(seg),
-                                           kv_segment_ids=to(seg)))
+        return back(cp.allgather_attention(to(q), (to(k), to(v)), scale=SCALE,
+                                           mask=AttentionMask.self_attention(to(seg)), options=ContextOptions.on(mesh)))
 
-    dense = lambda *a: xla_attention(*a, scale=SCALE, q_segment_ids=seg, kv_segment_ids=seg)  # noqa: E731
+    dense = lambda *a: xla_attention(*a, scale=SCALE, mask=AttentionMask.self_attention(seg))  # noqa: E731
     _assert_close(_value_and_vjp(ag, (q, k, v), ct), _value_and_vjp(dense, (q, k, v), ct))
 
 
@@ -271,8 +277,8 @@ def test_allgather_latent_matches_dense():
     to, back = _layout(n, "zigzag")
 
     def ag(q, ckv, kr, w):
-        return back(cp.allgather_attention(to(q), (to(ckv), to(kr)), mesh=mesh, scale=SCALE, latent=True, w_LHX=w,
-                                           q_segment_ids=to(seg), kv_segment_ids=to(seg)))
+        return back(cp.allgather_attention(to(q), (to(ckv), to(kr)), w, scale=SCALE,
+                                           mask=AttentionMask.self_attention(to(seg)), options=ContextOptions.on(mesh)))
 
     _assert_close(_value_and_vjp(ag, args, ct), _value_and_vjp(_dense_latent(True, seg), args, ct))
 
@@ -286,8 +292,8 @@ def _temp_bytes(n: int, t: int, allgather: bool = False) -> int:
     sds = jax.ShapeDtypeStruct((1, t, 2, 16), jnp.float32)
 
     def loss(q, k, v):
-        o = cp.allgather_attention(q, (k, v), mesh=mesh, scale=SCALE) if allgather else \
-            ring_attention(q, k, v, mesh=mesh, scale=SCALE, block_kernel="xla")
+        o = cp.allgather_attention(q, (k, v), scale=SCALE, options=ContextOptions.on(mesh)) if allgather else \
+            ring_attention(q, k, v, scale=SCALE, options=ContextOptions.on(mesh, block_kernel="xla"))
         return jnp.sum(o * o)
 
     compiled = jax.jit(jax.grad(loss, argnums=(0, 1, 2))).lower(sds, sds, sds).compile()
@@ -314,7 +320,8 @@ def test_counting_mode_attention_counts_every_query_chunk():
     idx = jnp.broadcast_to(jnp.arange(t), (B, t))
 
     def looped(q, k, v):
-        one = jax.checkpoint(lambda q_, qi_: xla_attention(q_, k, v, scale=SCALE, q_idx=qi_, kv_idx=idx))
+        one = jax.checkpoint(lambda q_, qi_: xla_attention(q_, k, v, scale=SCALE,
+                                                            mask=AttentionMask(q_idx=qi_, kv_idx=idx)))
         return jnp.concatenate([one(q[:, i:i + chunk], idx[:, i:i + chunk]) for i in range(0, t, chunk)], 1)
 
     def flops(fn):

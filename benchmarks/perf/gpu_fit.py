@@ -91,7 +91,7 @@ def device_program(n: int = 8, t_local: int = 32768):
     h, k, v = 16, 192, 128
     args = (_sds((1, t_local, h, k), jnp.bfloat16), _sds((n, 1, t_local, h, k), jnp.bfloat16),
             _sds((n, 1, t_local, h, v), jnp.bfloat16), _sds((1, t_local, h, v), jnp.bfloat16))
-    return jax.jit(lambda *a: device_work(n, 3, *a, block_kernel="auto")).lower(*args).compile()
+    return jax.jit(lambda *a: device_work(3, *a)).lower(*args).compile()  # n: the KV blocks stacked in args
 
 
 def model_step(seq: int | None = None):

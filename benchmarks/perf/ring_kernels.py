@@ -88,7 +88,8 @@ def balance_analytic():
 
 def device_grads(n, i, layout):
     """jit of device i's ring program (fwd+bwd) with the communication removed."""
-    return jax.jit(lambda q, k, v, do: device_work(n, i, q, k, v, do, layout=layout, block_kernel="xla"))
+    options = cp.ContextOptions(layout=layout, block_kernel="xla")
+    return jax.jit(lambda q, k, v, do: device_work(i, q, k, v, do, options=options))
 
 
 def timed_interleaved(fns, args, rounds: int = 6) -> list[float]:
@@ -141,14 +142,15 @@ def single_kernel_equal_work(n: int, t_local: int, shape):
 
 
 def ring_loss_grad(mesh, latent=False, **kw):
-    """jit grad of sum(out·ct) through the ring (expanded or latent)."""
+    """jit grad of sum(out·ct) through the ring (expanded or latent) on `mesh` with the XLA block kernel."""
+    options = cp.ContextOptions.on(mesh, block_kernel="xla")
 
     def loss(*a):
         if latent:
             q, ckv, kr, w, ct = a
-            return jnp.sum(ring_mla_attention(q, ckv, kr, w, mesh=mesh, block_kernel="xla", **kw) * ct)
+            return jnp.sum(ring_mla_attention(q, ckv, kr, w, options=options, **kw) * ct)
         q, k, v, ct = a
-        return jnp.sum(ring_attention(q, k, v, mesh=mesh, block_kernel="xla", **kw) * ct)
+        return jnp.sum(ring_attention(q, k, v, options=options, **kw) * ct)
 
     n_args = 4 if latent else 3
     return jax.jit(jax.grad(loss, argnums=tuple(range(n_args))))
@@ -328,7 +330,7 @@ def gpu_device_program(smoke: bool):
     t_local = 128 if smoke else 32768
     q, do = normal(0, (1, t_local, h, k), jnp.bfloat16), normal(3, (1, t_local, h, v), jnp.bfloat16)
     kk, vv = normal(1, (n, 1, t_local, h, k), jnp.bfloat16), normal(2, (n, 1, t_local, h, v), jnp.bfloat16)
-    t_prog = timed(jax.jit(lambda *a: device_work(n, 3, *a, block_kernel="auto")), q, kk, vv, do, reps=3)
+    t_prog = timed(jax.jit(lambda *a: device_work(3, *a)), q, kk, vv, do, reps=3)  # n = 8 KV blocks in kk, vv
     useful = attn_flops(t_local, h, k, v, fwd_bwd=True) * n  # n/2 blocks of T_local² pairs = n × causal(T_local)
     emit(bench="gpu_device_program", kernel=kernels.get_block_kernel("auto").name, n=n, t_local=t_local, heads=h,
          ms=round(1e3 * t_prog, 1),

@@ -26,6 +26,7 @@ from flax import linen as nn
 from jax.ad_checkpoint import checkpoint_name
 
 from composer2_jax.model import kernel_paths, planning
+from composer2_jax.model.attention_mask import CAUSAL, AttentionMask
 from composer2_jax.model.attention_memory import check_attention_memory
 from composer2_jax.model.layers import RMSNorm, apply_rope, dtype_of, param, softmax_scale
 from composer2_jax.model_config import ModelConfig
@@ -48,27 +49,24 @@ def attention_mask(q_idx_BT, kv_idx_BS, q_seg_BT=None, kv_seg_BS=None, causal: b
     return mask[:, None]
 
 
-def xla_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_segment_ids=None,
-                  kv_segment_ids=None, q_idx=None, kv_idx=None):
+def xla_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, mask: AttentionMask = CAUSAL):
     """Plain XLA attention: fp32 logits and softmax, output in the value dtype."""
     kernel_paths.record("attention", "xla")
-    return _dense(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
-                  kv_segment_ids=kv_segment_ids, q_idx=q_idx, kv_idx=kv_idx)
+    return _dense(q_BTHK, k_BSHK, v_BSHV, scale, mask)
 
 
-def _dense(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool, q_segment_ids, kv_segment_ids, q_idx, kv_idx):
+def _dense(q_BTHK, k_BSHK, v_BSHV, scale: float, mask: AttentionMask):
     """`xla_attention` without the record (also the body of each chunk of `chunked_attention`)."""
     b, t, s = q_BTHK.shape[0], q_BTHK.shape[1], k_BSHK.shape[1]
-    q_idx = jnp.broadcast_to(jnp.arange(t), (b, t)) if q_idx is None else q_idx
-    kv_idx = jnp.broadcast_to(jnp.arange(s), (b, s)) if kv_idx is None else kv_idx
+    q_idx = jnp.broadcast_to(jnp.arange(t), (b, t)) if mask.q_idx is None else mask.q_idx
+    kv_idx = jnp.broadcast_to(jnp.arange(s), (b, s)) if mask.kv_idx is None else mask.kv_idx
     logits_BHTS = jnp.einsum("BTHK,BSHK->BHTS", q_BTHK, k_BSHK, preferred_element_type=jnp.float32) * scale
-    mask = attention_mask(q_idx, kv_idx, q_segment_ids, kv_segment_ids, causal)
-    probs_BHTS = jax.nn.softmax(jnp.where(mask, logits_BHTS, NEG_INF), axis=-1)
+    visible = attention_mask(q_idx, kv_idx, mask.q_segment_ids, mask.kv_segment_ids, mask.causal)
+    probs_BHTS = jax.nn.softmax(jnp.where(visible, logits_BHTS, NEG_INF), axis=-1)
     return jnp.einsum("BHTS,BSHV->BTHV", probs_BHTS.astype(v_BSHV.dtype), v_BSHV)
 
 
-def chunked_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_segment_ids=None,
-                      kv_segment_ids=None, q_idx=None, kv_idx=None, chunk: int = 512):
+def chunked_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, mask: AttentionMask = CAUSAL, chunk: int = 512):
     """Memory-efficient XLA attention (Rabe & Staats 2021): query chunks under a scan with rematerialisation,
     so peak memory is O(B·H·chunk·S) instead of O(B·H·T·S). Same maths as `xla_attention`."""
     b, t = q_BTHK.shape[0], q_BTHK.shape[1]
@@ -78,19 +76,18 @@ def chunked_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = Tr
     else:
         kernel_paths.record("attention", "xla_chunked")
     if t <= chunk or t % chunk:
-        return _dense(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
-                      kv_segment_ids=kv_segment_ids, q_idx=q_idx, kv_idx=kv_idx)
-    q_idx = jnp.broadcast_to(jnp.arange(t), (b, t)) if q_idx is None else q_idx
-    q_seg = jnp.zeros((b, t), jnp.int32) if q_segment_ids is None else q_segment_ids
-    kv_seg = None if q_segment_ids is None else kv_segment_ids
+        return _dense(q_BTHK, k_BSHK, v_BSHV, scale, mask)
+    q_idx = jnp.broadcast_to(jnp.arange(t), (b, t)) if mask.q_idx is None else mask.q_idx
+    q_seg = jnp.zeros((b, t), jnp.int32) if mask.q_segment_ids is None else mask.q_segment_ids
+    kv_seg = None if mask.q_segment_ids is None else mask.kv_segment_ids
     n = t // chunk
     split = lambda a: jnp.moveaxis(a.reshape((b, n, chunk) + a.shape[2:]), 1, 0)  # noqa: E731  [n, B, c, ...]
 
     @jax.checkpoint
     def one(xs):
         q_, qi_, qs_ = xs
-        return _dense(q_, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=None if kv_seg is None
-                      else qs_, kv_segment_ids=kv_seg, q_idx=qi_, kv_idx=kv_idx)
+        rows = mask.replace(q_segment_ids=None if kv_seg is None else qs_, kv_segment_ids=kv_seg, q_idx=qi_)
+        return _dense(q_, k_BSHK, v_BSHV, scale, rows)
 
     if planning.count_loops():
         # The planner's cost compiles take the T query rows as one rematerialised piece: XLA's cost analysis counts
@@ -112,11 +109,13 @@ def max_logits_per_head(q_BTHK, k_BSHK, positions_BT, segment_ids_BT, scale: flo
     return jnp.max(jnp.where(mask, logits_BHTS, -jnp.inf), axis=(0, 2, 3))
 
 
+# Every kernel is called as kernel(q, k, v, *, scale, mask) with mask an attention_mask.AttentionMask (causal flag,
+# packing ids, explicit positions); its own tuning knobs (e.g. `chunk`) keep their defaults.
 KERNELS: dict[str, Callable] = {"xla": xla_attention, "xla_chunked": chunked_attention}
 
 # Context-parallel kernels, imported on first use (they import xla_attention from here). A kernel with
-# `takes_latent = True` is called as kernel(q, c_kv, k_R, W_kvb, ...) instead of kernel(q, k, v, ...); one with
-# `takes_placement = True` gets the layer's `placement=` (its mesh and rules: the context axis it runs over).
+# `takes_latent = True` is called as kernel(q, c_kv, k_R, W_kvb, *, scale, mask) instead; one with
+# `takes_placement = True` also gets the layer's `placement=` (its mesh and rules: the context axis it runs over).
 _LAZY_KERNELS: dict[str, tuple[str, str]] = {
     "ring": ("composer2_jax.model.ring_attention", "ring_kernel"),
     "ring_latent": ("composer2_jax.model.ring_attention", "ring_latent_kernel"),
@@ -275,7 +274,7 @@ class MLAttention(nn.Module):
         check_attention_memory(c.attention_kernel, x_BTD.shape[1], x_BTD.shape[0], c.num_heads)
         kernel = get_kernel(c.attention_kernel)
         constrain = self.placement.constrain
-        kw = dict(scale=softmax_scale(c), causal=True, q_segment_ids=segment_ids_BT, kv_segment_ids=segment_ids_BT)
+        kw = dict(scale=softmax_scale(c), mask=AttentionMask.self_attention(segment_ids_BT))
         if getattr(kernel, "takes_placement", False):  # context-parallel kernels: the mesh they run over
             kw["placement"] = self.placement
         if getattr(kernel, "takes_latent", False):  # context-parallel kernels that pass the latent (ring_latent)

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from composer2_jax.model import kernel_paths, planning
+from composer2_jax.model.attention_mask import CAUSAL, AttentionMask
 from composer2_jax.model.kernels import NEG_INF, _masked_bwd, _masked_fwd, join_chunks, split_chunks
 
 CHUNK = 512  # rows per block (the same default as chunked_attention)
@@ -146,34 +147,37 @@ def _triangular_bwd(scale, n, res, do):
 _triangular.defvjp(_triangular_fwd, _triangular_bwd)
 
 
-def causal_skip_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_segment_ids=None,
-                          kv_segment_ids=None, q_idx=None, kv_idx=None, chunk: int = CHUNK):
+def causal_skip_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: float, mask: AttentionMask = CAUSAL, chunk: int = CHUNK):
     """Causal self-attention over only the n(n+1)/2 visible blocks of `chunk` rows (module docstring); the kernel
     `attention_kernel='xla_causal_skip'`. Same maths as `xla_attention`; other layouts fall back to
     `chunked_attention` (recorded in kernel_paths, an error in strict mode)."""
     from composer2_jax.model.attention import chunked_attention
 
-    t, s = q_BTHK.shape[1], k_BSHK.shape[1]
-    reason = None
-    if not causal:
-        reason = "not causal: every key block is visible"
-    elif q_idx is not None or kv_idx is not None:
-        reason = "explicit query/key positions (e.g. a zigzag or context-parallel layout): block j ≤ i is not the " \
-                 "visible set"
-    elif t != s:
-        reason = f"T = {t} query rows against S = {s} keys: not a self-attention square"
-    elif t > chunk and t % chunk:
-        reason = f"T = {t} is not a multiple of the chunk {chunk}"
-    elif (q_segment_ids is None) != (kv_segment_ids is None):
-        reason = "segment ids given for only one of queries and keys"
+    reason = _refusal(q_BTHK.shape[1], k_BSHK.shape[1], mask, chunk)
     if reason is not None:
         kernel_paths.fallback("attention", "xla_chunked", f"causal block skipping refused: {reason}")
-        return chunked_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
-                                 kv_segment_ids=kv_segment_ids, q_idx=q_idx, kv_idx=kv_idx, chunk=chunk)
+        return chunked_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, mask=mask, chunk=chunk)
     kernel_paths.record("attention", "xla_causal_skip")
+    t = q_BTHK.shape[1]
     n = max(t // chunk, 1)
     seg = None
-    if q_segment_ids is not None:  # packing: query and key ids, blocked [n, B, c]
+    if mask.q_segment_ids is not None:  # packing: query and key ids, blocked [n, B, c]
         seg = tuple(split_chunks(jnp.broadcast_to(ids, x.shape[:2]), n)
-                    for ids, x in ((q_segment_ids, q_BTHK), (kv_segment_ids, k_BSHK)))
+                    for ids, x in ((mask.q_segment_ids, q_BTHK), (mask.kv_segment_ids, k_BSHK)))
     return _triangular(q_BTHK, k_BSHK, v_BSHV, seg, float(scale), n)
+
+
+def _refusal(t: int, s: int, mask: AttentionMask, chunk: int):
+    """Why the triangular schedule does not apply to this call (None: it does)."""
+    if not mask.causal:
+        return "not causal: every key block is visible"
+    if mask.has_indices:
+        return "explicit query/key positions (e.g. a zigzag or context-parallel layout): block j ≤ i is not the " \
+               "visible set"
+    if t != s:
+        return f"T = {t} query rows against S = {s} keys: not a self-attention square"
+    if t > chunk and t % chunk:
+        return f"T = {t} is not a multiple of the chunk {chunk}"
+    if (mask.q_segment_ids is None) != (mask.kv_segment_ids is None):
+        return "segment ids given for only one of queries and keys"
+    return None

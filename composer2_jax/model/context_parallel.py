@@ -7,7 +7,7 @@ Layouts. With n devices on the `context` axis a sequence of T tokens is cut into
 A sharded array [B, T, ...] "in zigzag layout" is the natural-order array passed through `zigzag(x, n)`: its
 contiguous T/n slice on device i is [chunk i; chunk 2n−1−i]. The data path applies `zigzag` to tokens, positions,
 segment ids AND labels/loss masks alike (`zigzag_batch`); everything but attention is per-token, so the model is
-layout-agnostic, and the context-parallel attention kernels read the layout from their `layout` argument
+layout-agnostic, and the context-parallel attention kernels read the layout from their `ContextOptions.layout`
 (the model kernels 'ring', 'ring_latent', 'allgather_cp', 'allgather_cp_latent' use zigzag).
 
 All-gather context parallelism (`allgather_attention`) is the simple comparison mode: every device all-gathers the
@@ -18,13 +18,14 @@ communication one all-gather forward and one reduce-scatter of dK/dV backward (p
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, NamedTuple, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from composer2_jax.model.attention_mask import CAUSAL, AttentionMask
 from composer2_jax.sharding import LOGICAL_RULES, Placement, check_divisible, logical_to_spec
 
 CONTEXT_AXIS = "context"
@@ -154,28 +155,46 @@ def expand_latent(ckv_BSL, kr_BSR, w_LHX, nope_dim: int):
     return jnp.concatenate([k_nope_BSHN, kr_BSHR], axis=-1), v_BSHV
 
 
-def allgather_attention(q_BTHK, kv: tuple, *, mesh, scale: float, causal: bool = True, q_segment_ids=None,
-                        kv_segment_ids=None, latent: bool = False, layout: str = "zigzag", w_LHX=None,
-                        rules: tuple = LOGICAL_RULES):
+class ContextOptions(NamedTuple):
+    """Where and how a context-parallel attention call runs (static: hashable, never traced)."""
+
+    placement: Placement = Placement()  # mesh with a `context` axis (None: one local block) + rules of the specs
+    layout: str = "zigzag"  # 'zigzag' (balanced causal work) | 'contiguous'
+    block_kernel: str = "auto"  # ring block kernel: 'auto' | 'xla' | 'xla_chunked' | 'cudnn' | 'splash' (ring only)
+
+    @classmethod
+    def on(cls, mesh, layout: str = "zigzag", block_kernel: str = "auto") -> "ContextOptions":
+        """Options on `mesh` (a Mesh, a Placement or None) with the project's rules."""
+        return cls(Placement.of(mesh), layout, block_kernel)
+
+
+def allgather_attention(q_BTHK, kv: tuple, w_LHX=None, *, scale: float, mask: AttentionMask = CAUSAL,
+                        options: ContextOptions = ContextOptions()):
     """All-gather context parallelism: gather K/V (or the latent) over `context`, attend the local queries.
 
     Args:
-      q_BTHK: queries in `layout` order, sharded over context on T.
-      kv: (k_BSHK, v_BSHV), or (ckv_BSL, kr_BSR) with `latent=True` (re-projected by w_LHX after the gather).
-      mesh: a mesh with a `context` axis (inside the model: the layer's `Placement.mesh`).
-      q_segment_ids / kv_segment_ids: [B, T] packing ids in the same layout (both or neither).
-      rules: the logical rules the shard_map specs come from (the layer's `Placement.rules`).
+      q_BTHK: queries in `options.layout` order, sharded over context on T.
+      kv: (k_BSHK, v_BSHV), or the latent (ckv_BSL, kr_BSR) when w_LHX (W_kvb) is given: re-projected after the
+        gather.
+      mask: causal flag and [B, T] packing ids in the same layout (both or neither); no explicit positions (the
+        layout gives them).
+      options: the placement (a mesh with a `context` axis and the rules the shard_map specs come from: inside the
+        model, the layer's Placement) and the layout.
     Returns:
-      [B, T, H, V] attention output in `layout` order.
+      [B, T, H, V] attention output in `options.layout` order.
     """
     from composer2_jax.model.attention import (
         xla_attention,  # lazy: attention imports this module's kernels
     )
 
+    mesh, rules, layout, latent = options.placement.mesh, options.placement.rules, options.layout, w_LHX is not None
+    if mesh is None:
+        raise ValueError("allgather_attention needs a mesh with a `context` axis in options.placement, got none")
+    _reject_indices(mask.q_idx, mask.kv_idx)
     n = context_size(mesh)
     t = q_BTHK.shape[1]
     check_length(t, n, layout)
-    has_seg = _check_segments(q_segment_ids, kv_segment_ids)
+    has_seg = _check_segments(mask.q_segment_ids, mask.kv_segment_ids)
     heads, tok = spec_for(mesh, HEADS_BTHK, rules), spec_for(mesh, TOKENS_BT, rules)
     kv_specs = (spec_for(mesh, LATENT_BTL, rules),) * 2 if latent else (heads, heads)
     w_spec = spec_for(mesh, WEIGHT_LHX, rules)
@@ -191,10 +210,9 @@ def allgather_attention(q_BTHK, kv: tuple, *, mesh, scale: float, causal: bool =
         kv_idx = jnp.broadcast_to(kv_idx_S, (bq, t))
         q_seg, kv_seg = (segs_[0], jax.lax.all_gather(segs_[1], CONTEXT_AXIS, axis=1, tiled=True)) if has_seg \
             else (None, None)
-        return xla_attention(q_, k_, v_, scale=scale, causal=causal, q_segment_ids=q_seg, kv_segment_ids=kv_seg,
-                             q_idx=q_idx, kv_idx=kv_idx)
+        return xla_attention(q_, k_, v_, scale=scale, mask=AttentionMask(mask.causal, q_seg, kv_seg, q_idx, kv_idx))
 
-    segs = (q_segment_ids, kv_segment_ids) if has_seg else ()
+    segs = (mask.q_segment_ids, mask.kv_segment_ids) if has_seg else ()
     w = w_LHX if latent else jnp.zeros((), q_BTHK.dtype)
     check_specs(mesh, {"queries": (q_BTHK.shape, heads)})
     fn = jax.shard_map(shard, mesh=mesh, in_specs=(heads, kv_specs, (tok,) * len(segs), w_spec if latent else P()),
@@ -209,37 +227,30 @@ def _check_segments(q_seg, kv_seg) -> bool:
     return q_seg is not None
 
 
-def allgather_kernel(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_segment_ids=None,
-                     kv_segment_ids=None, q_idx=None, kv_idx=None, placement: Placement = Placement()):
+def allgather_kernel(q_BTHK, k_BSHK, v_BSHV, *, scale: float, mask: AttentionMask = CAUSAL,
+                     placement: Placement = Placement()):
     """Model kernel 'allgather_cp': all-gather CP over the placement's mesh (zigzag layout), dense attention
     without a context axis."""
     from composer2_jax.model.attention import xla_attention
 
-    mesh = placement.mesh
-    if context_size(mesh) == 1:
-        return xla_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
-                             kv_segment_ids=kv_segment_ids, q_idx=q_idx, kv_idx=kv_idx)
-    _reject_indices(q_idx, kv_idx)
-    return allgather_attention(q_BTHK, (k_BSHK, v_BSHV), mesh=mesh, scale=scale, causal=causal,
-                               q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, rules=placement.rules)
+    if context_size(placement.mesh) == 1:
+        return xla_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, mask=mask)
+    return allgather_attention(q_BTHK, (k_BSHK, v_BSHV), scale=scale, mask=mask, options=ContextOptions(placement))
 
 
 allgather_kernel.takes_placement = True
 
 
-def allgather_latent_kernel(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, scale: float, causal: bool = True,
-                            q_segment_ids=None, kv_segment_ids=None, placement: Placement = Placement()):
+def allgather_latent_kernel(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, scale: float, mask: AttentionMask = CAUSAL,
+                            placement: Placement = Placement()):
     """Model kernel 'allgather_cp_latent': all-gather the MLA latent (576 values/token for Kimi K2), expand locally."""
     from composer2_jax.model.attention import xla_attention
 
-    mesh = placement.mesh
-    if context_size(mesh) == 1:
+    if context_size(placement.mesh) == 1:
         k, v = expand_latent(ckv_BSL, kr_BSR, w_LHX, q_BTHK.shape[-1] - kr_BSR.shape[-1])
-        return xla_attention(q_BTHK, k, v, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
-                             kv_segment_ids=kv_segment_ids)
-    return allgather_attention(q_BTHK, (ckv_BSL, kr_BSR), mesh=mesh, scale=scale, causal=causal,
-                               q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, latent=True, w_LHX=w_LHX,
-                               rules=placement.rules)
+        return xla_attention(q_BTHK, k, v, scale=scale, mask=mask)
+    return allgather_attention(q_BTHK, (ckv_BSL, kr_BSR), w_LHX, scale=scale, mask=mask,
+                               options=ContextOptions(placement))
 
 
 allgather_latent_kernel.takes_latent = True

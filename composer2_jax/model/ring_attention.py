@@ -32,10 +32,11 @@ gradients add up exactly and no block needs the gradient of its own lse):
 MLA latent mode passes c_kv and k_R (kv_lora_rank + rope dims = 576 values per token for Kimi K2) instead of the
 expanded K and V (H·(N+R+V) = 20,480 values for 64 heads) and recomputes the up-projection on every step.
 
-Mesh: `ring_attention(..., mesh=...)` runs over the mesh it is given (never an ambient one); with no mesh, or a
-context axis of size 1, the same code runs as one local block (the fused kernel on GPU). Inside the model select
-`model.attention_kernel = 'ring'` (expanded) or `'ring_latent'`: the layer passes its `sharding.Placement` (mesh and
-rules); the model's inputs must then be in zigzag layout.
+Mesh: `ring_attention(..., options=ContextOptions(placement))` runs over the placement's mesh it is given (never an
+ambient one); with no mesh, or a context axis of size 1, the same code runs as one local block (the fused kernel on
+GPU). Masking (causal flag, packing ids) comes as an `attention_mask.AttentionMask`, as for every attention kernel.
+Inside the model select `model.attention_kernel = 'ring'` (expanded) or `'ring_latent'`: the layer passes its
+`sharding.Placement` (mesh and rules); the model's inputs must then be in zigzag layout.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from composer2_jax.model import context_parallel as cp
+from composer2_jax.model.attention_mask import CAUSAL, AttentionMask
 from composer2_jax.model.kernels import NEG_INF, BlockGrad, BlockKernel, check_lse, get_block_kernel
 from composer2_jax.sharding import LOGICAL_RULES, Placement
 
@@ -201,8 +203,9 @@ def _fwd_shard(spec: RingSpec, ring_id_, q_, src_, segs_, *w):
 # ----------------------------------------------------------------------------------------------- backward
 
 
-def _bwd_block(spec: RingSpec, q_, kv, q_seg, w_, out_, lse_, do_, delta_, blk: Optional[Blk]):
-    """A function (dq, dw) → (dq, dw, dsrc_b): the visible block's gradients (zeros when skipped)."""
+def _bwd_block(spec: RingSpec, q_, kv, q_seg, w_, cot: BlockGrad, blk: Optional[Blk]):
+    """A function (dq, dw) → (dq, dw, dsrc_b): the visible block's gradients (zeros when skipped); cot holds the
+    device's whole rows of (out, lse, dout, delta)."""
 
     def run(carry):
         dq, dw = carry
@@ -212,7 +215,7 @@ def _bwd_block(spec: RingSpec, q_, kv, q_seg, w_, out_, lse_, do_, delta_, blk: 
             return dq, dw, dsrc_b
         k_BSHK, v_BSHV = _kv(spec, src, w_, blk.kv)
         r = blk.q
-        res = BlockGrad(out_[:, r], lse_[:, r], do_[:, r], delta_[:, r])
+        res = BlockGrad(*(a[:, r] for a in cot))
         dq_b, dk_b, dv_b = spec.kernel.bwd(q_[:, r], k_BSHK, v_BSHV, res, spec.scale, blk.causal,
                                            *_segs(q_seg, kv_seg, blk))
         grads, dw_b = _pull_back(spec, src, w_, blk.kv, dk_b, dv_b)
@@ -222,12 +225,15 @@ def _bwd_block(spec: RingSpec, q_, kv, q_seg, w_, out_, lse_, do_, delta_, blk: 
     return run
 
 
-def _bwd_shard(spec: RingSpec, ring_id_, q_, src_, segs_, out_, lse_, do_, *w):
-    """Backward on one device: dq, d(source) (returned to its owner), and dW_kvb in latent mode."""
+def _bwd_shard(spec: RingSpec, ring_id_, q_, src_, segs_, res_, *w):
+    """Backward on one device from res_ = (out, lse, dout): dq, d(source) (returned to its owner), and dW_kvb in
+    latent mode."""
     w_, i = (w[0] if w else None), ring_id_[0]
+    out_, lse_, do_ = res_
     q_seg, kv_seg = segs_ if spec.has_seg else (None, None)
     t = q_.shape[1]
     delta_ = jnp.sum(do_.astype(jnp.float32) * out_.astype(jnp.float32), axis=-1)  # [B, T/n, H]
+    cot = BlockGrad(out_, lse_, do_, delta_)
     dq = jnp.zeros(q_.shape, jnp.float32)
     dw = jnp.zeros(w_.shape, jnp.float32) if spec.latent else jnp.zeros((), jnp.float32)
     dsrc = jax.tree.map(lambda a: jnp.zeros(a.shape, jnp.float32), src_)
@@ -235,7 +241,7 @@ def _bwd_shard(spec: RingSpec, ring_id_, q_, src_, segs_, out_, lse_, do_, *w):
     for s in range(spec.n):
         nxt = _rotate(kv, spec.n) if s < spec.n - 1 else None
         with jax.named_scope(f"ring_bwd_step{s}"):
-            make = lambda blk, kv=kv: _bwd_block(spec, q_, kv, q_seg, w_, out_, lse_, do_, delta_, blk)  # noqa: E731
+            make = lambda blk, kv=kv: _bwd_block(spec, q_, kv, q_seg, w_, cot, blk)  # noqa: E731
             dq, dw, dsrc_b = _choose(spec, s, i, t, make, (dq, dw))
         dsrc = jax.tree.map(jnp.add, dsrc, dsrc_b)
         if spec.n > 1:
@@ -322,12 +328,12 @@ def _run_fwd(spec: RingSpec, q, src, segs, w):
 def _run_bwd(spec: RingSpec, q, src, segs, w, out, lse, dout):
     """Global (dq, dsrc[, dw]) of the ring backward."""
     if spec.n == 1:
-        return _bwd_shard(spec, jnp.zeros((1,), jnp.int32), q, src, segs, out, lse, dout, *w)
+        return _bwd_shard(spec, jnp.zeros((1,), jnp.int32), q, src, segs, (out, lse, dout), *w)
     sp = _specs(spec)
     outs = (sp["heads"], sp["src"], *sp["w"])
-    f = _sharded(spec, _bwd_shard, (P(cp.CONTEXT_AXIS), sp["heads"], sp["src"], sp["segs"], sp["heads"], sp["lse"],
-                                    sp["heads"], *sp["w"]), outs)
-    return f(_ring_ids(spec), q, src, segs, out, lse, dout, *w)
+    f = _sharded(spec, _bwd_shard, (P(cp.CONTEXT_AXIS), sp["heads"], sp["src"], sp["segs"],
+                                    (sp["heads"], sp["lse"], sp["heads"]), *sp["w"]), outs)
+    return f(_ring_ids(spec), q, src, segs, (out, lse, dout), *w)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
@@ -355,76 +361,86 @@ _ring.defvjp(_ring_fwd, _ring_bwd)
 # ----------------------------------------------------------------------------------------------- public API
 
 
-def _make_spec(q_BTHK, src, *, mesh, scale, causal, layout, block_kernel, latent, segs, nope_dim=0,
-               rules=LOGICAL_RULES) -> RingSpec:
-    """Validate shapes against the mesh and build the static spec."""
+def _make_spec(q_BTHK, src, w_LHX, *, scale: Optional[float], mask: AttentionMask,
+               options: cp.ContextOptions) -> RingSpec:
+    """Validate shapes against the mesh and build the static spec (latent mode iff W_kvb = w_LHX is given)."""
+    latent = w_LHX is not None
+    nope = q_BTHK.shape[-1] - src[1].shape[-1] if latent else 0
+    if latent and (w_LHX.shape[0] != src[0].shape[-1] or w_LHX.shape[-1] <= nope):
+        raise ValueError(f"W_kvb {w_LHX.shape} does not match c_kv rank {src[0].shape[-1]} and nope dim {nope}")
+    mesh = options.placement.mesh
     n = cp.context_size(mesh)
     b, t = q_BTHK.shape[:2]
-    cp.check_length(t, n, layout)
+    cp.check_length(t, n, options.layout)
     for name, a in zip(("c_kv", "k_R") if latent else ("keys", "values"), src):
         if a.shape[:2] != (b, t):
             raise ValueError(f"ring attention is self-attention: {name} [B, S] = {a.shape[:2]} must equal the "
                              f"queries' [B, T] = {(b, t)}")
-    has_seg = cp._check_segments(*segs)
-    spec = RingSpec(n, causal, layout, float(q_BTHK.shape[-1] ** -0.5 if scale is None else scale),
-                    get_block_kernel(block_kernel), latent, nope_dim, mesh if n > 1 else None, has_seg, tuple(rules))
+    cp._reject_indices(mask.q_idx, mask.kv_idx)
+    has_seg = cp._check_segments(mask.q_segment_ids, mask.kv_segment_ids)
+    spec = RingSpec(n, mask.causal, options.layout, float(q_BTHK.shape[-1] ** -0.5 if scale is None else scale),
+                    get_block_kernel(options.block_kernel), latent, nope, mesh if n > 1 else None, has_seg,
+                    tuple(options.placement.rules))
     if n > 1:
         heads = cp.spec_for(mesh, cp.HEADS_BTHK, spec.rules)
         cp.check_specs(mesh, {"ring attention queries [B, T, H, K]": (q_BTHK.shape, heads)})
     return spec
 
 
-def ring_attention(q_BTHK, k_BSHK, v_BSHV, *, mesh=None, scale: Optional[float] = None, causal: bool = True,
-                   q_segment_ids=None, kv_segment_ids=None, layout: str = "zigzag", block_kernel: str = "auto",
-                   rules: tuple = LOGICAL_RULES):
+def _segments(spec: RingSpec, mask: AttentionMask) -> tuple:
+    """The (query, key) packing ids the ring passes around ((), without packing)."""
+    return (mask.q_segment_ids, mask.kv_segment_ids) if spec.has_seg else ()
+
+
+def ring_attention(q_BTHK, k_BSHK, v_BSHV, *, scale: Optional[float] = None, mask: AttentionMask = CAUSAL,
+                   options: cp.ContextOptions = cp.ContextOptions()):
     """Ring attention with expanded K and V passed around the `context` axis.
 
     Args:
-      q_BTHK, k_BSHK, v_BSHV: global arrays in `layout` order (T = S), sharded or not; shard_map reshards them to
-        (batch axes, 'context', 'tensor', None) from the rules table.
-      mesh: a mesh with a `context` axis; None: one local block.
-      scale: softmax scale (default K^-1/2). causal: causal masking by global token order.
-      q_segment_ids, kv_segment_ids: [B, T] packing ids in the same layout (both or neither); no attention
-        across segments. layout: 'zigzag' (balanced) or 'contiguous'. block_kernel: 'auto' | 'xla' | 'cudnn' |
-        'splash'. rules: the logical rules the shard_map specs come from (the project table by default).
+      q_BTHK, k_BSHK, v_BSHV: global arrays in `options.layout` order (T = S), sharded or not; shard_map reshards
+        them to (batch axes, 'context', 'tensor', None) from the placement's rules.
+      scale: softmax scale (default K^-1/2).
+      mask: causal masking by global token order; [B, T] packing ids in the same layout (both or neither), no
+        attention across segments; no explicit positions (the layout gives them).
+      options: placement (a mesh with a `context` axis, None: one local block; the rules of the shard_map specs),
+        layout ('zigzag' balanced, or 'contiguous') and block_kernel ('auto' | 'xla' | 'cudnn' | 'splash').
     Returns:
-      [B, T, H, V] in q's dtype and in `layout` order.
+      [B, T, H, V] in q's dtype and in `options.layout` order.
     """
     src = (k_BSHK, v_BSHV)
-    segs = (q_segment_ids, kv_segment_ids)
-    spec = _make_spec(q_BTHK, src, mesh=mesh, scale=scale, causal=causal, layout=layout, block_kernel=block_kernel,
-                      latent=False, segs=segs, rules=rules)
-    return _ring(spec, q_BTHK, src, segs if spec.has_seg else (), ())
+    spec = _make_spec(q_BTHK, src, None, scale=scale, mask=mask, options=options)
+    return _ring(spec, q_BTHK, src, _segments(spec, mask), ())
 
 
-def ring_mla_attention(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, mesh=None, scale: Optional[float] = None,
-                       causal: bool = True, q_segment_ids=None, kv_segment_ids=None, layout: str = "zigzag",
-                       block_kernel: str = "auto", rules: tuple = LOGICAL_RULES):
+def ring_mla_attention(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, scale: Optional[float] = None,
+                       mask: AttentionMask = CAUSAL, options: cp.ContextOptions = cp.ContextOptions()):
     """Ring attention passing the MLA latent (c_kv [B, S, L], roped k_R [B, S, R]) and re-projecting each block.
 
     w_LHX is W_kvb [L, H, N+V]; keys are [W_kvb·c_kv]_N ‖ k_R (k_R shared by all heads), values [W_kvb·c_kv]_V, with
     N = K − R read from the shapes. Gradients flow to q, c_kv, k_R and W_kvb. Other arguments as `ring_attention`.
     """
-    nope = q_BTHK.shape[-1] - kr_BSR.shape[-1]
-    if w_LHX.shape[0] != ckv_BSL.shape[-1] or w_LHX.shape[-1] <= nope:
-        raise ValueError(f"W_kvb {w_LHX.shape} does not match c_kv rank {ckv_BSL.shape[-1]} and nope dim {nope}")
     src = (ckv_BSL, kr_BSR)
-    segs = (q_segment_ids, kv_segment_ids)
-    spec = _make_spec(q_BTHK, src, mesh=mesh, scale=scale, causal=causal, layout=layout, block_kernel=block_kernel,
-                      latent=True, segs=segs, nope_dim=nope, rules=rules)
-    return _ring(spec, q_BTHK, src, segs if spec.has_seg else (), (w_LHX,))
+    spec = _make_spec(q_BTHK, src, w_LHX, scale=scale, mask=mask, options=options)
+    return _ring(spec, q_BTHK, src, _segments(spec, mask), (w_LHX,))
 
 
-def device_work(n: int, i: int, q_, k_nBSHK, v_nBSHV, do_, *, causal: bool = True, layout: str = "zigzag",
-                scale: Optional[float] = None, block_kernel: str = "auto"):
+def device_work(i: int, q_, k_nBSHK, v_nBSHV, do_, *, scale: Optional[float] = None, mask: AttentionMask = CAUSAL,
+                options: cp.ContextOptions = cp.ContextOptions()):
     """Device i's share of an n-device ring, forward and backward, with the communication removed (benchmarks).
 
     The same visible blocks, block kernels, merges and gradient accumulation as device i of `ring_attention`;
     k_nBSHK / v_nBSHV stack the n KV blocks the device would receive (step s holds block s: distinct blocks, so
-    XLA cannot merge the steps). Returns (out, dq, dk_n, dv_n).
+    XLA cannot merge the steps; n is their leading size). mask: only `causal` (no packing, no positions); options:
+    layout and block_kernel (no mesh: nothing is sent). Returns (out, dq, dk_n, dv_n).
     """
-    spec = RingSpec(n, causal, layout, float(q_.shape[-1] ** -0.5 if scale is None else scale),
-                    get_block_kernel(block_kernel), False, 0, None, False)
+    n = k_nBSHK.shape[0]
+    if v_nBSHV.shape[0] != n or not 0 <= i < n:
+        raise ValueError(f"device_work: device i={i} of n={n} KV blocks (keys {k_nBSHK.shape[0]}, values "
+                         f"{v_nBSHV.shape[0]}): expected equal block counts and 0 <= i < n")
+    if mask.q_segment_ids is not None or mask.kv_segment_ids is not None or mask.has_indices:
+        raise ValueError("device_work models an unpacked ring: the mask must carry no segment ids or positions")
+    spec = RingSpec(n, mask.causal, options.layout, float(q_.shape[-1] ** -0.5 if scale is None else scale),
+                    get_block_kernel(options.block_kernel), False, 0, None, False)
     b, t, h, _ = q_.shape
     kv = [((k_nBSHK[s], v_nBSHV[s]), None) for s in range(n)]
     pick = lambda s: step_plan(spec, s, t)[0 if s <= i else 1]  # noqa: E731 — i is static here
@@ -434,10 +450,10 @@ def device_work(n: int, i: int, q_, k_nBSHK, v_nBSHV, do_, *, causal: bool = Tru
         state = _fwd_block(spec, q_, kv[s], None, None, pick(s))(state)
     m, l, acc = state
     out_, lse_ = (acc / l[..., None]).astype(q_.dtype), m + jnp.log(l)
-    delta_ = jnp.sum(do_.astype(jnp.float32) * out_.astype(jnp.float32), axis=-1)
+    cot = BlockGrad(out_, lse_, do_, jnp.sum(do_.astype(jnp.float32) * out_.astype(jnp.float32), axis=-1))
     dq, dw, dk, dv = jnp.zeros(q_.shape, jnp.float32), jnp.zeros((), jnp.float32), [], []
     for s in range(n):
-        dq, dw, (dk_s, dv_s) = _bwd_block(spec, q_, kv[s], None, None, out_, lse_, do_, delta_, pick(s))((dq, dw))
+        dq, dw, (dk_s, dv_s) = _bwd_block(spec, q_, kv[s], None, None, cot, pick(s))((dq, dw))
         dk.append(dk_s)
         dv.append(dv_s)
     return out_, dq, jnp.stack(dk), jnp.stack(dv)
@@ -446,31 +462,29 @@ def device_work(n: int, i: int, q_, k_nBSHK, v_nBSHV, do_, *, causal: bool = Tru
 # ----------------------------------------------------------------------------------------------- model kernels
 
 
-def ring_kernel(q_BTHK, k_BSHK, v_BSHV, *, scale: float, causal: bool = True, q_segment_ids=None,
-                kv_segment_ids=None, q_idx=None, kv_idx=None, placement: Placement = Placement()):
+def ring_kernel(q_BTHK, k_BSHK, v_BSHV, *, scale: float, mask: AttentionMask = CAUSAL,
+                placement: Placement = Placement()):
     """Model kernel 'ring': ring attention over the `context` axis of the placement's mesh, inputs in zigzag
     layout."""
-    if q_idx is not None or kv_idx is not None:
+    if mask.has_indices:
         if cp.context_size(placement.mesh) > 1:
-            cp._reject_indices(q_idx, kv_idx)
+            cp._reject_indices(mask.q_idx, mask.kv_idx)
         from composer2_jax.model.attention import (
             xla_attention,  # lazy: attention.py imports this module
         )
 
-        return xla_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, causal=causal, q_segment_ids=q_segment_ids,
-                             kv_segment_ids=kv_segment_ids, q_idx=q_idx, kv_idx=kv_idx)
-    return ring_attention(q_BTHK, k_BSHK, v_BSHV, mesh=placement.mesh, scale=scale, causal=causal,
-                          q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, rules=placement.rules)
+        return xla_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, mask=mask)
+    return ring_attention(q_BTHK, k_BSHK, v_BSHV, scale=scale, mask=mask, options=cp.ContextOptions(placement))
 
 
 ring_kernel.takes_placement = True  # MLAttention passes its placement= (the mesh and rules the ring runs on)
 
 
-def ring_latent_kernel(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, scale: float, causal: bool = True, q_segment_ids=None,
-                       kv_segment_ids=None, placement: Placement = Placement()):
+def ring_latent_kernel(q_BTHK, ckv_BSL, kr_BSR, w_LHX, *, scale: float, mask: AttentionMask = CAUSAL,
+                       placement: Placement = Placement()):
     """Model kernel 'ring_latent': ring attention passing the MLA latent, inputs in zigzag layout."""
-    return ring_mla_attention(q_BTHK, ckv_BSL, kr_BSR, w_LHX, mesh=placement.mesh, scale=scale, causal=causal,
-                              q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, rules=placement.rules)
+    return ring_mla_attention(q_BTHK, ckv_BSL, kr_BSR, w_LHX, scale=scale, mask=mask,
+                              options=cp.ContextOptions(placement))
 
 
 ring_latent_kernel.takes_latent = True  # MLAttention passes (q, c_kv, k_R, W_kvb) instead of (q, k, v)
