@@ -66,6 +66,11 @@ def test_process_shards_are_disjoint_and_cover():
         assert not set(a) & set(b)
 
 
+def test_a_process_shard_out_of_range_is_refused():
+    with pytest.raises(ValueError, match=r"process shard 3 of 3; expected 0 <= index < count"):
+        B.SeqioDocuments(_task("bad_shard_task"), shard=B.ProcessShard(3, 3))
+
+
 def test_pipeline_batches_and_exact_resume():
     spec = SourceConfig(kind="seqio", provider=_task("pipe_task"))
     cfg = P.DataConfig(sources=(spec,), seq_len=16, batch_size=2, seed=1)
