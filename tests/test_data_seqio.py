@@ -59,11 +59,16 @@ def test_documents_from_a_registered_name(registered):
 
 def test_process_shards_are_disjoint_and_cover():
     task = _task("shard_task")
-    shards = [[d["text"] for d in B.SeqioDocuments(task, seed=3, num_epochs=1, process_index=p, process_count=3)]
+    shards = [[d["text"] for d in B.SeqioDocuments(task, seed=3, num_epochs=1, shard=B.ProcessShard(p, 3))]
               for p in range(3)]
     assert sorted(itertools.chain(*shards)) == sorted(TEXTS)
     for a, b in itertools.combinations(shards, 2):
         assert not set(a) & set(b)
+
+
+def test_a_process_shard_out_of_range_is_refused():
+    with pytest.raises(ValueError, match=r"process shard 3 of 3; expected 0 <= index < count"):
+        B.SeqioDocuments(_task("bad_shard_task"), shard=B.ProcessShard(3, 3))
 
 
 def test_pipeline_batches_and_exact_resume():

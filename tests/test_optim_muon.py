@@ -46,7 +46,8 @@ def test_newton_schulz_orthogonalises_tall_and_wide_matrices():
 
 def test_matches_optax_contrib_muon_and_keeps_its_state_tree():
     mask = {k: len(s) > 1 for k, s in SHAPES.items()}
-    ours = muon_lib.muon(1e-2, DIMS, weight_decay=0.1, weight_decay_mask=mask, adam_b2=0.95, adam_weight_decay=0.1)
+    ours = muon_lib.muon(1e-2, DIMS, weight_decay=0.1, weight_decay_mask=mask,
+                         adam=muon_lib.AdamFallback(b2=0.95, weight_decay=0.1))
     ref = optax.contrib.muon(1e-2, weight_decay=0.1, weight_decay_mask=mask, adam_b2=0.95, adam_weight_decay=0.1,
                              muon_weight_dimension_numbers=DIMS, consistent_rms=0.2)
     (p_ours, s_ours), (p_ref, s_ref) = _run(ours), _run(ref)
@@ -63,7 +64,7 @@ def test_sharded_equals_unsharded(mesh_shape):
     specs = {"experts": P(None, "expert" if "expert" in mesh_shape else None, "fsdp", None),
              "o_proj": P(None, None, "fsdp"), "dense": P("fsdp", None), "embedding": P("fsdp", None), "norm": P(),
              "layers": P(None, "fsdp", None)}  # 16 stacked matrices, replicated over expert: that axis splits them
-    tx = muon_lib.muon(1e-2, DIMS, weight_decay=0.1, specs=specs, mesh=mesh)
+    tx = muon_lib.muon(1e-2, DIMS, weight_decay=0.1, sharding=muon_lib.NSSharding(specs, mesh))
     params = _tree(0)
     state = tx.init(params)
     grads = _tree(10, 0.1)

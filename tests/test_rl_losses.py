@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from composer2_jax.losses import rl
-from composer2_jax.losses.rl import PolicyLossConfig, policy_loss
+from composer2_jax.losses.rl import PolicyLossConfig, RegulariserInputs, ValueInputs, policy_loss
 from composer2_jax.rl import advantages as adv_lib
 from tests.tolerances import FP32_FN
 
@@ -223,7 +223,7 @@ def test_kl_in_loss_by_hand():
     logp = jnp.zeros((1, 2))
     ref = jnp.full((1, 2), -LN2)
     loss, met = policy_loss(logp, logp, None, jnp.zeros((1, 2)), jnp.ones((1, 2)), PolicyLossConfig(kl_coef=0.1),
-                            ref_logp=ref)
+                            extras=RegulariserInputs(ref_logp=ref))
     close(loss, 0.1 * (LN2 - 0.5))
     close(met["kl_ref_k1"], LN2)
     close(met["kl_ref_k3"], LN2 - 0.5)
@@ -262,8 +262,8 @@ def test_value_loss_in_policy_loss_by_hand():
     # pg: r = 1, A = 0 → 0; value loss token-mean over 2 tokens: (0.32 + 0.405)/2 = 0.3625; ×0.5
     z = jnp.zeros((1, 2))
     cfg = PolicyLossConfig(value_coef=0.5)
-    loss, met = policy_loss(z, z, None, z, jnp.ones((1, 2)), cfg, values=jnp.array([[1.5, 0.9]]),
-                            old_values=jnp.ones((1, 2)), returns=jnp.array([[2.0, 0.0]]))
+    value = ValueInputs(values=jnp.array([[1.5, 0.9]]), old_values=jnp.ones((1, 2)), returns=jnp.array([[2.0, 0.0]]))
+    loss, met = policy_loss(z, z, None, z, jnp.ones((1, 2)), cfg, extras=RegulariserInputs(value=value))
     close(met["value_loss"], 0.3625)
     close(loss, 0.18125)
 
@@ -374,8 +374,8 @@ def test_policy_loss_matches_naive_loop(name, packed):
     ref = logp + jnp.asarray(rng.normal(0, 0.3, logp.shape), jnp.float32)
     logits = jnp.asarray(rng.normal(0, 2.0, logp.shape + (5,)), jnp.float32)
     values = [jnp.asarray(rng.normal(0, 1.0, logp.shape), jnp.float32) for _ in range(3)]  # V, V_old, returns
-    loss, met = policy_loss(logp, old, behav, a, m, cfg, segment_ids=seg, ref_logp=ref, logits=logits,
-                            values=values[0], old_values=values[1], returns=values[2])
+    loss, met = policy_loss(logp, old, behav, a, m, cfg, segment_ids=seg,
+                            extras=RegulariserInputs(ref_logp=ref, logits=logits, value=ValueInputs(*values)))
     want, want_met = naive_policy_loss(logp, old, behav, a, m, cfg, seg, ref, logits, values)
     close(loss, want)
     for k, v in want_met.items():

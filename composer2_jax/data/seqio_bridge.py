@@ -12,7 +12,7 @@ lazily, so the rest of the data package never pays for them.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import grain
 import numpy as np
@@ -50,16 +50,26 @@ def _to_text(value: Any, feature: str, where: str) -> str:
                      "task a string feature (seqio.PassThroughVocabulary, dtype=tf.string, rank=0)")
 
 
+class ProcessShard(NamedTuple):
+    """Which of the data-loading processes' disjoint shares this one reads (`seqio.ShardInfo`)."""
+
+    index: int = 0  # this process, 0 ≤ index < count
+    count: int = 1  # how many processes share the source
+
+
 class SeqioDocuments(grain.IterDataset):
     """Documents {'text', 'source', 'index'} from one process's shard of a seqio Task/Mixture."""
 
     def __init__(self, provider: Any, *, split: str = "train", feature: Optional[str] = None, seed: int = 0,
-                 shuffle: bool = True, num_epochs: Optional[int] = None, process_index: int = 0,
-                 process_count: int = 1, name: str = ""):
+                 shuffle: bool = True, num_epochs: Optional[int] = None, shard: ProcessShard = ProcessShard(),
+                 name: str = ""):
         super().__init__()
+        if not 0 <= shard.index < shard.count:
+            raise ValueError(f"seqio source: process shard {shard.index} of {shard.count}; expected "
+                             f"0 <= index < count")
         self.provider = resolve_provider(provider)
         self.split, self.feature, self.seed, self.shuffle = split, feature, seed, shuffle
-        self.num_epochs, self.process_index, self.process_count = num_epochs, process_index, process_count
+        self.num_epochs, self.process_index, self.process_count = num_epochs, shard.index, shard.count
         self.name = name or f"seqio:{getattr(self.provider, 'name', self.provider)}"
 
     def tf_dataset(self):
@@ -127,5 +137,6 @@ def seqio_documents(spec: SourceConfig, *, seed: int, shuffle: bool, num_epochs:
     """The document IterDataset of a `SourceConfig(kind="seqio")` (field "text" means: 'text', else 'targets')."""
     provider = spec.provider if spec.provider is not None else spec.path
     return SeqioDocuments(provider, split=spec.split, feature=None if spec.field == "text" else spec.field,
-                          seed=seed, shuffle=shuffle, num_epochs=num_epochs, process_index=process_index,
-                          process_count=process_count, name=spec.label if spec.name or spec.path else "")
+                          seed=seed, shuffle=shuffle, num_epochs=num_epochs,
+                          shard=ProcessShard(process_index, process_count),
+                          name=spec.label if spec.name or spec.path else "")

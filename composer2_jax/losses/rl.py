@@ -18,6 +18,7 @@ through train/inference numerics.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -345,6 +346,23 @@ def _behaviour_terms(
     return behav_lr, weight, keep
 
 
+class ValueInputs(NamedTuple):
+    """The value head's inputs of the PPO value loss, each [B, T]."""
+
+    values: Array  # V_t of the model being trained
+    old_values: Array  # V_old,t recorded before the update (the clip's centre)
+    returns: Array  # R_t, the value target
+
+
+class RegulariserInputs(NamedTuple):
+    """The optional inputs of the regularising terms (KL to π_ref, entropy bonus, value loss); None: not given."""
+
+    ref_logp: Array | None = None  # [B, T] log π_ref(token): needed when cfg.kl_coef > 0; adds KL metrics
+    logits: Array | None = None  # [B, T, V] π_θ logits, for H(π_θ) when `entropy` is None
+    entropy: Array | None = None  # [B, T] H(π_θ) per token (from chunked logits, losses/lm.py)
+    value: ValueInputs | None = None  # needed when cfg.value_coef > 0
+
+
 def policy_loss(
     logp: Array,
     old_logp: Array,
@@ -354,12 +372,7 @@ def policy_loss(
     cfg: PolicyLossConfig,
     *,
     segment_ids: Array | None = None,
-    ref_logp: Array | None = None,
-    logits: Array | None = None,
-    entropy: Array | None = None,
-    values: Array | None = None,
-    old_values: Array | None = None,
-    returns: Array | None = None,
+    extras: RegulariserInputs = RegulariserInputs(),
 ) -> tuple[Array, dict[str, Array]]:
     """PPO-family loss, configured by `cfg`; returns (scalar loss, metrics).
 
@@ -380,23 +393,24 @@ def policy_loss(
       mask: [B, T] 1 on model tokens trained on, 0 on prompt / observations / padding.
       cfg: a PolicyLossConfig.
       segment_ids: [B, T] int, packed rows (id ≥ 1 per segment, 0 padding); None = one sequence per row.
-      ref_logp: [B, T] log π_ref(token), needed when cfg.kl_coef > 0; adds KL metrics when given.
-      logits: [B, T, V] π_θ logits; or `entropy` [B, T], H(π_θ) per token (from chunked logits, losses/lm.py).
-        One of them is needed when cfg.entropy_coef > 0; either adds the entropy metric when given.
-      values, old_values, returns: [B, T], needed when cfg.value_coef > 0.
+      extras: the regularisers' inputs (`RegulariserInputs`):
+        ref_logp: [B, T] log π_ref(token), needed when cfg.kl_coef > 0; adds KL metrics when given.
+        logits: [B, T, V] π_θ logits; or `entropy` [B, T], H(π_θ) per token (from chunked logits, losses/lm.py).
+          One of them is needed when cfg.entropy_coef > 0; either adds the entropy metric when given.
+        value: `ValueInputs(values, old_values, returns)`, each [B, T], needed when cfg.value_coef > 0.
 
     Returns:
       loss: scalar fp32.
       metrics: dict of scalars (all stop-gradient): loss terms, clip fractions, ratio and π_prox/μ statistics,
         the IcePop masked fraction, KL estimates (k1/k3, to π_prox and, with ref_logp, to π_ref), entropy.
     """
+    value = extras.value or ValueInputs(None, None, None)
     check_token_shapes(mask, logp=logp, old_logp=old_logp, behav_logp=behav_logp, advantages=advantages,
-                       segment_ids=segment_ids, ref_logp=ref_logp, values=values, old_values=old_values,
-                       returns=returns, entropy=entropy)
-    if entropy is None and logits is not None:
-        _check_logits(logits, mask)
-        entropy = entropy_from_logits(logits)
-    _check_optional_inputs(cfg, ref_logp, entropy, values, old_values, returns)
+                       segment_ids=segment_ids, ref_logp=extras.ref_logp, **value._asdict(), entropy=extras.entropy)
+    if extras.entropy is None and extras.logits is not None:
+        _check_logits(extras.logits, mask)
+        extras = extras._replace(entropy=entropy_from_logits(extras.logits))
+    _check_optional_inputs(cfg, extras)
     m = mask.astype(jnp.float32)
     logp, old_logp, advantages = (x.astype(jnp.float32) for x in (logp, old_logp, advantages))
     if cfg.negative_scale != 1.0:
@@ -414,7 +428,7 @@ def policy_loss(
         pg_BT = clipped_surrogate(ratio, advantages, cfg.clip_eps_low, cfg.clip_eps_high, cfg.dual_clip_c)
         pg_loss = aggregate(weight * keep * pg_BT, m, **agg)
     with jax.named_scope("regularisers"):
-        reg_loss, reg_metrics = _regularisers(logp, m, cfg, agg, ref_logp, entropy, values, old_values, returns)
+        reg_loss, reg_metrics = _regularisers(logp, m, cfg, agg, extras)
     loss = pg_loss + reg_loss
 
     metrics = {"loss": loss, "pg_loss": pg_loss, **reg_metrics}
@@ -428,20 +442,23 @@ def _check_logits(logits: Array, mask: Array):
         raise ValueError(f"logits have shape {tuple(logits.shape)}, expected [B, T, V] with [B, T]={mask.shape}")
 
 
-def _check_optional_inputs(cfg: PolicyLossConfig, ref_logp, entropy, values, old_values, returns):
+def _check_optional_inputs(cfg: PolicyLossConfig, extras: RegulariserInputs):
     """ValueError when a configured term lacks its input (KL: ref_logp, entropy: logits or entropy, value: values…)."""
-    if cfg.kl_coef > 0 and ref_logp is None:
+    if cfg.kl_coef > 0 and extras.ref_logp is None:
         raise ValueError(f"kl_coef={cfg.kl_coef} needs ref_logp [B, T]; got None")
-    if cfg.entropy_coef > 0 and entropy is None:
+    if cfg.entropy_coef > 0 and extras.entropy is None:
         raise ValueError(f"entropy_coef={cfg.entropy_coef} needs logits [B, T, V] or entropy [B, T]; got None")
-    if cfg.value_coef > 0 and (values is None or old_values is None or returns is None):
-        raise ValueError(f"value_coef={cfg.value_coef} needs values, old_values and returns [B, T]")
+    if cfg.value_coef > 0 and (extras.value is None or any(x is None for x in extras.value)):
+        raise ValueError(f"value_coef={cfg.value_coef} needs values, old_values and returns [B, T] "
+                         f"(extras.value = ValueInputs(...)); got {extras.value}")
 
 
-def _regularisers(logp, mask, cfg: PolicyLossConfig, agg: dict, ref_logp, entropy, values, old_values, returns):
-    """β·agg[k3] − c_H·agg[H] + c_V·agg[value loss], and the metrics of whichever inputs were given."""
+def _regularisers(logp, mask, cfg: PolicyLossConfig, agg: dict, extras: RegulariserInputs):
+    """β·agg[k3] − c_H·agg[H] + c_V·agg[value loss], and the metrics of whichever inputs were given
+    (`extras.entropy` already filled from the logits when only those were given)."""
     loss, metrics = jnp.zeros((), jnp.float32), {}
     sg_logp = jax.lax.stop_gradient(logp)
+    ref_logp, entropy = extras.ref_logp, extras.entropy
     if ref_logp is not None:
         ref_logp = ref_logp.astype(jnp.float32)
         metrics["kl_ref_k1"] = masked_mean(kl_k1(sg_logp, ref_logp), mask)
@@ -454,8 +471,7 @@ def _regularisers(logp, mask, cfg: PolicyLossConfig, agg: dict, ref_logp, entrop
         if cfg.entropy_coef > 0:
             loss = loss - cfg.entropy_coef * metrics["entropy"]
     if cfg.value_coef > 0:
-        metrics["value_loss"] = aggregate(clipped_value_loss(values, old_values, returns, cfg.value_clip_eps),
-                                          mask, **agg)
+        metrics["value_loss"] = aggregate(clipped_value_loss(*extras.value, cfg.value_clip_eps), mask, **agg)
         loss = loss + cfg.value_coef * metrics["value_loss"]
     return loss, metrics
 

@@ -150,8 +150,17 @@ def router_entropy_sum(scores_NE, valid_N):
 SINGLE_DEVICE = MoEAxes()  # no mesh axes: the block sees every token and every expert
 
 
-def moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up, wo, *, cfg: ModelConfig,
-              axes: MoEAxes = SINGLE_DEVICE):
+class RoutedWeights(NamedTuple):
+    """The router and the routed experts' weights of one MoE layer (this program's experts)."""
+
+    router_DE: jax.Array  # [D, E] fp32
+    bias_E: jax.Array  # [E] the aux-loss-free routing bias
+    wi_gate: jax.Array  # [E_w, D, F]
+    wi_up: jax.Array  # [E_w, D, F]
+    wo: jax.Array  # [E_w, F, D]
+
+
+def moe_block(x_BTD, valid_BT, replay_BTk, w: RoutedWeights, *, cfg: ModelConfig, axes: MoEAxes = SINGLE_DEVICE):
     """Route and run the routed experts on one shard's tokens (or all of them without a mesh).
 
     Returns (y [B, T, D], indices [B, T, k], stats, balance loss per sequence [B]); stats are sums over all tokens
@@ -161,10 +170,10 @@ def moe_block(x_BTD, valid_BT, replay_BTk, router_DE, bias_E, wi_gate, wi_up, wo
     e, k = cfg.n_routed_experts, cfg.num_experts_per_tok
     x_ND = x_BTD.reshape(b * t, d)
     valid_N = valid_BT.reshape(-1).astype(jnp.float32)
-    logits_NE = jnp.einsum("ND,DE->NE", x_ND.astype(jnp.float32), router_DE)
-    r = route(logits_NE, bias_E, cfg, None if replay_BTk is None else replay_BTk.reshape(b * t, k))
+    logits_NE = jnp.einsum("ND,DE->NE", x_ND.astype(jnp.float32), w.router_DE)
+    r = route(logits_NE, w.bias_E, cfg, None if replay_BTk is None else replay_BTk.reshape(b * t, k))
     check_overlap_chunks(b * t, cfg.moe_overlap_chunks, f" ({b} sequences × {t} positions)")
-    experts = Experts(wi_gate, wi_up, wo)
+    experts = Experts(w.wi_gate, w.wi_up, w.wo)
     y_ND, kept_Nk = _routed_experts(x_ND, r, valid_N, experts, cfg, axes)
     if axes.tensor:
         y_ND = jax.lax.psum(y_ND, axes.tensor)
@@ -228,27 +237,17 @@ def _routed_experts(x_ND, r: Routing, valid_N, experts: Experts, cfg: ModelConfi
     return (jnp.concatenate(outs) if c > 1 else outs[0]), jnp.ones((n, k), bool)
 
 
-class RoutedWeights(NamedTuple):
-    """The router and the routed experts' weights of one MoE layer (this program's experts)."""
-
-    router_DE: jax.Array  # [D, E] fp32
-    bias_E: jax.Array  # [E] the aux-loss-free routing bias
-    wi_gate: jax.Array  # [E_w, D, F]
-    wi_up: jax.Array  # [E_w, D, F]
-    wo: jax.Array  # [E_w, F, D]
-
-
 def run_moe_block(x_BTD, valid_BT, replay_BTk, w: RoutedWeights, cfg: ModelConfig, ep: ExpertParallelism):
     """`moe_block` as `ep` (from `expert_parallelism`) says: one program, under shard_map over `ep.mesh`, or as is
     inside a per-shard program."""
     if ep.mode == "off":
-        return moe_block(x_BTD, valid_BT, replay_BTk, *w, cfg=cfg)
+        return moe_block(x_BTD, valid_BT, replay_BTk, w, cfg=cfg)
     axes = ep.axes
     with_replay = replay_BTk is not None
 
     def body(x, valid, *rest):
         replay, rest = (rest[0], rest[1:]) if with_replay else (None, rest)
-        return moe_block(x, valid, replay, *rest, cfg=cfg, axes=axes)
+        return moe_block(x, valid, replay, RoutedWeights(*rest), cfg=cfg, axes=axes)
 
     args = (x_BTD, valid_BT) + ((replay_BTk,) if with_replay else ()) + tuple(w)
     if ep.mode == "per_shard":

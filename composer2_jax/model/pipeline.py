@@ -74,7 +74,8 @@ the FSDP axes (one all-gather per step); their gradient reductions stay inside t
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional
+import dataclasses
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -196,6 +197,41 @@ def shift_to_next_stage(x_S, mesh):
                          out_specs=spec, axis_names={STAGE_AXIS})(x_S)
 
 
+class StackInputs(NamedTuple):
+    """What enters the pipelined stack: the whole batch ([B, ...]) or, inside the schedule, its microbatches
+    ([M, mb, ...]). Arrays only (a pytree under jit / shard_map)."""
+
+    x: jax.Array  # [B, T, D] | [M, mb, T, D] the residual stream
+    positions: jax.Array  # [B, T] | [M, mb, T]
+    segment_ids: Optional[jax.Array] = None  # [B, T] | [M, mb, T], or None (one document per row)
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineLayout:
+    """How the schedule lays out its buffers and parameters: static options, never traced (module docstring)."""
+
+    # the mesh axes (not `stage`) that split a microbatch inside a stage; the schedule's buffers are constrained to
+    # them so they match the layout of `stage_fn`'s activations
+    batch_axes: tuple[str, ...] = ()
+    # checkpoint each stage step whole (`jax.checkpoint`): the backward pass keeps only the stage's input per
+    # schedule iteration and recomputes its L units (under their own remat policy) when it gets there
+    remat_stage: bool = True
+    # None, or a tree like `params_U` of PartitionSpecs of one unit's leaf (without the unit axis) with the FSDP
+    # axes dropped: the staged parameters are constrained to (`stage`, -, -, *spec) before the schedule loop, so
+    # they are gathered once per step rather than at every iteration
+    gather_specs: Any = None
+    # None, or a tree like `params_U` of (param_spec, local_spec) pairs of one unit's leaf: the schedule then runs
+    # per shard (`_run_per_shard`): each leaf, laid out by `param_spec` (its FSDP layout), is all-gathered over the
+    # axes `local_spec` does not keep, once, before the loop; its gradient accumulates per device through the
+    # backward loop and is reduce-scattered once after it
+    local_specs: Any = None
+
+    @property
+    def batch(self):
+        """The batch axes as a PartitionSpec entry (None: not split)."""
+        return tuple(self.batch_axes) or None
+
+
 class _Carry(NamedTuple):
     """The schedule's loop state."""
 
@@ -204,39 +240,29 @@ class _Carry(NamedTuple):
     aux_S: object  # per-unit MoE statistics summed over microbatches, leaves [S, R, L, ...], or None
 
 
-def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, segment_ids_BT, spec: PipelineSpec,
-                 mesh, batch_axes: tuple[str, ...] = (), remat_stage: bool = True, gather_specs=None,
-                 local_specs=None):
+def run_pipeline(stage_fn: Callable, params_U, router_U, inputs: StackInputs, spec: PipelineSpec, mesh,
+                 layout: PipelineLayout = PipelineLayout()):
     """Run the scanned stack under the circular schedule (module docstring).
 
     Args:
       stage_fn: `(params_L, router_L, x_bTD, positions_bT, segment_ids_bT) -> (y_bTD, aux)`: L scanned units on
         one microbatch; aux leaves are per-unit sums [L, ...] (or aux is None).
       params_U, router_U: the stack's parameters and router state, leaves [U, ...].
-      x_BTD, positions_BT, segment_ids_BT: the whole batch entering the stack (segment ids may be None).
+      inputs: the whole batch entering the stack (x [B, T, D], positions [B, T], segment ids [B, T] or None).
       spec: the schedule (`pipeline_spec`).
       mesh: the mesh with the `stage` axis.
-      batch_axes: the mesh axes (not `stage`) that split a microbatch inside a stage; the schedule's buffers are
-        constrained to them so they match the layout of `stage_fn`'s activations.
-      remat_stage: checkpoint each stage step whole (`jax.checkpoint`): the backward pass keeps only the stage's
-        input per schedule iteration and recomputes its L units (under their own remat policy) when it gets there.
-      gather_specs: None, or a tree like `params_U` of PartitionSpecs of one unit's leaf (without the unit axis)
-        with the FSDP axes dropped: the staged parameters are constrained to (`stage`, -, -, *spec) before the
-        schedule loop, so they are gathered once per step rather than at every iteration (module docstring).
-      local_specs: None, or a tree like `params_U` of (param_spec, local_spec) pairs of one unit's leaf: the
-        schedule then runs per shard (`_run_per_shard`): each leaf, laid out by `param_spec` (its FSDP layout),
-        is all-gathered over the axes `local_spec` does not keep, once, before the loop; its gradient accumulates
-        per device through the backward loop and is reduce-scattered once after it.
+      layout: the buffers' batch axes, whether each stage step is checkpointed, and how the staged parameters are
+        gathered (`PipelineLayout`: none, once per step under GSPMD, or per shard).
 
     Returns:
       (y_BTD, aux): the stack's output and the per-unit aux summed over microbatches, leaves [U, ...].
     """
     s_, m_, r_ = spec.stages, spec.microbatches, spec.repeats
-    b, t, d = x_BTD.shape
+    b, t, d = inputs.x.shape
     if b % m_:
         raise ValueError(f"batch {b} is not divisible by model.pipeline_microbatches={m_}")
     mb = b // m_
-    batch = tuple(batch_axes) or None
+    batch = layout.batch
 
     def split(a):  # [B, ...] → [M, mb, ...], each microbatch split like the activations inside a stage
         if a is None:
@@ -244,13 +270,13 @@ def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, se
         a = jnp.asarray(a).reshape((m_, mb) + a.shape[1:])
         return jax.lax.with_sharding_constraint(a, NamedSharding(mesh, P(None, batch)))
 
-    x_M, pos_M, seg_M = split(x_BTD), split(positions_BT), split(segment_ids_BT)
+    micro = StackInputs(*map(split, inputs))
+    x_M, pos_M, seg_M = micro
     params_S, router_S = to_stages(params_U, spec, mesh), to_stages(router_U, spec, mesh)
-    if local_specs is not None:
-        return _run_per_shard(stage_fn, params_S, router_S, x_M, pos_M, seg_M, spec, mesh, batch, remat_stage,
-                              local_specs)
-    if gather_specs is not None:
-        params_S = gather_stage_params(params_S, gather_specs, mesh)
+    if layout.local_specs is not None:
+        return _run_per_shard(stage_fn, params_S, router_S, micro, spec, mesh, layout)
+    if layout.gather_specs is not None:
+        params_S = gather_stage_params(params_S, layout.gather_specs, mesh)
     stage_ids_S = jnp.arange(s_)
     first_S = (stage_ids_S == 0)[:, None, None, None]
 
@@ -266,7 +292,7 @@ def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, se
             seg = None if seg_M is None else seg_M[m]
             return stage_fn(pick(p), pick(rs), x, pos_M[m], seg)
 
-        if remat_stage:
+        if layout.remat_stage:
             one = jax.checkpoint(one, prevent_cse=False)  # inside a scan: no CSE across iterations to prevent
 
         y_S, aux = jax.vmap(one, spmd_axis_name=STAGE_AXIS)(params_S, router_S, x_S, m_S, r_S)
@@ -296,19 +322,19 @@ def run_pipeline(stage_fn: Callable, params_U, router_U, x_BTD, positions_BT, se
         return _Carry(state_S, buf_S, aux_S), None
 
     buf_S = _stage_sharded(jnp.broadcast_to(x_M[None], (s_,) + x_M.shape), mesh, (None, batch))
-    state_S = _stage_sharded(jnp.zeros((s_, mb, t, d), x_BTD.dtype), mesh, (batch,))
-    aux0 = _aux_zeros(stage_fn, params_S, router_S, x_M, pos_M, seg_M, spec)
+    state_S = _stage_sharded(jnp.zeros((s_, mb, t, d), inputs.x.dtype), mesh, (batch,))
+    aux0 = _aux_zeros(stage_fn, params_S, router_S, micro, spec)
     carry, _ = jax.lax.scan(body, _Carry(state_S, buf_S, aux0), jnp.arange(spec.iterations))
     y_BTD = carry.buf_S[0].reshape(b, t, d)
     aux = None if carry.aux_S is None else from_stages(carry.aux_S, spec)
     return y_BTD, aux
 
 
-def _aux_zeros(stage_fn, params_S, router_S, x_M, pos_M, seg_M, spec: PipelineSpec):
+def _aux_zeros(stage_fn, params_S, router_S, micro: StackInputs, spec: PipelineSpec):
     """fp32 zeros [S, R, L, ...] shaped like one stage's aux (None when the stack has no MoE layers)."""
     pick = lambda tree: jax.tree.map(lambda a: a[0, 0], tree)  # noqa: E731
-    seg = None if seg_M is None else seg_M[0]
-    shapes = jax.eval_shape(lambda: stage_fn(pick(params_S), pick(router_S), x_M[0], pos_M[0], seg)[1])
+    seg = None if micro.segment_ids is None else micro.segment_ids[0]
+    shapes = jax.eval_shape(lambda: stage_fn(pick(params_S), pick(router_S), micro.x[0], micro.positions[0], seg)[1])
     if shapes is None:
         return None
     lead = (spec.stages, spec.repeats)
@@ -354,8 +380,8 @@ def _shard_gather(a, param_spec: P, local_spec: P):
     return gather(a)
 
 
-def _run_per_shard(stage_fn, params_S, router_S, x_M, pos_M, seg_M, spec: PipelineSpec, mesh, batch, remat_stage,
-                   local_specs):
+def _run_per_shard(stage_fn, params_S, router_S, micro: StackInputs, spec: PipelineSpec, mesh,
+                   layout: PipelineLayout):
     """The circular schedule as one per-shard program (`jax.shard_map` over every mesh axis), with the stage's
     parameters gathered once before the loop and their gradients reduced once after it (model.pipeline_gather_params).
 
@@ -369,6 +395,8 @@ def _run_per_shard(stage_fn, params_S, router_S, x_M, pos_M, seg_M, spec: Pipeli
     axes), sharding constraints are no-ops (sharding.Placement.constrain), the stage axis is this device's one stage.
     """
     s_, m_, r_ = spec.stages, spec.microbatches, spec.repeats
+    x_M, pos_M, seg_M = micro
+    batch, local_specs = layout.batch, layout.local_specs
     perm = [(i, (i + 1) % s_) for i in range(s_)]
     is_pair = lambda x: isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], P)  # noqa: E731
     param_in = jax.tree.map(lambda ps: P(STAGE_AXIS, None, None, *ps[0]), local_specs, is_leaf=is_pair)
@@ -389,7 +417,7 @@ def _run_per_shard(stage_fn, params_S, router_S, x_M, pos_M, seg_M, spec: Pipeli
             pick = lambda tree: jax.tree.map(lambda a: a[r], tree)  # noqa: E731  this repeat's L units
             return stage_fn(pick(p), pick(rs), x, pos_M[m], None if seg is None else seg[m])
 
-        if remat_stage:
+        if layout.remat_stage:
             one = jax.checkpoint(one, prevent_cse=False)
 
         def body(c: _Carry, i):

@@ -37,7 +37,7 @@ from composer2_jax.model.layer_plan import (
 )
 from composer2_jax.model.layers import RMSNorm, dtype_of, embed_tokens, param
 from composer2_jax.model.mtp import MTP, MTPOutput
-from composer2_jax.model.pipeline import pipeline_spec, run_pipeline, runs_per_shard
+from composer2_jax.model.pipeline import PipelineLayout, StackInputs, pipeline_spec, run_pipeline, runs_per_shard
 from composer2_jax.model_config import ModelConfig
 
 
@@ -191,10 +191,11 @@ class Transformer(nn.Module):
                                            logical, is_leaf=lambda x: isinstance(x, P))
             else:  # GSPMD gathers before the loop; the gradient reductions stay inside it (model/pipeline.py)
                 gather_specs = nn.logical_to_mesh(logical, shd.gathered_param_rules(inner))
-        y_BTD, aux = run_pipeline(stage_fn, params_U, router, x_BTD, positions_BT,
-                                  segment_ids_BT, spec, mesh, batch_axes=shd.mesh_axes_of("activation_batch", inner),
-                                  remat_stage=c.remat_policy != "none", gather_specs=gather_specs,
-                                  local_specs=local_specs)
+        layout = PipelineLayout(batch_axes=shd.mesh_axes_of("activation_batch", inner),
+                                remat_stage=c.remat_policy != "none", gather_specs=gather_specs,
+                                local_specs=local_specs)
+        y_BTD, aux = run_pipeline(stage_fn, params_U, router, StackInputs(x_BTD, positions_BT, segment_ids_BT),
+                                  spec, mesh, layout)
         y_BTD = self.placement.constrain(y_BTD, RESIDUAL)  # back to the batch split over stage×data×fsdp×expert
         if aux is None:
             return y_BTD, None

@@ -252,6 +252,7 @@ def train(config) -> RunResult:
     start = int(state.step)
     bar = Progress(run.steps, start, enabled=run.log.progress and jax.process_index() == 0)
     curves, pending, t_start, tokens_seen, last = _Curves(), [], time.time(), 0.0, {}
+    logs = _LogContext(writer, bar, curves, last, f_tok, chip, t_start, sc.skip_nonfinite)
     last_good = ckpt.latest_step()
     with activate(mesh):
         for step in range(start, run.steps):
@@ -264,8 +265,7 @@ def train(config) -> RunResult:
             done = step + 1
             save = done % run.checkpoint.every == 0 or done == run.steps
             if save or done % run.log.every == 0:  # metrics are checked before any state is saved
-                tokens_seen = _flush(pending, curves, writer, bar, f_tok, chip, t_start, tokens_seen, sc, last_good,
-                                     last)
+                tokens_seen = _flush(pending, logs, tokens_seen, last_good)
                 pending = []
             if save:
                 ckpt.save(done, state, it.get_state(), config_record(run))
@@ -301,25 +301,41 @@ class _Curves:
     bits_per_byte: list[float] = dataclasses.field(default_factory=list)
 
 
-def _flush(pending, curves, writer, bar, f_tok, chip, t_start, tokens_seen, sc: StepConfig, last_good, last: dict):
-    """Fetch the pending steps' metrics, check them, write them (the newest scalars also into `last`); returns the
-    updated token count."""
+@dataclasses.dataclass(frozen=True)
+class _LogContext:
+    """Where `_flush` puts a run's metrics and what it needs to derive throughput: fixed for the run (the
+    containers `curves` and `last` are filled in place)."""
+
+    writer: MetricWriter  # metrics files (logs/)
+    bar: Progress  # the console progress bar
+    curves: _Curves  # per-step loss and bits/byte the run returns
+    last: dict  # the newest step's scalars (cleared and refilled per step)
+    flops_per_token: float  # model FLOPs per token, for MFU
+    chip: chips.Chip  # its peak bf16 FLOP/s, for MFU
+    t_start: float  # time.time() when the loop started
+    skip_nonfinite: bool  # StepConfig.skip_nonfinite: warn and go on (else raise NonFiniteLoss)
+
+
+def _flush(pending, logs: _LogContext, tokens_seen: float, last_good):
+    """Fetch the pending steps' metrics, check them, write them (the newest scalars also into `logs.last`); returns
+    the updated token count."""
     fetched = jax.device_get([m for _, m in pending])
     for (step, _), m in zip(pending, fetched):
         if not bool(m["finite"]):
             msg = (f"non-finite loss/grad at step {step + 1} (loss={float(m['loss'])}, grad_norm="
                    f"{float(m['grad_norm'])}); last good checkpoint: step {last_good}")
-            if not sc.skip_nonfinite:
+            if not logs.skip_nonfinite:
                 raise NonFiniteLoss(msg)
             log.warning("%s — step skipped (state unchanged)", msg)
         tokens_seen += float(m["tokens"])
-        curves.losses.append(float(m["loss"]))
-        curves.bits_per_byte.append(float(m["bits_per_byte"]))
-        tps = tokens_seen / max(time.time() - t_start, 1e-9)
+        logs.curves.losses.append(float(m["loss"]))
+        logs.curves.bits_per_byte.append(float(m["bits_per_byte"]))
+        tps = tokens_seen / max(time.time() - logs.t_start, 1e-9)
         scal = {k: v for k, v in m.items() if np.ndim(v) == 0}
-        scal.update(tokens_per_s=tps, mfu=mfu(tps, f_tok, chip.peak_bf16_flops, jax.device_count()))
-        writer.write(step + 1, scal)
-        last.clear()
-        last.update({k: float(v) for k, v in scal.items()}, step=step + 1)
-    bar.update(len(pending), curves.losses[-1], tokens_seen / max(time.time() - t_start, 1e-9))
+        scal.update(tokens_per_s=tps, mfu=mfu(tps, logs.flops_per_token, logs.chip.peak_bf16_flops,
+                                              jax.device_count()))
+        logs.writer.write(step + 1, scal)
+        logs.last.clear()
+        logs.last.update({k: float(v) for k, v in scal.items()}, step=step + 1)
+    logs.bar.update(len(pending), logs.curves.losses[-1], tokens_seen / max(time.time() - logs.t_start, 1e-9))
     return tokens_seen

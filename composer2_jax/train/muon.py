@@ -19,8 +19,8 @@ matrix dimensions instead, inside `jax.shard_map` (`orthogonalize`):
 
 — each device sends and receives its own shard once each way; mesh axes that replicate the parameter (data,
 context) split the stack further and all-gather the result. Stacks not divisible by the split are padded with zero
-matrices (NS of 0 is 0). Given no PartitionSpecs, or no mesh (`muon(..., mesh=)`, from `make_optimizer`), NS runs
-as one program and XLA places it.
+matrices (NS of 0 is 0). Given no PartitionSpecs, or no mesh (`muon(..., sharding=NSSharding(specs, mesh))`, from
+`make_optimizer`), NS runs as one program and XLA places it.
 
 The state is optax's `MuonState(count, mu, ns_coeffs)`, so checkpoints of either implementation restore into
 the other; `tests/test_optim_muon.py` checks this one against `optax.contrib.muon` and sharded against unsharded.
@@ -28,6 +28,7 @@ the other; `tests/test_optim_muon.py` checks this one against `optax.contrib.muo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Callable
 
@@ -177,15 +178,34 @@ def scale_by_rms_match(dims_fn: Callable[[Any], Any], consistent_rms: float | No
     return optax.GradientTransformation(optax.init_empty_state, update)
 
 
+@dataclasses.dataclass(frozen=True)
+class AdamFallback:
+    """AdamW (Nesterov) on the leaves Muon does not orthogonalise: `optax.contrib.muon`'s adam_* arguments."""
+
+    b1: float = 0.9  # first-moment decay
+    b2: float = 0.999  # second-moment decay
+    eps: float = 1e-8  # added to the second-moment root
+    weight_decay: float = 0.0  # decoupled weight decay of those leaves
+
+
+@dataclasses.dataclass(frozen=True)
+class NSSharding:
+    """Where the Newton–Schulz work is spread (`orthogonalize`): static, never traced."""
+
+    specs: Any  # a tree like `dims` of the parameters' PartitionSpecs on `mesh` (None: let XLA place NS)
+    mesh: Any = None  # the mesh the train step runs on, given explicitly (None: one program)
+
+
 def muon(learning_rate, dims, *, beta: float = 0.95, weight_decay: float = 0.0, weight_decay_mask=None,
-         adam_b1: float = 0.9, adam_b2: float = 0.999, adam_eps: float = 1e-8, adam_weight_decay: float = 0.0,
-         consistent_rms: float | None = 0.2, specs=None, mesh=None) -> optax.GradientTransformation:
+         adam: AdamFallback = AdamFallback(), consistent_rms: float | None = 0.2,
+         sharding: NSSharding | None = None) -> optax.GradientTransformation:
     """Muon on the leaves whose `dims` entry is MuonDimensionNumbers, AdamW (Nesterov) on the ones that are None.
 
-    The same partition and chain as `optax.contrib.muon` (so the state trees match). `specs`, a tree like `dims` of
-    the parameters' PartitionSpecs on `mesh` (the mesh the train step runs on, given explicitly), turns on the
-    distributed orthogonalisation (`orthogonalize`).
+    The same partition and chain as `optax.contrib.muon` (so the state trees match); `adam` holds what that
+    function calls adam_b1, adam_b2, adam_eps and adam_weight_decay. `sharding`, the parameters' PartitionSpecs on
+    a mesh, turns on the distributed orthogonalisation (`orthogonalize`).
     """
+    specs, mesh = (None, None) if sharding is None else (sharding.specs, sharding.mesh)
     is_dims = lambda d: d is None or isinstance(d, MuonDimensionNumbers)  # noqa: E731
     labels = jax.tree.map(lambda d: "adam" if d is None else "muon", dims, is_leaf=is_dims)
 
@@ -202,6 +222,6 @@ def muon(learning_rate, dims, *, beta: float = 0.95, weight_decay: float = 0.0, 
                              scale_by_rms_match(muon_dims, consistent_rms),
                              optax.add_decayed_weights(weight_decay, weight_decay_mask),
                              optax.scale_by_learning_rate(learning_rate)),
-         "adam": optax.adamw(learning_rate, adam_b1, adam_b2, adam_eps, weight_decay=adam_weight_decay,
+         "adam": optax.adamw(learning_rate, adam.b1, adam.b2, adam.eps, weight_decay=adam.weight_decay,
                              nesterov=True)},
         labels)

@@ -122,10 +122,10 @@ def make_optimizer(c: OptimConfig, params, logical, mesh=None) -> optax.Gradient
     if c.name == "adamw":
         opt = optax.adamw(lr, c.b1, c.b2, c.eps, weight_decay=c.weight_decay, mask=mask)
     else:  # muon (OptimConfig admits nothing else)
+        adam = muon_lib.AdamFallback(b1=c.b1, b2=c.b2, eps=c.eps, weight_decay=c.weight_decay)
+        sharding = muon_lib.NSSharding(muon_specs(logical), mesh) if c.muon_shard_matrices else None
         opt = muon_lib.muon(lr, muon_dims(params, logical), beta=c.muon_beta, weight_decay=c.weight_decay,
-                            weight_decay_mask=mask, adam_b1=c.b1, adam_b2=c.b2, adam_eps=c.eps,
-                            adam_weight_decay=c.weight_decay, consistent_rms=c.muon_rms,
-                            specs=muon_specs(logical) if c.muon_shard_matrices else None, mesh=mesh)
+                            weight_decay_mask=mask, adam=adam, consistent_rms=c.muon_rms, sharding=sharding)
     return optax.chain(optax.clip_by_global_norm(c.clip_norm), opt) if c.clip_norm else opt
 
 

@@ -32,7 +32,7 @@ import optax
 
 from composer2_jax.losses.lm import Chunks, after, chunked_token_logprobs
 from composer2_jax.losses.mtp import chunked_mtp_sums, teacher_hidden
-from composer2_jax.losses.rl import PolicyLossConfig, policy_loss
+from composer2_jax.losses.rl import PolicyLossConfig, RegulariserInputs, policy_loss
 from composer2_jax.model import Transformer
 from composer2_jax.model.mtp import layout_context, mtp_batch, mtp_head, shift_left
 from composer2_jax.train.state import TrainState
@@ -75,7 +75,8 @@ def make_update_fn(model: Transformer, tx: optax.GradientTransformation, loss_cf
                                            with_entropy=True)
             old_logp = jax.lax.stop_gradient(logp) if old_logp is None else old_logp
             return policy_loss(logp, old_logp, batch["behav_logprobs"], batch["advantages"], batch["loss_mask"],
-                               loss_cfg, segment_ids=batch["segment_ids"], entropy=entropy, ref_logp=ref_logp)
+                               loss_cfg, segment_ids=batch["segment_ids"],
+                               extras=RegulariserInputs(ref_logp=ref_logp, entropy=entropy))
         mb = mtp_batch({k: batch[k] for k in ("tokens", "targets", "positions", "segment_ids", "loss_mask")}, depth,
                        context)
         out = model.apply({"params": params, "router_state": router_state}, batch["tokens"], batch["positions"],
@@ -85,7 +86,8 @@ def make_update_fn(model: Transformer, tx: optax.GradientTransformation, loss_cf
                                                temperature, vocab_limit, True)
         old_logp = jax.lax.stop_gradient(logp) if old_logp is None else old_logp
         loss, metrics = policy_loss(logp, old_logp, batch["behav_logprobs"], batch["advantages"], batch["loss_mask"],
-                                    loss_cfg, segment_ids=batch["segment_ids"], entropy=entropy, ref_logp=ref_logp)
+                                    loss_cfg, segment_ids=batch["segment_ids"],
+                                    extras=RegulariserInputs(ref_logp=ref_logp, entropy=entropy))
         teacher = teacher_hidden(jax.lax.stop_gradient(out.normed), depth,
                                  lambda x, k: shift_left(x, k, context=context))
         heads = [jax.lax.stop_gradient(mtp_head(params, m)) for m in range(depth)]
