@@ -134,7 +134,7 @@ def split_of_name(name: str, heldout_frac: float) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class SourcesConfig:
-    """How the task sources of `tasks` (rl/sources.py) split and fill; the toy family's sizes stay in `rl`."""
+    """How the task sources of `tasks` (this module) split and fill; the toy family's sizes stay in `rl`."""
 
     heldout_frac: float = 0.2  # share of a suite's or generated folder's task names held out of training
     heldout_versions: tuple[str, ...] = ()  # suite versions (or folders) held out whole: evaluated, never trained
