@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from composer2_jax.bench import policies, report
-from composer2_jax.bench.runner import run_suite
+from composer2_jax.bench.runner import TrialOptions, run_suite
 from composer2_jax.bench.task import load_suite
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import EgressPolicy, Environment, SandboxConfig, SandboxLimits
@@ -96,11 +96,10 @@ def run(argv: list[str]) -> tuple[int, dict | None, dict]:
                            sandbox_cpu_s=max(3600.0, 2 * longest * cores))
     pool = min(args.workers, 8) if any(not t.is_image for t in suite.tasks) else 0
     with Environment(pool_size=pool, limits=limits, config=SandboxConfig(image_pool_size=min(args.workers, 4))) as env:
-        trials = run_suite(env, suite, agent.factory, samples=args.samples, workers=args.workers,
-                           tokenizer=agent.tokenizer, config=agent.config, log_dir=run_dir / "logs",
-                           agent_policy=EgressPolicy(allow_hosts=tuple(h.strip() for h in args.agent_allow_hosts
-                                                                       .split(",") if h.strip()))
-                           if args.agent_allow_hosts else None)
+        allow = EgressPolicy(allow_hosts=tuple(h.strip() for h in args.agent_allow_hosts.split(",") if h.strip()))
+        trials = run_suite(env, suite, agent, samples=args.samples, workers=args.workers,
+                           options=TrialOptions(log_dir=run_dir / "logs",
+                                                agent_policy=allow if args.agent_allow_hosts else None))
     record = report.build_record(suite, args.agent, [t.to_dict() for t in trials], ks,
                                  meta={"argv": argv, "wall_s": round(time.monotonic() - start, 1),
                                        "harness": dataclasses.asdict(agent.config)})

@@ -10,7 +10,7 @@ import pytest
 
 from composer2_jax.bench import metrics, policies, report
 from composer2_jax.bench.engine_policy import EnginePolicy
-from composer2_jax.bench.runner import SnapshotCache, run_suite
+from composer2_jax.bench.runner import SnapshotCache, TrialOptions, run_suite
 from composer2_jax.bench.task import Suite, Task, TaskError, Unsupported, load_suite, load_task
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env.harness import HarnessConfig
@@ -304,9 +304,10 @@ def env():
     e.shutdown()
 
 
-def run(env, root, agent, config=HarnessConfig(max_turns=12), **kw):
+def run(env, root, agent, config=HarnessConfig(max_turns=12), snapshots=None, log_dir=None):
     suite = load_suite(root) if not isinstance(root, Suite) else root
-    return run_suite(env, suite, policies.make_agent(agent, config).factory, workers=2, config=config, **kw)
+    return run_suite(env, suite, policies.make_agent(agent, config), workers=2, snapshots=snapshots,
+                     options=TrialOptions(log_dir=log_dir))
 
 
 @needs_sandbox

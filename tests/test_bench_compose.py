@@ -171,8 +171,8 @@ def test_two_service_task_oracle_passes_null_fails(compose_env, tmp_path):
     suite, snapshots, config = load_suite(tmp_path / "suite"), SnapshotCache(compose_env), HarnessConfig(max_turns=4)
     trials = {}
     for agent in ("oracle", "null"):
-        [trials[agent]] = run_suite(compose_env, suite, policies.make_agent(agent, config).factory, workers=1,
-                                    config=config, snapshots=snapshots)
+        [trials[agent]] = run_suite(compose_env, suite, policies.make_agent(agent, config), workers=1,
+                                    snapshots=snapshots)
     oracle, null = trials["oracle"], trials["null"]
     assert oracle.passed and oracle.reward == 1.0 and oracle.error is None and oracle.grade_error is None, oracle
     assert not null.passed and null.reward == 0.0 and null.error is None and null.grade_error is None, null

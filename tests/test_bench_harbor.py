@@ -15,7 +15,7 @@ import pytest
 
 from composer2_jax.bench import policies
 from composer2_jax.bench.grade import parse_rewards, scalar_reward, startup_failure
-from composer2_jax.bench.runner import SnapshotCache, min_reward_miss, run_suite
+from composer2_jax.bench.runner import SnapshotCache, TrialOptions, min_reward_miss, run_suite
 from composer2_jax.bench.task import (
     Task,
     TaskError,
@@ -177,8 +177,8 @@ def snapshots(bench_env):
 def run(env, snapshots, root, agent, tmp_path=None):
     """Trials of every task under root, by name."""
     config = HarnessConfig(max_turns=12)
-    trials = run_suite(env, load_suite(root), policies.make_agent(agent, config).factory, workers=2, config=config,
-                       snapshots=snapshots, log_dir=tmp_path)
+    trials = run_suite(env, load_suite(root), policies.make_agent(agent, config), workers=2, snapshots=snapshots,
+                       options=TrialOptions(log_dir=tmp_path))
     return {t.task: t for t in trials}
 
 

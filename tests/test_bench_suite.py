@@ -33,8 +33,7 @@ def results() -> dict[str, dict]:
     with Environment(pool_size=4, limits=SandboxLimits(timeout_s=120)) as env:
         snaps = SnapshotCache(env)
         for name in ("oracle", "null"):
-            trials = run_suite(env, SUITE, policies.make_agent(name, config).factory, workers=4, config=config,
-                               snapshots=snaps)
+            trials = run_suite(env, SUITE, policies.make_agent(name, config), workers=4, snapshots=snaps)
             out[name] = {t.task: t for t in trials}
     return out
 

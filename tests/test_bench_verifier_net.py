@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from composer2_jax.bench import policies
-from composer2_jax.bench.runner import SnapshotCache, run_suite
+from composer2_jax.bench.runner import SnapshotCache, TrialOptions, run_suite
 from composer2_jax.bench.task import load_suite
 from composer2_jax.env import EgressPolicy, Environment, SandboxConfig, SandboxLimits
 from composer2_jax.env.harness import HarnessConfig
@@ -77,9 +77,9 @@ def test_published_verifier_shapes_pass_for_the_oracle_with_no_agent_internet(be
     _task(root, "uv-shape-313", UV_SHAPE.replace("-p 3.11", "-p 3.13"), DOCKERFILE_313)
     _task(root, "pip-shape", PIP_SHAPE)
     config = HarnessConfig(max_turns=4)
-    trials = {t.task: t for t in run_suite(bench_env, load_suite(root), policies.make_agent("oracle", config).factory,
-                                           workers=1, config=config, snapshots=SnapshotCache(bench_env),
-                                           log_dir=tmp_path / "logs")}
+    trials = {t.task: t for t in run_suite(bench_env, load_suite(root), policies.make_agent("oracle", config),
+                                           workers=1, snapshots=SnapshotCache(bench_env),
+                                           options=TrialOptions(log_dir=tmp_path / "logs"))}
     for name, t in trials.items():
         out = (tmp_path / "logs" / f"{name}.0.verifier.txt").read_text()
         assert t.passed and t.error is None and t.grade_error is None, (t, out[-3000:])
@@ -177,8 +177,8 @@ def test_multi_step_phases_are_logged_per_step_and_the_mirror_ca_is_gone_for_the
         (step / "tests" / "test.sh").write_text(verify.replace("CHECK", check))
         (step / "solution" / "solve.sh").write_text(solve)
     config = HarnessConfig(max_turns=4)
-    (t,) = run_suite(bench_env, load_suite(root), policies.make_agent("oracle", config).factory, workers=1,
-                     config=config, snapshots=SnapshotCache(bench_env))
+    (t,) = run_suite(bench_env, load_suite(root), policies.make_agent("oracle", config), workers=1,
+                     snapshots=SnapshotCache(bench_env))
     assert t.passed and [s["passed"] for s in t.steps] == [True, True], t
     assert set(t.egress) == {"agent:one", "verifier:one", "agent:two", "verifier:two"}, t.egress.keys()
     for name in ("one", "two"):

@@ -21,7 +21,7 @@ from composer2_jax.env import EgressPolicy, Environment, SandboxConfig
 from composer2_jax.env import testing as envtest
 from composer2_jax.env.base_images import UnsupportedBase, describe, map_base, normalize
 from composer2_jax.env.dockerfile import DockerfileError, parse, rewrite
-from composer2_jax.env.images import ImageBuilder, UnsupportedImage, shift_ownership
+from composer2_jax.env.images import Debootstrap, ImageBuilder, UnsupportedImage, shift_ownership
 from composer2_jax.env.layers import LayerStore
 from composer2_jax.env.profile import KEEPALIVE
 from composer2_jax.env.sandbox_config import Resources
@@ -392,7 +392,7 @@ def test_python_base_builds_from_nothing_and_pip_installs_system_wide(tmp_path, 
     with a TMPDIR the new root does not have (the build host's environment stays out of chrooted steps)."""
     (tmp_path / "host-only-tmp").mkdir()
     monkeypatch.setenv("TMPDIR", str(tmp_path / "host-only-tmp"))
-    fresh = ImageBuilder(cache_dir=tmp_path / "cache", mirror="http://deb.debian.org/debian/")
+    fresh = ImageBuilder(cache_dir=tmp_path / "cache", bootstrap=Debootstrap(mirror="http://deb.debian.org/debian/"))
     recipe = map_base("python:3.11-slim")
     # a previous run's bases would be reused: remove them
     for name in (fresh.debootstrap_name("bookworm"), fresh.base_name(recipe)):

@@ -20,7 +20,14 @@ from composer2_jax.bench.policies import call
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import Environment, SandboxConfig
 from composer2_jax.env import testing as envtest
-from composer2_jax.env.harness import Completion, HarnessConfig, fork_checkpoint, resume_episode, run_episode
+from composer2_jax.env.harness import (
+    Completion,
+    EpisodeOptions,
+    HarnessConfig,
+    fork_checkpoint,
+    resume_episode,
+    run_episode,
+)
 from composer2_jax.env.images import ImageBuilder
 from composer2_jax.env.vm import vmm
 from composer2_jax.rl.branching import NODE_CHOICE, ROOT, Branch, TreeConfig, grow_tree
@@ -228,10 +235,11 @@ def test_vm_branching_rollout_resumes_a_branch_with_its_process_alive(env, image
     def run(ckpt):
         if ckpt is None:
             sid = env.fork(snap)
-            result = run_episode(env, sid, "Start the server, then check it.", policy, TOK, cfg, checkpoints=True)
+            result = run_episode(env, sid, "Start the server, then check it.", policy, TOK, cfg,
+                                 EpisodeOptions(checkpoints=True))
         else:
             sid = fork_checkpoint(env, ckpt)
-            result = resume_episode(env, sid, ckpt, policy, TOK, cfg, checkpoints=True)
+            result = resume_episode(env, sid, ckpt, policy, TOK, cfg, EpisodeOptions(checkpoints=True))
         env.close(sid)
         return Branch(result, float(not any(r.failed for r in result.tool_calls)))
 

@@ -12,6 +12,7 @@ from composer2_jax.data.chat import render_chat
 from composer2_jax.env import testing as envtest
 from composer2_jax.env.harness import (
     Completion,
+    EpisodeOptions,
     HarnessConfig,
     generation_header,
     is_summary_request,
@@ -56,7 +57,7 @@ class FakeEnv:
 def episode(replies, config=HarnessConfig(max_turns=20), env=None, policy=None):
     env = env or FakeEnv()
     policy = policy or ScriptedPolicy(TOK, replies, config)
-    return env, run_episode(env, "sbx-1", "Fix the bug.", policy, TOK, config, task_id="t")
+    return env, run_episode(env, "sbx-1", "Fix the bug.", policy, TOK, config, EpisodeOptions(task_id="t"))
 
 
 def test_tool_calls_run_in_order_and_submit_stops():

@@ -6,7 +6,14 @@ import pytest
 from composer2_jax.bench.policies import ScriptedPolicy, call
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import testing as envtest
-from composer2_jax.env.harness import HarnessConfig, fork_checkpoint, is_summary_request, resume_episode, run_episode
+from composer2_jax.env.harness import (
+    EpisodeOptions,
+    HarnessConfig,
+    fork_checkpoint,
+    is_summary_request,
+    resume_episode,
+    run_episode,
+)
 
 TOK = tk.ByteTokenizer()
 CFG = HarnessConfig(max_turns=20, context_budget=9000)
@@ -57,7 +64,7 @@ def test_a_branch_from_turn_k_replays_the_parent_exactly(tmp_path):
     with Environment(pool_size=2) as env:
         sid = env.create(repo)
         rec = Recorder(ScriptedPolicy(TOK, REPLIES, CFG), env, sid)
-        parent = run_episode(env, sid, "Do the steps.", rec, TOK, CFG, task_id="t", checkpoints=True)
+        parent = run_episode(env, sid, "Do the steps.", rec, TOK, CFG, EpisodeOptions(task_id="t", checkpoints=True))
         parent_final = files_of(env, sid), env.episode(sid), env.changes(sid).unified_diff()
         env.close(sid)
         assert parent.stop_reason == "submitted" and parent.summaries >= 1, parent.summary()
@@ -73,7 +80,7 @@ def test_a_branch_from_turn_k_replays_the_parent_exactly(tmp_path):
             assert env.episode(kid) == state and env.todos(kid) == state["todos"]
             assert ckpt.context == prompt
             branch_rec = Recorder(ScriptedPolicy(TOK, REPLIES[k:], CFG), env, kid)
-            branch = resume_episode(env, kid, ckpt, branch_rec, TOK, CFG, task_id="t", checkpoints=True)
+            branch = resume_episode(env, kid, ckpt, branch_rec, TOK, CFG, EpisodeOptions(task_id="t", checkpoints=True))
             assert branch.start_turn == k
             assert branch_rec.states[0][0] == prompt  # the branch's first reply continues the parent's context
             assert comparable(branch) == comparable(parent), f"the branch from turn {k} diverged"
@@ -85,7 +92,8 @@ def test_a_branch_from_turn_k_replays_the_parent_exactly(tmp_path):
         first = parent.checkpoints[0]
         assert first.env_state["todos"] == [{"id": "1", "content": "write a.py", "status": "in_progress"}]
         kid = fork_checkpoint(env, first)  # a checkpoint resumes any number of times
-        again = resume_episode(env, kid, first, ScriptedPolicy(TOK, REPLIES[1:], CFG), TOK, CFG, task_id="t")
+        again = resume_episode(env, kid, first, ScriptedPolicy(TOK, REPLIES[1:], CFG), TOK, CFG,
+                               EpisodeOptions(task_id="t"))
         assert comparable(again) == comparable(parent)
         env.close(kid)
         for ckpt in parent.checkpoints:

@@ -29,7 +29,8 @@ def _device0_bytes(tree) -> int:
 
 
 def test_reported_bytes_equal_a_real_run_on_the_cpu_mesh():
-    rep = report.plan("toy", "cpt_bulk", MESH, "h200", seq_len=64, optimizer="adamw", estimate=False)
+    rep = report.plan("toy", "cpt_bulk", MESH, "h200",
+                      report.PlanOptions(seq_len=64, optimizer="adamw", estimate=False))
     cfg = get_model_config("toy")
     oc = optim.OptimConfig(name="adamw")
     state, _, _ = init_train_state(Transformer(cfg), lambda p, n: optim.make_optimizer(oc, p, n),
@@ -40,7 +41,8 @@ def test_reported_bytes_equal_a_real_run_on_the_cpu_mesh():
 
 
 def test_roofline_report_has_positive_terms_and_collectives():
-    rep = report.plan("toy", "cpt_bulk", dict(MESH, fsdp=8, expert=1), "v5p", seq_len=64, optimizer="adamw")
+    rep = report.plan("toy", "cpt_bulk", dict(MESH, fsdp=8, expert=1), "v5p",
+                      report.PlanOptions(seq_len=64, optimizer="adamw"))
     r = rep["roofline"]
     assert r["compute_s"] > 0 and r["memory_s"] > 0 and r["step_s"] >= max(r["compute_s"], r["memory_s"])
     assert rep["compiled_flops_per_device"] > 0 and 0 < rep["est_mfu"] < 1
@@ -51,7 +53,8 @@ def test_pipelined_mesh_plans_memory_the_bubble_and_the_roofline():
     """stage=2 over the toy's 2 scanned units: the schedule and its bubble, memory, and a roofline whose stack
     work is (M·R + S − 1)/(M·R) of the useful work."""
     mesh = dict(MESH, stage=2, fsdp=2, expert=2)
-    rep = report.plan("toy", "cpt_bulk", mesh, "h200", seq_len=64, optimizer="adamw", microbatches=4)
+    rep = report.plan("toy", "cpt_bulk", mesh, "h200",
+                      report.PlanOptions(seq_len=64, optimizer="adamw", microbatches=4))
     assert rep["pipeline"] == dict(stages=2, microbatches=4, repeats=1, units_per_stage=1, bubble=1 / 5, ticks=5,
                                    compiled_trips=[5, 5], gather_params=False)  # trips: the compiled loops
     assert rep["global_batch"] == 4 * 4 and rep["per_device"]["peak_bytes"] > 0  # 4 data-parallel shards × M
@@ -73,7 +76,7 @@ def test_pipelined_mesh_with_ring_attention_inside_a_stage():
     [mb, T, D] bf16 split over the stage's data × fsdp × expert AND its `context` devices."""
     mesh = dict(MESH, stage=2, fsdp=1, expert=2, context=2)
     seq = 64
-    rep = report.plan("toy", "cpt_long", mesh, "h200", seq_len=seq, optimizer="adamw")
+    rep = report.plan("toy", "cpt_long", mesh, "h200", report.PlanOptions(seq_len=seq, optimizer="adamw"))
     assert rep["pipeline"]["stages"] == 2 and rep["pipeline"]["microbatches"] == 2
     assert rep["global_batch"] == 4 and rep["per_device"]["peak_bytes"] > 0  # 2 batch shards in a stage × M
     c, d = rep["pipeline_costs"], get_model_config("toy").hidden_size
@@ -94,8 +97,8 @@ def test_gathered_stage_parameters_are_counted_once_per_step():
     memory."""
     mesh = dict(MESH, stage=2, fsdp=2, expert=2)
     kw = dict(seq_len=64, optimizer="adamw", microbatches=4)
-    off = report.plan("toy", "cpt_bulk", mesh, "h200", **kw)
-    on = report.plan("toy", "cpt_bulk", mesh, "h200", gather_params=True, **kw)
+    off = report.plan("toy", "cpt_bulk", mesh, "h200", report.PlanOptions(**kw))
+    on = report.plan("toy", "cpt_bulk", mesh, "h200", report.PlanOptions(gather_params=True, **kw))
     assert on["pipeline"]["gather_params"] and not off["pipeline"]["gather_params"]
     c_on, c_off = on["pipeline_costs"], off["pipeline_costs"]
     s_, m_, r_ = 2, 4, 1
@@ -139,13 +142,14 @@ def test_parameter_collective_passes_follow_the_compiled_schedule(gather, mesh, 
 
 def test_bad_meshes_are_clear_errors():
     with pytest.raises(ValueError, match=r"needs 16 devices; this process has 8"):
-        report.plan("toy", "cpt_bulk", dict(MESH, fsdp=8), "h200", seq_len=64, estimate=False)
+        report.plan("toy", "cpt_bulk", dict(MESH, fsdp=8), "h200", report.PlanOptions(seq_len=64, estimate=False))
     with pytest.raises(ValueError, match=r"num_heads=4 is not divisible by mesh axes tensor=8"):
-        report.plan("toy", "cpt_bulk", dict(MESH, fsdp=1, expert=1, tensor=8), "h200", seq_len=64, estimate=False)
+        report.plan("toy", "cpt_bulk", dict(MESH, fsdp=1, expert=1, tensor=8), "h200",
+                    report.PlanOptions(seq_len=64, estimate=False))
     with pytest.raises(ValueError, match=r"unknown mesh axis 'pipeline'"):
         step.parse_mesh("data=2,pipeline=4")
     with pytest.raises(ValueError, match=r"unknown chip 'tpu9'"):
-        report.plan("toy", "cpt_bulk", MESH, "tpu9", estimate=False)
+        report.plan("toy", "cpt_bulk", MESH, "tpu9", report.PlanOptions(estimate=False))
 
 
 def test_collective_parser_reads_groups_and_bytes():
@@ -221,7 +225,8 @@ def test_execution_applies_remat_capacity_and_causal_skip_and_refuses_pipelined_
     ring = dataclasses.replace(cfg, attention_kernel="ring")
     assert stage.Execution("full", 1.25, True).apply(ring).attention_kernel == "ring"  # never replaces the ring
     with pytest.raises(ValueError, match="unpipelined meshes"):
-        plan_search.search_execution("toy", "cpt_bulk", dict(MESH, stage=2, fsdp=2), "h200", seq_len=64)
+        plan_search.search_execution(plan_search.ExecutionSearch("toy", "cpt_bulk", dict(MESH, stage=2, fsdp=2), "h200",
+                                                                   seq_len=64))
 
 
 @pytest.mark.slow  # 10 toy compiles: ~15 min on the loaded shared 2 cores
@@ -231,8 +236,9 @@ def test_execution_search_adds_causal_skip_as_a_direct_compile_would():
     (the FLOP-count tolerance of the counting mode), and skipping lowers executed / useful FLOPs when T spans
     several chunks (T = 1024: 3 of 4 blocks)."""
     seq = 1024
-    out = plan_search.search_execution("toy", "cpt_bulk", MESH, "h200", seq_len=seq, optimizer="adamw",
-                                    remats=("full",), capacities=(1.0, 1.25), skips=(False, True))
+    out = plan_search.search_execution(plan_search.ExecutionSearch(
+        "toy", "cpt_bulk", MESH, "h200", seq_len=seq, optimizer="adamw", remats=("full",), capacities=(1.0, 1.25),
+        skips=(False, True)))
     assert out["search"]["memory_compiles"] == 2 and out["search"]["cost_compiles"] == 6
     rows = {(row["execution"]["capacity_factor"], row["execution"]["causal_skip"]): row for row in out["candidates"]}
     cfg = stage.Execution("full", 1.0, True).apply(stage._stage_config("toy", "cpt_bulk")[0])

@@ -11,7 +11,14 @@ import pytest
 
 from composer2_jax.bench.policies import call
 from composer2_jax.data import tokenizer as tk
-from composer2_jax.env.harness import Completion, HarnessConfig, fork_checkpoint, resume_episode, run_episode
+from composer2_jax.env.harness import (
+    Completion,
+    EpisodeOptions,
+    HarnessConfig,
+    fork_checkpoint,
+    resume_episode,
+    run_episode,
+)
 from composer2_jax.env.observation import Observation
 from composer2_jax.env.tool_schemas import parse_arguments
 from composer2_jax.rl.branching import (
@@ -107,10 +114,10 @@ def runner(env, policy):
     def run(ckpt):
         if ckpt is None:
             sid = env.create()
-            r = run_episode(env, sid, "Do the task.", policy, TOK, CFG, checkpoints=True)
+            r = run_episode(env, sid, "Do the task.", policy, TOK, CFG, EpisodeOptions(checkpoints=True))
         else:
             sid = fork_checkpoint(env, ckpt)
-            r = resume_episode(env, sid, ckpt, policy, TOK, CFG, checkpoints=True)
+            r = resume_episode(env, sid, ckpt, policy, TOK, CFG, EpisodeOptions(checkpoints=True))
         return Branch(r, reward_of(r), payload=dict(env.files[sid]))
     return run
 
@@ -219,7 +226,7 @@ def test_a_tree_episode_that_fills_its_context_ends_instead_of_summarising():
     env = SnapEnv()
     cfg = dataclasses.replace(CFG, context_budget=200, max_summaries=0, summary_prompt="Summarise.")
     sid = env.create()
-    r = run_episode(env, sid, "Do the task.", CoinPolicy(0.0, 0), TOK, cfg, checkpoints=True)
+    r = run_episode(env, sid, "Do the task.", CoinPolicy(0.0, 0), TOK, cfg, EpisodeOptions(checkpoints=True))
     assert r.stop_reason == "summary_limit" and r.summaries == 0 and len(r.episode.segments) == 1
     tree, _, _ = assemble([Branch(r, 0.0)])
     assert len(tree.leaves) == 1

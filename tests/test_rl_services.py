@@ -344,7 +344,7 @@ def test_imperfect_teacher_transcripts_are_kept_unverified(worker, tmp_path):
 
 @needs_sandbox
 def test_suite_folders_load_and_grade_with_the_benchmark_runner(env, tmp_path):
-    from composer2_jax.bench.policies import scripted_factory
+    from composer2_jax.bench.policies import make_agent
     from composer2_jax.bench.runner import run_suite
     from composer2_jax.rl.services.tool_view import ToolView
 
@@ -352,8 +352,8 @@ def test_suite_folders_load_and_grade_with_the_benchmark_runner(env, tmp_path):
     assert [t.difficulty for t in suite.tasks] == ["easy", "easy", "hard", "hard"]
     view = ToolView(env, TOOLS + ("run_terminal_cmd",), schemas_in_prompt=False)
     cfg = HarnessConfig(max_new_tokens=4096, system_prompt=HARNESS.system_prompt)  # the bench oracle uploads files
-    oracle = run_suite(view, suite, scripted_factory("oracle", TOK, cfg), workers=2, tokenizer=TOK, config=cfg)
-    null = run_suite(view, suite, scripted_factory("null", TOK, cfg), workers=2, tokenizer=TOK, config=cfg)
+    oracle = run_suite(view, suite, make_agent("oracle", cfg, TOK), workers=2)
+    null = run_suite(view, suite, make_agent("null", cfg, TOK), workers=2)
     assert [t.passed for t in oracle] == [True] * 4 and [t.passed for t in null] == [False] * 4
 
 

@@ -124,7 +124,8 @@ def test_harbor_tasks_run_grade_and_reward_through_the_env_worker(env, tmp_path,
     else:  # a generated folder that already holds tasks is loaded as it is (no generation)
         folder = tmp_path / "gen"
         shutil.copytree(load_suite("v0").path / name, folder / name)
-        got = sources.generated_tasks(sources.SourceSpec("generated", str(folder), 1.0), "train", 0.0, 10, 0)
+        got = sources.generated_tasks(sources.SourceSpec("generated", str(folder), 1.0), "train",
+                                      sources.SourcesConfig(heldout_frac=0.0, generated_count=10, generated_seed=0))
     task = next(t for t in got.tasks if t.task.name == name)
     worker = EnvWorker(env, TOK, CFG, RewardConfig(penalty_coef=0.0), TOOLS, schemas_in_prompt=False,
                        repo_root=tmp_path / "repos")
@@ -231,7 +232,8 @@ def test_tasks_generated_from_an_installed_package_grade_oracle_1_and_forgers_0(
     from composer2_jax.rl.grading import grade_episode
 
     spec = sources.SourceSpec("generated", str(tmp_path / "gen"), 1.0)
-    got = sources.generated_tasks(spec, "train", 0.0, 1, 0, packages=("pasta",), per_module=1)
+    got = sources.generated_tasks(spec, "train", sources.SourcesConfig(
+        heldout_frac=0.0, generated_count=1, generated_seed=0, generated_packages=("pasta",), generated_per_module=1))
     assert len(got.tasks) == 1 and got.tasks[0].task.name.startswith("pkg1-pasta-")
     task = got.tasks[0]
     repo = task.repo_dir(tmp_path / "cache")

@@ -244,7 +244,7 @@ def bench_turn_checkpoints(repo: str, episodes: int, turns: int) -> list[dict]:
     """Per-turn checkpoint cost inside harness episodes, and the episode wall time with and without checkpoints."""
     from composer2_jax.bench.policies import ScriptedPolicy, call
     from composer2_jax.data.tokenizer import ByteTokenizer
-    from composer2_jax.env.harness import HarnessConfig, run_episode
+    from composer2_jax.env.harness import EpisodeOptions, HarnessConfig, run_episode
 
     tok, cfg = ByteTokenizer(), HarnessConfig(max_turns=turns + 1)
     replies = [call("write_file", path=f"step{i}.py", content=f"x = {i}\n" * 20)
@@ -256,7 +256,7 @@ def bench_turn_checkpoints(repo: str, episodes: int, turns: int) -> list[dict]:
             checkpoints = i % 2 == 0  # interleaved, so load drifts hit both alike
             sid = env.fork(snap)
             r = run_episode(env, sid, "Do the steps.", ScriptedPolicy(tok, replies, cfg), tok, cfg,
-                            checkpoints=checkpoints)
+                            EpisodeOptions(checkpoints=checkpoints))
             walls[checkpoints].append(r.wall_s)
             per_turn += [c.snapshot_s for c in r.checkpoints]
             for c in r.checkpoints:

@@ -31,13 +31,13 @@ from typing import Any
 
 from composer2_jax.bench import compose
 from composer2_jax.bench.grade import Grade, grade, scalar_reward
+from composer2_jax.bench.policies import Agent
 from composer2_jax.bench.task import Step, Suite, Task, TaskError, resolve_env
-from composer2_jax.data import tokenizer as tk
 from composer2_jax.env.egress_policy import EgressPolicy
 from composer2_jax.env.harness import (
+    EpisodeOptions,
     EpisodeResult,
     HarnessConfig,
-    Policy,
     run_episode,
     transcript_jsonl,
 )
@@ -249,6 +249,17 @@ def prepare_step(env, sid: str, task: Task, step: Step) -> None:
         healthcheck(env, sid, task, step.config.healthcheck)
 
 
+@dataclasses.dataclass(frozen=True)
+class TrialOptions:
+    """What every trial of a run shares besides the agent (`policies.Agent`: its policy factory, tokenizer and
+    harness limits)."""
+
+    log_dir: Path | None = None  # transcripts and verifier output, one file per trial (and step); None: none kept
+    on_episode: Callable[[Task, EpisodeResult], None] | None = None  # called with each finished episode
+    # the run's allow list for agents of tasks with public internet and no [environment.egress] (None: any host)
+    agent_policy: EgressPolicy | None = None
+
+
 def min_reward_miss(rewards: dict[str, float], min_reward) -> str | None:
     """Why a step's rewards miss its min_reward (a number applies to "reward"), or None."""
     if min_reward is None:
@@ -272,8 +283,8 @@ def roll_up(task: Task, steps: list[dict[str, Any]]) -> dict[str, float] | None:
     return {k: sum(s["rewards"].get(k, 0.0) for s in graded) / len(graded) for k in keys}
 
 
-def _run_step(env, sid: str, task: Task, step: Step, factory, tokenizer, config, trial: Trial, log_dir,
-              on_episode) -> dict[str, Any]:
+def _run_step(env, sid: str, task: Task, step: Step, agent: Agent, trial: Trial,
+              options: TrialOptions) -> dict[str, Any]:
     """One step: prepare, agent, grade; its result row (errors inside it are recorded, not raised)."""
     row = {"name": step.config.name, "reward": None, "rewards": {}, "passed": False, "grade_error": None,
            "error": None, "stop_reason": "", "contributes": step.config.contributes_to_reward}
@@ -282,19 +293,22 @@ def _run_step(env, sid: str, task: Task, step: Step, factory, tokenizer, config,
             env.set_phase(sid, f"agent:{step.config.name}")  # the step's setup and agent
         prepare_step(env, sid, task, step)
         view = step_view(task, step)
-        policy = factory(view)
+        policy = agent.factory(view)
         profile = env.profile(sid) if task.is_image else None
-        cfg = harness_config(task, step, config, profile and profile.workdir, (profile and profile.user) or "root")
-        result = run_episode(env, sid, step.instruction, policy, tokenizer, cfg, task_id=task.name, group_id=task.name)
+        cfg = harness_config(task, step, agent.config, profile and profile.workdir,
+                             (profile and profile.user) or "root")
+        result = run_episode(env, sid, step.instruction, policy, agent.tokenizer, cfg,
+                             EpisodeOptions(task_id=task.name, group_id=task.name))
         _fill_from_episode(trial, result)
         row["stop_reason"] = result.stop_reason
+        log_dir = options.log_dir
         if log_dir is not None:
             suffix = f".{step.config.name}" if task.steps else ""
             path = log_dir / f"{task.name}.{trial.sample}{suffix}.jsonl"
             path.write_text(transcript_jsonl(result))
             trial.log = str(path)
-        if on_episode is not None:
-            on_episode(task, result)
+        if options.on_episode is not None:
+            options.on_episode(task, result)
         if task.is_image:
             env.set_user(sid, None)
         g: Grade = grade(env, sid, task, step if task.steps else None)
@@ -314,10 +328,8 @@ def _run_step(env, sid: str, task: Task, step: Step, factory, tokenizer, config,
     return row
 
 
-def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: Callable[[Task], Policy],
-              tokenizer: tk.Tokenizer, config: HarnessConfig, log_dir: Path | None = None,
-              on_episode: Callable[[Task, EpisodeResult], None] | None = None,
-              run_policy: EgressPolicy | None = None) -> Trial:
+def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, agent: Agent,
+              options: TrialOptions = TrialOptions()) -> Trial:
     """Fork the task's snapshot, run its steps (agent, then grading in a fork of its sandbox); never raises."""
     trial = Trial(task.name, task.category, task.difficulty, sample)
     start, sid, group = time.monotonic(), None, None
@@ -327,10 +339,10 @@ def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: C
         if image is not None:
             trial.image = {"key": image.key, "mappings": list(image.mappings), "cached": image.cached}
         if isinstance(snap, compose.ComposeSnapshot):  # every service started; the agent works in the main one
-            group = compose.fork_compose(env, snap, agent_policy(task, run_policy), resources_of(task))
+            group = compose.fork_compose(env, snap, agent_policy(task, options.agent_policy), resources_of(task))
             sid = group.main
         else:
-            sid = env.fork(snap, policy=agent_policy(task, run_policy),
+            sid = env.fork(snap, policy=agent_policy(task, options.agent_policy),
                            resources=resources_of(task) if task.is_image else None)
         if hasattr(env, "set_phase"):
             env.set_phase(sid, "agent")  # allow_internet's policy; the verifier's phase is verify/network.py's
@@ -343,7 +355,7 @@ def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, factory: C
         for i, step in enumerate(task.run_steps()):
             if i:
                 env.new_episode(sid)
-            row = _run_step(env, sid, task, step, factory, tokenizer, config, trial, log_dir, on_episode)
+            row = _run_step(env, sid, task, step, agent, trial, options)
             trial.steps.append(row)
             if row["error"] or row["grade_error"]:
                 break
@@ -394,25 +406,20 @@ def _finish(trial: Trial, task: Task) -> None:
         trial.steps = []
 
 
-def run_suite(env, suite: Suite, factory: Callable[[Task], Policy], *, samples: int = 1, workers: int = 4,
-              tokenizer: tk.Tokenizer | None = None, config: HarnessConfig = HarnessConfig(),
-              log_dir: str | Path | None = None, snapshots: SnapshotCache | None = None,
-              on_episode: Callable[[Task, EpisodeResult], None] | None = None,
-              agent_policy: EgressPolicy | None = None) -> list[Trial]:
-    """Every (task, sample) trial of a suite, run on `workers` threads; results in (task, sample) order.
-    `agent_policy`: the run's allow list for agents of tasks with public internet and no [environment.egress]."""
+def run_suite(env, suite: Suite, agent: Agent, *, samples: int = 1, workers: int = 4,
+              snapshots: SnapshotCache | None = None, options: TrialOptions = TrialOptions()) -> list[Trial]:
+    """Every (task, sample) trial of a suite with `agent` (`policies.make_agent`), run on `workers` threads;
+    results in (task, sample) order. `options.log_dir` is made if missing."""
     if samples < 1 or workers < 1:
         raise ValueError(f"samples={samples}, workers={workers}; expected both >= 1")
-    tokenizer = tokenizer or tk.ByteTokenizer()
     snapshots = snapshots or SnapshotCache(env)
-    logs = Path(log_dir) if log_dir is not None else None
-    if logs is not None:
-        logs.mkdir(parents=True, exist_ok=True)
+    if options.log_dir is not None:
+        options = dataclasses.replace(options, log_dir=Path(options.log_dir))
+        options.log_dir.mkdir(parents=True, exist_ok=True)
     jobs = [(task, s) for task in suite.tasks for s in range(samples)]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bench") as pool:
-        futures = [pool.submit(run_trial, env, snapshots, task, s, factory, tokenizer, config, logs, on_episode,
-                               agent_policy) for task, s in jobs]
+        futures = [pool.submit(run_trial, env, snapshots, task, s, agent, options) for task, s in jobs]
         return [f.result() for f in futures]
 
 
-__all__ = ["SnapshotCache", "TaskError", "Trial", "run_suite", "run_trial"]
+__all__ = ["SnapshotCache", "TaskError", "Trial", "TrialOptions", "run_suite", "run_trial"]

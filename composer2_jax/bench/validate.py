@@ -82,13 +82,14 @@ def validate(env, suite: Suite, workers: int = 3, config: HarnessConfig = Harnes
     static = {t.name: static_problems(t, cache_dir) for t in suite.tasks}
     jobs = []
     for task in suite.tasks:
-        jobs += [(task, "oracle", policies.scripted_factory("oracle", tok, config)),
-                 (task, "null", policies.scripted_factory("null", tok, config))]
-        jobs += [(task, f"negative:{n}", negative_factory(n, tok, config)) for n in negatives(task)]
+        jobs += [(task, "oracle", policies.make_agent("oracle", config, tok)),
+                 (task, "null", policies.make_agent("null", config, tok))]
+        jobs += [(task, f"negative:{n}", policies.Agent(n, negative_factory(n, tok, config), tok, config))
+                 for n in negatives(task)]
     snaps = SnapshotCache(env, cache_dir)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="validate") as pool:
-        futures = [(task.name, run, pool.submit(run_trial, env, snaps, task, 0, factory, tok, config))
-                   for task, run, factory in jobs]
+        futures = [(task.name, run, pool.submit(run_trial, env, snaps, task, 0, agent))
+                   for task, run, agent in jobs]
         trials: dict[str, dict[str, Trial]] = {}
         for name, run, f in futures:
             trials.setdefault(name, {})[run] = f.result()

@@ -173,7 +173,7 @@ class _Exchange:
                 return self._intercept(host, port, target)
             hit = self.mirrors.match(target) if method != "CONNECT" else None
             if hit is not None:
-                return _serve_mirror(self.conn, self.h, self.log, self.mirrors, method, host, port, target, hit)
+                return self._serve_mirror(self.conn, self.h, method, host, port, target, hit)
         allowed, reason = self.policy.decide(method, host, port)
         address = None
         if allowed:
@@ -198,6 +198,34 @@ class _Exchange:
     def _reply(self, status: int, text: str) -> None:
         """Send a short plain-text response."""
         _reply(self.conn, self.h, status, text)
+
+    def _serve_mirror(self, sock, h: h11.Connection, method: str, host: str, port: int, url: str, hit) -> None:
+        """Answer a mirrored URL from its artifact (GET or HEAD) on sock (the client's, or the TLS session inside an
+        intercepted CONNECT); the event names the rule and where the bytes came from."""
+        rule, fields = hit
+        event = self.log.add(method, host, port, url, True, f"mirror {rule.url}")
+        if method not in ("GET", "HEAD"):
+            event.allowed, event.status, event.reason = False, 405, f"mirror {rule.url} answers GET and HEAD only"
+            return _reply(sock, h, 405, event.reason)
+        try:
+            art: Artifact = self.mirrors.artifact(rule, fields)
+        except MirrorError as e:
+            event.status, event.reason = 502, f"mirror {rule.url}: {e}"
+            return _reply(sock, h, 502, event.reason)
+        event.reason = f"mirrored from {art.source}"
+        headers = [("Content-Type", art.content_type), ("Content-Length", str(art.size())), ("Connection", "close")]
+        sock.sendall(h.send(h11.Response(status_code=200, headers=headers)))
+        event.status = 200
+        if method == "GET":
+            if art.data is not None:
+                sock.sendall(h.send(h11.Data(data=art.data)))
+                event.bytes_down += len(art.data)
+            else:
+                with open(art.path, "rb") as f:
+                    while chunk := f.read(CHUNK):
+                        sock.sendall(h.send(h11.Data(data=chunk)))
+                        event.bytes_down += len(chunk)
+        sock.sendall(h.send(h11.EndOfMessage()))
 
     def _intercept(self, host: str, port: int, target: str) -> None:
         """CONNECT to a mirrored https host: answer 200, terminate TLS with the per-run CA's certificate for host,
@@ -230,7 +258,7 @@ class _Exchange:
                                   "for its mirrored URLs only)")
                 ev.status = 404
                 return _reply(tls, h, 404, f"{url} is not mirrored here")
-            _serve_mirror(tls, h, self.log, self.mirrors, method, host, port, url, hit)
+            self._serve_mirror(tls, h, method, host, port, url, hit)
             try:
                 tls.unwrap()
             except (OSError, ValueError):
@@ -288,35 +316,6 @@ def _reply(sock, h: h11.Connection, status: int, text: str) -> None:
                ("Connection", "close")]
     sock.sendall(h.send(h11.Response(status_code=status, headers=headers)) + h.send(h11.Data(body))
                  + h.send(h11.EndOfMessage()))
-
-
-def _serve_mirror(sock, h: h11.Connection, log: EgressLog, mirrors: MirrorMap, method: str, host: str, port: int,
-                  url: str, hit) -> None:
-    """Answer a mirrored URL from its artifact (GET or HEAD); the event names the rule and where the bytes came from."""
-    rule, fields = hit
-    event = log.add(method, host, port, url, True, f"mirror {rule.url}")
-    if method not in ("GET", "HEAD"):
-        event.allowed, event.status, event.reason = False, 405, f"mirror {rule.url} answers GET and HEAD only"
-        return _reply(sock, h, 405, event.reason)
-    try:
-        art: Artifact = mirrors.artifact(rule, fields)
-    except MirrorError as e:
-        event.status, event.reason = 502, f"mirror {rule.url}: {e}"
-        return _reply(sock, h, 502, event.reason)
-    event.reason = f"mirrored from {art.source}"
-    headers = [("Content-Type", art.content_type), ("Content-Length", str(art.size())), ("Connection", "close")]
-    sock.sendall(h.send(h11.Response(status_code=200, headers=headers)))
-    event.status = 200
-    if method == "GET":
-        if art.data is not None:
-            sock.sendall(h.send(h11.Data(data=art.data)))
-            event.bytes_down += len(art.data)
-        else:
-            with open(art.path, "rb") as f:
-                while chunk := f.read(CHUNK):
-                    sock.sendall(h.send(h11.Data(data=chunk)))
-                    event.bytes_down += len(chunk)
-    sock.sendall(h.send(h11.EndOfMessage()))
 
 
 def _parse_target(method: str, target: str) -> tuple[str, int, str] | None:

@@ -32,7 +32,7 @@ import secrets
 import threading
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from composer2_jax.env.budget import Lineage, tree_bytes
 from composer2_jax.env.bwrap import command_env
@@ -66,6 +66,17 @@ class _Record:
     origin: Chain = ()  # the chain the sandbox was started or restored on: its changes are what lies above it
     egress_seen: int = 0  # egress events before this seq were already shown in an observation
     lineage: Lineage | None = None  # the disk budget its snapshots and forks share (env/budget.py)
+
+
+class _Seed(NamedTuple):
+    """What a new sandbox starts with besides its layer chain and egress policy (`Environment._start`)."""
+
+    parent: str | None  # the sandbox it was forked from (None: a snapshot or nothing)
+    episode: Episode  # its episode state (a fork of a sandbox copies the todo list)
+    profile: ImageProfile | None = None  # image sandboxes: how they run things; None for workspace sandboxes
+    resources: Resources | None = None  # its limits (None: the defaults)
+    origin: Chain | None = None  # the chain its changes count from (None: the chain it mounts)
+    lineage: Lineage | None = None  # the disk budget it shares (None: a new lineage with the resources' budget)
 
 
 def with_egress(obs: Observation, events: list[dict]) -> Observation:
@@ -142,7 +153,7 @@ class Environment:
         """A new sandbox whose workspace is a copy of the task's repository (empty if None); its id."""
         src = _repo_dir(task_or_repo_dir)
         chain = self.rt.layers.import_dir(src) if src else (EMPTY,)
-        return self._start(chain, policy, parent=None, episode=Episode())
+        return self._start(chain, policy, _Seed(None, Episode()))
 
     def import_repo(self, repo_dir: Any) -> str:
         """Copy a repository into a layer once and return a snapshot id to fork many sandboxes from."""
@@ -192,14 +203,14 @@ class Environment:
             if chain is not None:
                 self.rt.layers.pin(chain)
         if chain is not None:
-            return self._start(chain, policy, None, Episode(), profile, resources or Resources(), origin, net, lineage)
+            return self._start(chain, policy, _Seed(None, Episode(), profile, resources, origin, lineage), net)
         if record is None:
             raise KeyError(f"{source!r} is neither a live sandbox nor a snapshot")
         with record.sandbox.lock:
             chain = self._freeze(record)  # pinned until _start registers the fork
         episode = Episode(todos=[dict(t) for t in record.episode.todos])
-        return self._start(chain, policy or record.sandbox.policy, source, episode, record.profile,
-                           resources or record.resources, net=record.sandbox.net, lineage=record.lineage)
+        seed = _Seed(source, episode, record.profile, resources or record.resources, lineage=record.lineage)
+        return self._start(chain, policy or record.sandbox.policy, seed, record.sandbox.net)
 
     def snapshot(self, sid: str) -> str:
         """Freeze the sandbox's files as a snapshot id (its later writes do not change the snapshot)."""
@@ -460,13 +471,12 @@ class Environment:
 
     # ---------------------------------------------------------------------------------------- internals
 
-    def _start(self, chain: Chain, policy: EgressPolicy | None, parent: str | None, episode: Episode,
-               profile: ImageProfile | None = None, resources: Resources | None = None,
-               origin: Chain | None = None, net=None, lineage: Lineage | None = None) -> str:
+    def _start(self, chain: Chain, policy: EgressPolicy | None, seed: _Seed, net=None) -> str:
         """Take a started sandbox (a fresh one inside `net`, if given), mount chain as its workspace (or root
-        filesystem) and register it (in the given lineage, else a new one with the resources' budget)."""
+        filesystem) and register it (in the seed's lineage, else a new one with the resources' budget)."""
+        profile = seed.profile
         pool = self.pool if profile is None else self._image_pool
-        resources = resources or Resources()
+        resources = seed.resources or Resources()
         try:
             if net is not None and profile is None:
                 raise ValueError("a shared network (net=) is for image sandboxes; this snapshot is a workspace one")
@@ -475,8 +485,9 @@ class Environment:
                 sbx = self.rt.spawner.submit(fresh.start).result()
             else:
                 sbx = pool.take(policy or self.policy)
-            record = _Record(sbx, episode, self.rt.proxy.log(sbx.sid), parent, profile, resources,
-                             tuple(chain if origin is None else origin), lineage=lineage or self._lineage(resources))
+            record = _Record(sbx, seed.episode, self.rt.proxy.log(sbx.sid), seed.parent, profile, resources,
+                             tuple(chain if seed.origin is None else seed.origin),
+                             lineage=seed.lineage or self._lineage(resources))
             try:
                 sbx.mount(chain, record.resources.storage_bytes)
                 self._boot(record)

@@ -14,11 +14,11 @@ One episode on one sandbox:
    limit. Past `context_budget` tokens the model is asked to summarise its work and the context restarts from
    system + task + summary (`rl.trajectory.SegmentBuilder`), so the transcript is an `rl.trajectory.Episode` the
    RL trainer packs directly.
-5. Checkpoints (`run_episode(..., checkpoints=True)`): at every turn boundary the episode continues from (after a
-   reply's tool observations) the sandbox's files are snapshotted and the harness state copied into a
-   `TurnCheckpoint`; `resume_episode` continues from one on a fresh fork of its snapshot, with the token context,
-   turn count, todo list, summaries and effort so far restored exactly. Bubblewrap snapshots hold files, not
-   processes: a resumed branch has none of the processes the parent started; on the VM backend
+5. Checkpoints (`run_episode(..., options=EpisodeOptions(checkpoints=True))`): at every turn boundary the episode
+   continues from (after a reply's tool observations) the sandbox's files are snapshotted and the harness state
+   copied into a `TurnCheckpoint`; `resume_episode` continues from one on a fresh fork of its snapshot, with the
+   token context, turn count, todo list, summaries and effort so far restored exactly. Bubblewrap snapshots hold
+   files, not processes: a resumed branch has none of the processes the parent started; on the VM backend
    (`SandboxConfig(backend="vm")`) snapshots hold memory, and a branch resumes with them running (docs/env.md).
 
 The context is the exact token sequence the model saw: the model's own sampled ids (never a re-rendering of them)
@@ -110,6 +110,15 @@ class HarnessConfig:
                 raise ValueError(f"HarnessConfig.{name}={getattr(self, name)}; expected a positive number")
         if self.max_summaries < 0:
             raise ValueError(f"HarnessConfig.max_summaries={self.max_summaries}; expected >= 0")
+
+
+@dataclasses.dataclass(frozen=True)
+class EpisodeOptions:
+    """How one episode is labelled and recorded (`run_episode`, `resume_episode`); its limits are `HarnessConfig`."""
+
+    task_id: str = ""  # the trainer's Episode.task_id
+    group_id: Any = 0  # the trainer's Episode.group_id (the episodes one advantage group compares)
+    checkpoints: bool = False  # keep a `TurnCheckpoint` (sandbox snapshot + harness state) at every turn boundary
 
 
 @dataclasses.dataclass(frozen=True)
@@ -490,15 +499,14 @@ def _blocks(parsed: ParsedAssistant) -> list[ToolCall | ToolCallError]:
 
 
 def run_episode(env, sid: str, instruction: str, policy: Policy, tokenizer: tk.Tokenizer,
-                config: HarnessConfig = HarnessConfig(), task_id: str = "", group_id: Any = 0,
-                checkpoints: bool = False) -> EpisodeResult:
+                config: HarnessConfig = HarnessConfig(), options: EpisodeOptions = EpisodeOptions()) -> EpisodeResult:
     """Drive `policy` on sandbox `sid` until it submits or a limit is hit; see the module docstring.
 
-    checkpoints: snapshot the sandbox and keep a `TurnCheckpoint` at every turn boundary (`EpisodeResult.checkpoints`;
-    the caller deletes their snapshots when done with them).
+    `options.checkpoints`: snapshot the sandbox and keep a `TurnCheckpoint` at every turn boundary
+    (`EpisodeResult.checkpoints`; the caller deletes their snapshots when done with them).
     """
     run = _Run.fresh(env, sid, instruction, policy, tokenizer, config)
-    return run.result(run.drive(checkpoints), task_id, group_id)
+    return run.result(run.drive(options.checkpoints), options.task_id, options.group_id)
 
 
 def fork_checkpoint(env, checkpoint: TurnCheckpoint) -> str:
@@ -514,8 +522,8 @@ def fork_checkpoint(env, checkpoint: TurnCheckpoint) -> str:
 
 
 def resume_episode(env, sid: str, checkpoint: TurnCheckpoint, policy: Policy, tokenizer: tk.Tokenizer,
-                   config: HarnessConfig = HarnessConfig(), task_id: str = "", group_id: Any = 0,
-                   checkpoints: bool = False) -> EpisodeResult:
+                   config: HarnessConfig = HarnessConfig(),
+                   options: EpisodeOptions = EpisodeOptions()) -> EpisodeResult:
     """Continue an episode from `checkpoint` on `sid` (a `fork_checkpoint` sandbox) as `run_episode` would have.
 
     The result is the whole episode: the checkpoint's turns, transcript, tool calls and counts, then the new ones.
@@ -524,7 +532,7 @@ def resume_episode(env, sid: str, checkpoint: TurnCheckpoint, policy: Policy, to
         raise ValueError(f"the checkpoint was taken with context_budget={checkpoint.builder.context_budget}; "
                          f"config has {config.context_budget}; expected equal")
     run = _Run.resumed(env, sid, checkpoint, policy, tokenizer, config)
-    return run.result(run.drive(checkpoints), task_id, group_id)
+    return run.result(run.drive(options.checkpoints), options.task_id, options.group_id)
 
 
 def transcript_jsonl(result: EpisodeResult) -> str:

@@ -148,6 +148,15 @@ class BuildIsolation:
 
 
 @dataclasses.dataclass(frozen=True)
+class Debootstrap:
+    """How a Debian release under the base images is bootstrapped (these inputs are part of its key)."""
+
+    mirror: str = "http://deb.debian.org/debian"  # the Debian mirror debootstrap downloads the release from
+    ca_dir: str | None = "/usr/local/share/ca-certificates"  # its *.crt are added to the release's CAs (None: none)
+    program: str = "debootstrap"  # the debootstrap executable
+
+
+@dataclasses.dataclass(frozen=True)
 class Image:
     """A built image, ready for `Environment.import_image`."""
 
@@ -285,17 +294,15 @@ class ImageBuilder:
     """Builds, caches and exports images (see the module docstring). Thread-safe and process-safe per key."""
 
     def __init__(self, cache_dir: str | os.PathLike | None = None, policy: EgressPolicy = REGISTRY_POLICY,
-                 uid_base: int = 200_000, ca_dir: str | None = "/usr/local/share/ca-certificates",
-                 mirror: str = "http://deb.debian.org/debian", podman: str = "podman",
-                 debootstrap: str = "debootstrap", timeout_s: float = 1800.0,
-                 isolation: BuildIsolation = BuildIsolation()):
+                 uid_base: int = 200_000, bootstrap: Debootstrap = Debootstrap(), podman: str = "podman",
+                 timeout_s: float = 1800.0, isolation: BuildIsolation = BuildIsolation()):
         self.cache = os.path.realpath(cache_dir or default_cache_dir())
         if any(c in self.cache for c in ":,"):
             raise ValueError(f"image cache {self.cache!r} contains ':' or ','; overlay options cannot name it")
         if uid_base <= 0 or uid_base + ID_RANGE > 1 << 31:
             raise ValueError(f"uid_base={uid_base}; expected a positive host uid with {ID_RANGE} ids above it free")
-        self.policy, self.uid_base, self.ca_dir, self.mirror = policy, uid_base, ca_dir, mirror
-        self.podman, self.debootstrap, self.timeout_s = podman, debootstrap, timeout_s
+        self.policy, self.uid_base, self.bootstrap = policy, uid_base, bootstrap
+        self.podman, self.timeout_s = podman, timeout_s
         if uid_base <= isolation.uid_base < uid_base + ID_RANGE or isolation.uid_base <= uid_base < \
                 isolation.uid_base + ID_RANGE:
             raise ValueError(f"build uid base {isolation.uid_base} overlaps the sandboxes' id range at {uid_base}")
@@ -319,8 +326,12 @@ class ImageBuilder:
 
     def _debootstrap_key(self, suite: str) -> str:
         """Key of a debootstrapped Debian release (suite, mirror, the CA certificates added)."""
-        certs = sorted(glob.glob(os.path.join(self.ca_dir, "*.crt"))) if self.ca_dir else []
-        return self._hash("debootstrap", suite, self.mirror, *[Path(c).read_text() for c in certs])
+        return self._hash("debootstrap", suite, self.bootstrap.mirror, *[Path(c).read_text() for c in self._certs()])
+
+    def _certs(self) -> list[str]:
+        """The CA certificates added to a debootstrapped release (sorted paths)."""
+        ca_dir = self.bootstrap.ca_dir
+        return sorted(glob.glob(os.path.join(ca_dir, "*.crt"))) if ca_dir else []
 
     @staticmethod
     def _hash(*parts: str) -> str:
@@ -411,9 +422,9 @@ class ImageBuilder:
         work = tempfile.mkdtemp(prefix=f"debootstrap-{suite}-", dir=os.path.join(self.cache, "work"))
         root = os.path.join(work, "root")
         try:
-            self._run_networked([self.debootstrap, "--variant=minbase", "--include=ca-certificates", suite, root,
-                                 self.mirror], log, f"debootstrap {suite}")
-            certs = sorted(glob.glob(os.path.join(self.ca_dir, "*.crt"))) if self.ca_dir else []
+            self._run_networked([self.bootstrap.program, "--variant=minbase", "--include=ca-certificates", suite,
+                                 root, self.bootstrap.mirror], log, f"debootstrap {suite}")
+            certs = self._certs()
             for cert in certs:
                 shutil.copy(cert, os.path.join(root, "usr/local/share/ca-certificates", os.path.basename(cert)))
             steps = (["chroot", root, "update-ca-certificates"], ["chroot", root, "apt-get", "clean"])

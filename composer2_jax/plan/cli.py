@@ -251,10 +251,11 @@ def _plan_and_print(ap, a):
     if a.search_execution:
         if not a.mesh:
             ap.error("--search_execution needs --mesh")
-        out = search.search_execution(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len,
-                                      a.optimizer, remats=tuple(x for x in a.remat.split(",") if x),
-                                      capacities=tuple(float(x) for x in a.capacity.split(",") if x),
-                                      skips=tuple(bool(int(x)) for x in a.causal_skip.split(",") if x))
+        out = search.search_execution(search.ExecutionSearch(
+            a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer,
+            remats=tuple(x for x in a.remat.split(",") if x),
+            capacities=tuple(float(x) for x in a.capacity.split(",") if x),
+            skips=tuple(bool(int(x)) for x in a.causal_skip.split(",") if x)))
         print(json.dumps(out, indent=1, default=str) if a.json else _execution_human(out))
         return out
     if a.search_schedule:
@@ -264,11 +265,11 @@ def _plan_and_print(ap, a):
                             stages=tuple(int(x) for x in a.search_stages.split(",") if x))
         print(json.dumps(out, indent=1, default=str) if a.json or out["best"] is None else _human(out["best"]))
         return out
-    rep = report.plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, a.batch, a.seq_len, a.optimizer,
-                      estimate=not a.memory_only, moe_impl=a.moe_impl, microbatches=a.microbatches,
-                      repeats=a.repeats, gather_params=a.gather_params, moe_overlap_chunks=a.moe_overlap_chunks,
-                      execution=parse_execution(a.execution) if a.execution else None,
-                      matmul_precision=a.matmul_precision)
+    rep = report.plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, report.PlanOptions(
+        batch=a.batch, seq_len=a.seq_len, optimizer=a.optimizer, estimate=not a.memory_only, moe_impl=a.moe_impl,
+        microbatches=a.microbatches, repeats=a.repeats, gather_params=a.gather_params,
+        moe_overlap_chunks=a.moe_overlap_chunks, execution=parse_execution(a.execution) if a.execution else None,
+        matmul_precision=a.matmul_precision))
     if a.stage == "rl" and "roofline" in rep:
         rep["rollout"] = _rollout_plan(a, rep["roofline"]["step_calibrated_s"], rep["chips"], rep["global_batch"])
     print(json.dumps(rep, indent=1, default=str) if a.json else _human(rep))

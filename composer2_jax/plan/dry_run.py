@@ -25,7 +25,7 @@ from composer2_jax import sharding as shd
 from composer2_jax.model import Transformer, planning
 from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.plan.calibration import CPU_MEMORY_OVERESTIMATE
-from composer2_jax.plan.roofline import _roofline
+from composer2_jax.plan.roofline import RooflineStep, StepCosts, _roofline
 from composer2_jax.plan.step import _unit_costs, peak_bytes
 from composer2_jax.sharding import activate
 from composer2_jax.train import optim as optim_lib
@@ -77,7 +77,7 @@ def _estimate(sh: "StepShape", cfg, mesh, chip, abstract) -> dict:
         return dict(roofline_from="not estimated: pipelined meshes are planned by python -m composer2_jax.plan")
     base, delta, n_units, _ = _unit_costs(cfg, mesh, micro, seq, sh.optim.name, chip.node_size)
     tot = {k: base[k] + (n_units - 1) * delta[k] for k in delta}
-    r = _roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip, n, micro, seq)
+    r = _roofline(StepCosts.of(tot), RooflineStep(cfg, abstract, chip, n, micro, seq))
     step_s = r["roofline"]["step_calibrated_s"] * sh.grad_accum
     return dict(step_calibrated_s=float(f"{step_s:.4g}"), mfu_calibrated=round(r["est_mfu_calibrated"], 4),
                 tokens_per_s_calibrated=float(f"{sh.batch * seq / step_s:.4g}"),

@@ -16,21 +16,40 @@ from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.model.pipeline import pipeline_spec
 from composer2_jax.plan.calibration import CPU_MEMORY_OVERESTIMATE, REFERENCES
 from composer2_jax.plan.hlo import schedule_trip_counts
-from composer2_jax.plan.roofline import _moe_overlap_report, _pipelined_roofline, _roofline
+from composer2_jax.plan.roofline import (
+    RooflineStep,
+    StepCosts,
+    _moe_overlap_report,
+    _pipelined_roofline,
+    _roofline,
+)
 from composer2_jax.plan.stage import STAGES, Execution, _stage_config
 from composer2_jax.plan.step import _shard_bytes, _unit_costs, compile_train_step, parse_mesh, peak_bytes
 from composer2_jax.train.loop import validate_layout
 
 
-def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optional[int] = None,
-         seq_len: Optional[int] = None, optimizer: str = "muon", estimate: bool = True,
-         moe_impl: str = "capacity", microbatches: int = 0, repeats: int = 1,
-         execution: Optional["Execution"] = None, gather_params: bool = False, moe_overlap_chunks: int = 1,
-         matmul_precision: str = "bf16") -> dict:
+@dataclasses.dataclass(frozen=True)
+class PlanOptions:
+    """How `plan` compiles and estimates a stage on a mesh (the CLI's flags of the same names)."""
+
+    batch: Optional[int] = None  # global batch in sequences (None: one per data-parallel shard, × M/S pipelined)
+    seq_len: Optional[int] = None  # None: the stage's
+    optimizer: str = "muon"  # train/optim.py name
+    estimate: bool = True  # the roofline too (False: memory and the pipeline schedule only)
+    moe_impl: str = "capacity"  # capacity (factor 1.25, bounded buffers) | dropless
+    microbatches: int = 0  # pipeline microbatches (0: one per stage)
+    repeats: int = 1  # pipeline virtual stages per stage (circular schedule)
+    execution: Optional[Execution] = None  # remat policy, expert capacity factor, causal skipping (None: defaults)
+    gather_params: bool = False  # model.pipeline_gather_params: a stage's parameters gathered once per step
+    moe_overlap_chunks: int = 1  # model.moe_overlap_chunks: MoE tokens in C software-pipelined chunks
+    matmul_precision: str = "bf16"  # model.matmul_precision: bf16 | fp8 (FP8 FFN matmuls at the chip's FP8 peak)
+
+
+def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, options: PlanOptions = PlanOptions()) -> dict:
     """Compile the stage on the mesh (devices must exist) and return the memory/cost/roofline report.
 
-    `execution` (remat policy, expert capacity factor, causal block skipping) overrides the stage's defaults (full
-    remat, factor 1.25, the masked chunked kernel); `search_execution` searches them on an unpipelined mesh.
+    `options.execution` (remat policy, expert capacity factor, causal block skipping) overrides the stage's defaults
+    (full remat, factor 1.25, the masked chunked kernel); `search_execution` searches them on an unpipelined mesh.
 
     With a `stage` axis > 1 the scanned stack is pipelined (model/pipeline.py) with `microbatches` (0: one per
     stage) and `repeats` virtual stages per stage; the report gains the schedule and its bubble. `gather_params`
@@ -41,27 +60,28 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
     costs their matmul FLOPs at the chip's FP8 peak (`roofline.fp8_matmul_flops_per_token`)."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; expected one of {sorted(STAGES)}")
+    o = options
     chip = chips.get_chip(chip_name)
-    cfg, seq = _stage_config(preset, stage, moe_impl=moe_impl)
-    cfg = dataclasses.replace(cfg, pipeline_microbatches=microbatches, pipeline_repeats=repeats,
-                              pipeline_gather_params=gather_params, moe_overlap_chunks=moe_overlap_chunks,
-                              matmul_precision=matmul_precision)
-    if matmul_precision == "fp8":
+    cfg, seq = _stage_config(preset, stage, moe_impl=o.moe_impl)
+    cfg = dataclasses.replace(cfg, pipeline_microbatches=o.microbatches, pipeline_repeats=o.repeats,
+                              pipeline_gather_params=o.gather_params, moe_overlap_chunks=o.moe_overlap_chunks,
+                              matmul_precision=o.matmul_precision)
+    if o.matmul_precision == "fp8":
         chips.matmul_peak(chip, "fp8")  # a chip without FP8 is an error before anything compiles
     cfg = _mesh_kernel(cfg, mesh_shape)
-    seq = seq_len or seq
-    if execution is not None:
-        cfg = execution.apply(cfg)
+    seq = o.seq_len or seq
+    if o.execution is not None:
+        cfg = o.execution.apply(cfg)
     n = math.prod(mesh_shape.values())
     if n != jax.device_count():
         raise ValueError(f"mesh {mesh_shape} needs {n} devices; this process has {jax.device_count()} "
                          f"(run through the CLI, which simulates exactly the mesh's device count)")
     mesh = shd.make_mesh(mesh_shape)
     stages = mesh_shape.get("stage", 1)
-    batch = batch or _default_batch(mesh_shape, stage, microbatches)
+    batch = o.batch or _default_batch(mesh_shape, stage, o.microbatches)
     validate_layout(cfg, mesh, batch, seq, 1)
     shd.validate_model_mesh(cfg, mesh, batch, seq)
-    report, abstract = _memory_report(cfg, mesh, batch, seq, optimizer, chip)
+    report, abstract = _memory_report(cfg, mesh, batch, seq, o.optimizer, chip)
     report = dict(preset=preset, stage=stage, mesh=mesh_shape, chip=chip.name, chips=n, global_batch=batch,
                   seq_len=seq, tokens_per_step=batch * seq, **report)
     if stages > 1:
@@ -72,15 +92,16 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optio
         report["pipeline"] = dict(stages=spec.stages, microbatches=spec.microbatches, repeats=spec.repeats,
                                   units_per_stage=spec.units_per_stage, bubble=spec.bubble, ticks=spec.iterations,
                                   compiled_trips=trips, gather_params=cfg.pipeline_gather_params)
-    if not estimate:
+    if not o.estimate:
         return report
+    step = RooflineStep(cfg, abstract, chip, n, batch, seq)
     if stages > 1:
-        report.update(_pipelined_roofline(cfg, mesh_shape, spec, chip, batch, seq, optimizer, abstract))
+        report.update(_pipelined_roofline(step, mesh_shape, spec, o.optimizer))
         overlap = report.pop("_moe_overlap")
         if overlap is not None:
             _add_overlap(report, overlap)
         return report
-    _add_unpipelined_roofline(report, cfg, mesh, chip, batch, seq, optimizer, abstract)
+    _add_unpipelined_roofline(report, step, mesh, o.optimizer)
     return report
 
 
@@ -122,14 +143,13 @@ def _memory_report(cfg, mesh, batch: int, seq: int, optimizer: str, chip) -> tup
         abstract
 
 
-def _add_unpipelined_roofline(report: dict, cfg, mesh, chip, batch: int, seq: int, optimizer: str, abstract):
+def _add_unpipelined_roofline(report: dict, step: RooflineStep, mesh, optimizer: str):
     """The roofline of an unpipelined mesh in `report`: the 1- and 2-unit compiles extrapolated to all units, and
     the MoE overlap for a model with routed experts."""
+    cfg, chip, batch, seq = step.cfg, step.chip, step.batch, step.seq
     base, delta, n_units, raw = _unit_costs(cfg, mesh, batch, seq, optimizer, chip.node_size)
     tot = {k: base[k] + (n_units - 1) * delta[k] for k in delta}
-    report.update(collectives_per_unit=raw[1]["kinds"],
-                  **_roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip,
-                              report["chips"], batch, seq))
+    report.update(collectives_per_unit=raw[1]["kinds"], **_roofline(StepCosts.of(tot), step))
     if cfg.n_routed_experts:
         token_split = shd.axis_size(mesh, shd.mesh_axes_of("activation_batch") + shd.mesh_axes_of("activation_length"))
         _add_overlap(report, _moe_overlap_report(cfg, raw[0]["colls"], raw[1]["colls"], n_units,
@@ -151,8 +171,8 @@ def validate(references=REFERENCES, optimizer: str = "adamw") -> list[dict]:
     """
     rows = []
     for ref in references:
-        r = plan(ref.preset, "cpt_bulk", parse_mesh(ref.mesh), ref.chip, batch=ref.global_batch,
-                 seq_len=ref.seq_len, optimizer=optimizer)
+        r = plan(ref.preset, "cpt_bulk", parse_mesh(ref.mesh), ref.chip,
+                 PlanOptions(batch=ref.global_batch, seq_len=ref.seq_len, optimizer=optimizer))
         roof = r["roofline"]
         rows.append(dict(reference=ref.name, preset=ref.preset, chip=ref.chip, mesh=ref.mesh,
                          measured_step_s=ref.step_s, measured_mfu=ref.mfu, est_step_s=roof["step_s"],

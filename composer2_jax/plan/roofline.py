@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import jax
 
@@ -16,6 +18,32 @@ from composer2_jax.params import count_params
 from composer2_jax.plan.calibration import REFERENCE_EFFICIENCY
 from composer2_jax.plan.step import _optimizer_cost, _shard_bytes, _unit_costs
 from composer2_jax.train.metrics import flops_per_token
+
+
+class StepCosts(NamedTuple):
+    """Per-device cost totals of one train step (what XLA's cost analysis and the collectives give)."""
+
+    flops: float  # executed FLOPs
+    hbm: float  # HBM bytes accessed
+    ici: float  # wire bytes inside a node (ICI / NVLink)
+    dcn: float  # wire bytes across nodes (DCN / InfiniBand)
+
+    @classmethod
+    def of(cls, tot: Mapping[str, float]) -> StepCosts:
+        """From a cost dict keyed flops, bytes, ici, dcn (plan/step.py `_unit_costs`)."""
+        return cls(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"])
+
+
+@dataclasses.dataclass(frozen=True)
+class RooflineStep:
+    """The train step a roofline estimates."""
+
+    cfg: Any  # the ModelConfig as compiled
+    abstract: Any  # its abstract train state (parameter counts, shard bytes)
+    chip: Any  # chips.Chip: peaks and bandwidths
+    n: int  # devices of the mesh
+    batch: int  # global batch in sequences
+    seq: int  # sequence length
 
 
 def fp8_matmul_flops_per_token(cfg) -> float:
@@ -45,13 +73,15 @@ def compute_seconds(flops: float, fp8_flops: float, chip) -> dict:
     return dict(compute_s=t, fp8_flops=fp8_flops)
 
 
-def _roofline(flops, hbm, ici, dcn, cfg, abstract, chip, n, batch, seq) -> dict:
+def _roofline(costs: StepCosts, step: RooflineStep) -> dict:
     """The per-device cost totals of one step turned into the roofline times and the MFU / tokens/s estimates.
 
     With model.matmul_precision = 'fp8' the FFN matmuls (`fp8_matmul_flops_per_token` × the device's share of the
     step's tokens, batch·seq / n: the FFN work every mesh axis splits evenly; a pipelined step's bubble repeats
     some, counted at bf16 here, the conservative side) run at the FP8 peak, the rest at bf16. MFU stays
     bf16-equivalent: model FLOPs over the bf16 peak."""
+    flops, hbm, ici, dcn = costs
+    cfg, chip, n, batch, seq = step.cfg, step.chip, step.n, step.batch, step.seq
     fp8 = compute_seconds(flops, fp8_matmul_flops_per_token(cfg) * batch * seq / n, chip)
     t_compute = fp8["compute_s"]
     t_memory = hbm / chip.hbm_bw
@@ -59,7 +89,7 @@ def _roofline(flops, hbm, ici, dcn, cfg, abstract, chip, n, batch, seq) -> dict:
     step_s = max(t_compute, t_memory) + t_comm  # pessimistic: no overlap, XLA:CPU's unfused bytes
     step_lower_s = max(t_compute, t_comm)  # optimistic: perfect overlap, fused memory traffic
     step_cal_s = step_lower_s / REFERENCE_EFFICIENCY  # the headline estimate
-    _, active = count_params(abstract.params, cfg)
+    _, active = count_params(step.abstract.params, cfg)
     model_flops = flops_per_token(cfg, active, seq) * batch * seq
     return dict(
         compiled_flops_per_device=flops, hbm_bytes_per_device=hbm, ici_bytes_per_device=ici, dcn_bytes_per_device=dcn,
@@ -189,8 +219,7 @@ def regroup_bytes(abstract, spec) -> float:
     return 2 * (spec.stages - 1) / spec.stages * _shard_bytes(stack)
 
 
-def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int, optimizer: str, abstract,
-                        costs: dict | None = None) -> dict:
+def _pipelined_roofline(step: RooflineStep, mesh_shape: dict, spec, optimizer: str, costs: dict | None = None) -> dict:
     """Roofline of a pipelined mesh from the unrolled compiles of one stage's sub-mesh.
 
     A pipelined program's stack is a loop (the schedule) around a loop (the units), which XLA's cost analysis
@@ -220,8 +249,10 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     the optimistic bound max(compute, comm), and the calibrated estimate = bound / REFERENCE_EFFICIENCY.
     `costs`: `pipelined_costs` of the same config, mesh and batch (compiled once for a search over M and R).
     """
+    cfg, abstract, chip, n, batch, seq = step.cfg, step.abstract, step.chip, step.n, step.batch, step.seq
+    if n != math.prod(mesh_shape.values()):
+        raise ValueError(f"RooflineStep.n={n}; expected the {math.prod(mesh_shape.values())} devices of {mesh_shape}")
     s_ = spec.stages
-    n = math.prod(mesh_shape.values())
     costs = costs or pipelined_costs(cfg, mesh_shape, chip, batch, seq, optimizer)
     base, delta, raw, inner, opt_once = (costs[k] for k in ("base", "delta", "raw", "inner", "opt_once"))
     stack = _stack_costs(cfg, mesh_shape, spec, delta, raw)
@@ -239,7 +270,7 @@ def _pipelined_roofline(cfg, mesh_shape: dict, spec, chip, batch: int, seq: int,
     overlap = _moe_overlap_report(cfg, raw[0]["colls"], raw[1]["colls"], stack["passes"] * stack["per_mb"],
                                   (batch // s_) * seq / inner_split, inner, chip) if cfg.n_routed_experts else None
     return dict(
-        _roofline(flops, hbm, ici, dcn, cfg, abstract, chip, n, batch, seq), collectives_per_unit=raw[1]["kinds"],
+        _roofline(StepCosts(flops, hbm, ici, dcn), step), collectives_per_unit=raw[1]["kinds"],
         _moe_overlap=overlap,
         pipeline_costs=dict(_pipeline_costs(outer, stack, opt_once, pipe_bytes, pipe_crosses, ici, dcn, chip),
                             param_regroup_bytes=regroup_bytes(abstract, spec)))

@@ -27,7 +27,7 @@ from composer2_jax.model.pipeline import pipeline_spec
 from composer2_jax.plan.calibration import CPU_MEMORY_OVERESTIMATE
 from composer2_jax.plan.hlo import schedule_trip_counts
 from composer2_jax.plan.report import _default_batch, _mesh_kernel
-from composer2_jax.plan.roofline import _pipelined_roofline, pipelined_costs
+from composer2_jax.plan.roofline import RooflineStep, _pipelined_roofline, pipelined_costs
 from composer2_jax.plan.stage import Execution, _stage_config
 from composer2_jax.plan.step import compile_train_step, peak_bytes
 from composer2_jax.train import optim
@@ -94,7 +94,8 @@ def search_schedule(q: ScheduleSearch) -> dict:
     for r, m in pairs:
         c = dataclasses.replace(cfg, pipeline_repeats=r, pipeline_microbatches=m)
         spec = pipeline_spec(c, mesh, layer_plan(c)[2])
-        rep = _pipelined_roofline(c, q.mesh, spec, chip, batch, seq, q.optimizer, abstract, costs=costs)
+        rep = _pipelined_roofline(RooflineStep(c, abstract, chip, n, batch, seq), q.mesh, spec, q.optimizer,
+                                  costs=costs)
         rep.pop("_moe_overlap", None)
         rows.append(dict(repeats=r, microbatches=m, units_per_stage=spec.units_per_stage, ticks=spec.iterations,
                          bubble=spec.bubble, est_mfu_calibrated=rep["est_mfu_calibrated"],

@@ -6,17 +6,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Optional
+from typing import Optional, Sequence
 
 import jax
 
 from composer2_jax import chips
 from composer2_jax import sharding as shd
 from composer2_jax.model.layer_plan import layer_plan
-from composer2_jax.params import count_params
 from composer2_jax.plan.calibration import CPU_MEMORY_OVERESTIMATE
-from composer2_jax.plan.report import plan
-from composer2_jax.plan.roofline import _roofline
+from composer2_jax.plan.report import PlanOptions, plan
+from composer2_jax.plan.roofline import RooflineStep, StepCosts, _roofline
 from composer2_jax.plan.stage import EXECUTION_CAPACITIES, EXECUTION_REMATS, STAGES, Execution, _stage_config
 from composer2_jax.plan.step import _unit_costs, compile_train_step, peak_bytes
 from composer2_jax.train.loop import validate_layout
@@ -65,14 +64,15 @@ def search(preset: str, stage: str, n: int, chip_name: str, optimizer: str = "mu
     cands.sort(key=lambda m: (m["tensor"], -m["expert"], m["context"], m["stage"]))
     tried = []
     for m in cands[: limit * 3]:
-        r = plan(preset, stage, m, chip_name, seq_len=seq, optimizer=optimizer, estimate=False)
+        r = plan(preset, stage, m, chip_name, PlanOptions(seq_len=seq, optimizer=optimizer, estimate=False))
         tried.append(dict(mesh=m, fits=r["fits"], peak_gb=round(r["per_device"]["peak_bytes"] / 1e9, 1)))
         if len([t for t in tried if t["fits"]]) >= limit:
             break
     fitting = [t for t in tried if t["fits"]]
     if not fitting:
         return dict(best=None, tried=tried, reason=f"no tried mesh of {n} chips fits {chip_name} HBM")
-    ranked = [plan(preset, stage, t["mesh"], chip_name, seq_len=seq, optimizer=optimizer) for t in fitting]
+    ranked = [plan(preset, stage, t["mesh"], chip_name, PlanOptions(seq_len=seq, optimizer=optimizer))
+              for t in fitting]
     ranked.sort(key=lambda r: -r["tokens_per_s_calibrated"])
     summary = [dict(mesh=r["mesh"], tokens_per_s=round(r["tokens_per_s_calibrated"]),
                     step_s=round(r["roofline"]["step_calibrated_s"], 3), est_mfu=round(r["est_mfu_calibrated"], 4),
@@ -80,9 +80,24 @@ def search(preset: str, stage: str, n: int, chip_name: str, optimizer: str = "mu
     return dict(best=ranked[0], ranked=summary, tried=tried)
 
 
-def search_execution(preset: str, stage: str, mesh_shape: dict, chip_name: str, batch: Optional[int] = None,
-                     seq_len: Optional[int] = None, optimizer: str = "muon", remats=EXECUTION_REMATS,
-                     capacities=EXECUTION_CAPACITIES, skips=(False, True), calibrated_fit: bool = True) -> dict:
+@dataclasses.dataclass(frozen=True)
+class ExecutionSearch:
+    """What `search_execution` plans: one stage config on one unpipelined mesh, and the execution values to try."""
+
+    preset: str  # config.py preset name, e.g. kimi_k2_5
+    stage: str  # plan/stage.py STAGES key, e.g. cpt_bulk
+    mesh: dict  # mesh axis → size, without stage or context axes > 1
+    chip: str  # chips.py name, e.g. h200
+    batch: Optional[int] = None  # global batch (sequences); None: one per data-parallel shard
+    seq_len: Optional[int] = None  # None: the stage's
+    optimizer: str = "muon"  # train/optim.py name
+    remats: Sequence[str] = EXECUTION_REMATS  # remat policies to try
+    capacities: Sequence[float] = EXECUTION_CAPACITIES  # expert capacity factors to try
+    skips: Sequence[bool] = (False, True)  # causal block skipping values to try
+    calibrated_fit: bool = True  # fit after the planner's CPU memory calibration (docs/scaling.md)
+
+
+def search_execution(q: ExecutionSearch) -> dict:
     """The fastest way to execute a stage on one (unpipelined) mesh: remat policy × expert capacity factor ×
     causal block skipping, each candidate with executed / useful FLOPs, calibrated step and MFU, and peak memory.
 
@@ -96,46 +111,46 @@ def search_execution(preset: str, stage: str, mesh_shape: dict, chip_name: str, 
                skipping's difference there is added at the other factors (skipping touches only the attention
                kernel, the capacity factor only the MoE, so their effects add; tests/test_plan.py checks the sum
                against the unrolled compiles of a skipping model at another factor).
-    A candidate fits when its peak is within HBM after the planner's CPU calibration (`calibrated_fit`, the
+    A candidate fits when its peak is within HBM after the planner's CPU calibration (`q.calibrated_fit`, the
     convention of docs/scaling.md: every kimi_k2_5 plan is over HBM as compiled on CPU) or as compiled (False).
     """
     t_start = time.time()
+    mesh_shape = q.mesh
     if mesh_shape.get("stage", 1) > 1 or mesh_shape.get("context", 1) > 1:
         raise ValueError(f"search_execution plans unpipelined meshes without a context axis, got {mesh_shape}; "
                          "plan a pipelined or context-parallel mesh with plan()")
-    chip = chips.get_chip(chip_name)
-    base_cfg, seq = _stage_config(preset, stage)
+    chip = chips.get_chip(q.chip)
+    base_cfg, seq = _stage_config(q.preset, q.stage)
     if base_cfg.attention_kernel == "ring":
         base_cfg = dataclasses.replace(base_cfg, attention_kernel="xla_chunked")
-    seq = seq_len or seq
+    seq = q.seq_len or seq
     n = math.prod(mesh_shape.values())
     if n != jax.device_count():
         raise ValueError(f"mesh {mesh_shape} needs {n} devices; this process has {jax.device_count()}")
     mesh = shd.make_mesh(mesh_shape)
-    batch = batch or mesh_shape["data"] * mesh_shape["fsdp"] * mesh_shape["expert"] * STAGES[stage][2]
+    batch = q.batch or mesh_shape["data"] * mesh_shape["fsdp"] * mesh_shape["expert"] * STAGES[q.stage][2]
     validate_layout(base_cfg, mesh, batch, seq, 1)
     shd.validate_model_mesh(base_cfg, mesh, batch, seq)
-    remats, capacities, skips = tuple(remats), tuple(capacities), tuple(skips)
-    compiles = _Compiles(base_cfg, mesh, batch, seq, optimizer, chip.node_size)
+    remats, capacities, skips = tuple(q.remats), tuple(q.capacities), tuple(q.skips)
+    compiles = _Compiles(base_cfg, mesh, batch, seq, q.optimizer, chip.node_size)
     peak, abstract = _search_peaks(compiles, remats, max(capacities), skips)
     t_memory = time.time() - t_start
     units, skip_delta = _search_unit_costs(compiles, remats, capacities, skips)
-    _, active = count_params(abstract.params, base_cfg)
+    base = RooflineStep(base_cfg, abstract, chip, n, batch, seq)
     rows = []
     for r in remats:
         for cap in capacities:
             for skip in skips:
                 tot = {k: units[(r, cap)][k] + skip_delta[(r, skip)][k] for k in _COST_KEYS}
-                rows.append(_candidate_row(Execution(r, cap, skip), base_cfg, tot, peak[(r, skip)], abstract, chip,
-                                           n, batch, seq))
+                rows.append(_candidate_row(Execution(r, cap, skip), base, tot, peak[(r, skip)]))
     # fastest first; among equally fast ones (a communication-bound step) the one executing fewer FLOPs
     rows.sort(key=lambda row: (-row["tokens_per_s_calibrated"], row["executed_over_useful_flops"]))
-    fit_key = "fits_calibrated" if calibrated_fit else "fits"
+    fit_key = "fits_calibrated" if q.calibrated_fit else "fits"
     fitting = [row for row in rows if row[fit_key]]
     timings = dict(memory_compiles=compiles.memory_compiles, cost_compiles=compiles.cost_compiles,
                    memory_s=round(t_memory, 1), total_s=round(time.time() - t_start, 1))
-    return dict(preset=preset, stage=stage, mesh=mesh_shape, chip=chip.name, chips=n, global_batch=batch,
-                seq_len=seq, optimizer=optimizer, fit=fit_key,
+    return dict(preset=q.preset, stage=q.stage, mesh=mesh_shape, chip=chip.name, chips=n, global_batch=batch,
+                seq_len=seq, optimizer=q.optimizer, fit=fit_key,
                 best=fitting[0] if fitting else None, candidates=rows, search=timings,
                 reason=None if fitting else f"no candidate fits {chip.name} HBM ({fit_key})")
 
@@ -200,11 +215,11 @@ def _search_unit_costs(compiles: _Compiles, remats, capacities, skips) -> tuple[
     return units, skip_delta
 
 
-def _candidate_row(ex: Execution, base_cfg, tot: dict, pk: int, abstract, chip, n: int, batch: int,
-                   seq: int) -> dict:
-    """One candidate of the execution search: its roofline from the cost totals `tot` and its peak bytes `pk`."""
-    cfg = ex.apply(base_cfg)
-    rep = _roofline(tot["flops"], tot["bytes"], tot["ici"], tot["dcn"], cfg, abstract, chip, n, batch, seq)
+def _candidate_row(ex: Execution, base: RooflineStep, tot: dict, pk: int) -> dict:
+    """One candidate of the execution search: its roofline (the step `base` executing as `ex`) from the cost totals
+    `tot`, and its peak bytes `pk`."""
+    chip, n = base.chip, base.n
+    rep = _roofline(StepCosts.of(tot), dataclasses.replace(base, cfg=ex.apply(base.cfg)))
     rf = rep["roofline"]
     return dict(
         execution=dataclasses.asdict(ex), executed_over_useful_flops=rep["executed_over_useful_flops"],

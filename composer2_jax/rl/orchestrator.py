@@ -98,9 +98,7 @@ def source_tasks(run: RLExperimentConfig, spec: sources.SourceSpec, split: str) 
         return sources.family_tasks(spec, split, n, seed, rl.levels)
     if spec.kind == "suite":
         return sources.harbor_tasks(spec, spec.arg, split, sc.heldout_frac, sc.heldout_versions)
-    return sources.generated_tasks(spec, split, sc.heldout_frac, sc.generated_count, sc.generated_seed,
-                                   sc.generated_modules, sc.generated_dirs, sc.generated_per_module,
-                                   sc.generated_packages)
+    return sources.generated_tasks(spec, split, sc)
 
 
 def training_curriculum(run: RLExperimentConfig, position: int = 0) -> Curriculum:
@@ -217,7 +215,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
     store = WeightStore()
     evals = start_evaluator(run, tokenizer, store, trainer, write)
     with Environment(pool_size=run.env.pool_size, limits=sandbox_limits(run.env)) as env:
-        worker = env_worker_for(run, env, tokenizer)
+        parts = LoopParts(trainer, env_worker_for(run, env, tokenizer), curriculum, counters, store)
 
         def on_version(m: dict[str, Any]) -> None:
             write(trainer.version, m)
@@ -228,7 +226,7 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
                 save(ckpt, trainer, counters, curriculum, run)
 
         try:
-            history = run_loop(run, trainer, worker, curriculum, stop_id, counters, on_version, store, started)
+            history = run_loop(run, parts, stop_id, on_version, started)
         finally:
             results = evals.finish(trainer.version) if evals is not None else []
     if evals is not None and evals.errors:
@@ -269,19 +267,30 @@ def start_evaluator(run: RLExperimentConfig, tokenizer: tk.Tokenizer, store: Wei
     return service
 
 
-def run_loop(run: RLExperimentConfig, trainer: Trainer, worker: EnvWorker, curriculum: Curriculum,
-             stop_id: int, counters: Counters, on_version, store: WeightStore | None = None,
+@dataclasses.dataclass(frozen=True)
+class LoopParts:
+    """The running pieces of one RL run that `run_loop` drives."""
+
+    trainer: Trainer  # the policy trained; it publishes each version to `store`
+    worker: EnvWorker  # runs and grades episodes on the local backend (Ray's env actors make their own)
+    curriculum: Curriculum  # the training tasks in order, resumable at its position
+    counters: Counters  # episode and version counts, checkpointed with the run
+    store: WeightStore  # the published versions: the rollout side and the evaluator service pull from it
+
+
+def run_loop(run: RLExperimentConfig, parts: LoopParts, stop_id: int, on_version,
              started: tuple | None = None) -> list[dict[str, Any]]:
     """The loop on the configured backend: 'local' (threads in this process) or 'ray' (actors); the trainer
-    publishes each version to `store` (the evaluator service pulls from it)."""
-    store = store if store is not None else WeightStore()
+    publishes each version to `parts.store` (the evaluator service pulls from it)."""
+    trainer, counters, store = parts.trainer, parts.counters, parts.store
     if run.rl.backend == "local":
         rollout = RolloutWorker(run.model, store, run.rollout, stop_id, counters, vocab_limit=trainer.law.vocab_limit)
-        return LocalOrchestrator(trainer, rollout, worker, curriculum, run.rl, store, counters).run(on_version)
+        return LocalOrchestrator(trainer, rollout, parts.worker, parts.curriculum, run.rl, store,
+                                 counters).run(on_version)
     from composer2_jax.rl.services.ray_loop import RayOrchestrator
 
     _ray_init(run)
-    return RayOrchestrator(run, trainer, curriculum, counters, stop_id, store, started).run(on_version)
+    return RayOrchestrator(run, trainer, parts.curriculum, counters, stop_id, store, started).run(on_version)
 
 
 def _ray_init(run: RLExperimentConfig) -> None:

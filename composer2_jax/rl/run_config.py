@@ -22,7 +22,7 @@ from composer2_jax.rl.branching import TreeConfig
 from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.services.rollout import RolloutConfig
 from composer2_jax.rl.services.trainer import RL_LOSS, TrainerConfig
-from composer2_jax.rl.sources import parse_mix
+from composer2_jax.rl.sources import SourcesConfig, parse_mix
 from composer2_jax.train.checkpoint import CheckpointConfig
 from composer2_jax.train.metrics import LogConfig
 from composer2_jax.train.optim import OptimConfig
@@ -155,30 +155,6 @@ def check_placement(placement: str, tc: TrainerConfig, rc: RolloutConfig, backen
         raise ValueError(f"rl.placement='disaggregated' but the {where} overlap; expected disjoint device sets")
     if placement == "colocated" and trainer != rollout:
         raise ValueError(f"rl.placement='colocated' but the {where} differ; expected the same devices")
-
-
-@dataclasses.dataclass(frozen=True)
-class SourcesConfig:
-    """How the task sources of `tasks` (rl/sources.py) split and fill; the toy family's sizes stay in `rl`."""
-
-    heldout_frac: float = 0.2  # share of a suite's or generated folder's task names held out of training
-    heldout_versions: tuple[str, ...] = ()  # suite versions (or folders) held out whole: evaluated, never trained
-    eval_tasks: int = 16  # held-out tasks per Harbor source per evaluation (the toy family uses rl.eval_tasks)
-    generated_count: int = 200  # tasks a generated:DIR source writes into an empty DIR
-    generated_seed: int = 0  # order in which the generator tries candidates
-    generated_modules: tuple[str, ...] = ()  # modules to delete functions from (() = generate_stdlib.MODULES)
-    generated_dirs: tuple[str, ...] = ()  # folders holding M.py and test/test_M.py (() = the stdlib)
-    generated_per_module: int = 2  # most tasks per module (raise it, with more modules, for hundreds of tasks)
-    # pure-Python packages to delete functions from instead of the stdlib (bench/authoring/generate_package.py):
-    # importable names, package folders, wheels or sdists; () = the stdlib modules above
-    generated_packages: tuple[str, ...] = ()
-
-    def __post_init__(self):
-        if (not 0 <= self.heldout_frac < 1 or self.eval_tasks < 1 or self.generated_count < 1
-                or self.generated_per_module < 1):
-            raise ValueError(f"sources.heldout_frac={self.heldout_frac}, eval_tasks={self.eval_tasks}, "
-                             f"generated_count={self.generated_count}, generated_per_module="
-                             f"{self.generated_per_module}; expected [0, 1), >= 1, >= 1, >= 1")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -133,6 +133,30 @@ def split_of_name(name: str, heldout_frac: float) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
+class SourcesConfig:
+    """How the task sources of `tasks` (this module) split and fill; the toy family's sizes stay in `rl`."""
+
+    heldout_frac: float = 0.2  # share of a suite's or generated folder's task names held out of training
+    heldout_versions: tuple[str, ...] = ()  # suite versions (or folders) held out whole: evaluated, never trained
+    eval_tasks: int = 16  # held-out tasks per Harbor source per evaluation (the toy family uses rl.eval_tasks)
+    generated_count: int = 200  # tasks a generated:DIR source writes into an empty DIR
+    generated_seed: int = 0  # order in which the generator tries candidates
+    generated_modules: tuple[str, ...] = ()  # modules to delete functions from (() = generate_stdlib.MODULES)
+    generated_dirs: tuple[str, ...] = ()  # folders holding M.py and test/test_M.py (() = the stdlib)
+    generated_per_module: int = 2  # most tasks per module (raise it, with more modules, for hundreds of tasks)
+    # pure-Python packages to delete functions from instead of the stdlib (bench/authoring/generate_package.py):
+    # importable names, package folders, wheels or sdists; () = the stdlib modules above
+    generated_packages: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if (not 0 <= self.heldout_frac < 1 or self.eval_tasks < 1 or self.generated_count < 1
+                or self.generated_per_module < 1):
+            raise ValueError(f"sources.heldout_frac={self.heldout_frac}, eval_tasks={self.eval_tasks}, "
+                             f"generated_count={self.generated_count}, generated_per_module="
+                             f"{self.generated_per_module}; expected [0, 1), >= 1, >= 1, >= 1")
+
+
+@dataclasses.dataclass(frozen=True)
 class SourceTasks:
     """The tasks of one source in one split, and what was skipped (name → why)."""
 
@@ -166,15 +190,17 @@ def harbor_tasks(spec: SourceSpec, folder: str | Path, split: str, heldout_frac:
     return SourceTasks(spec, tuple(out), skipped)
 
 
-def generated_tasks(spec: SourceSpec, split: str, heldout_frac: float, count: int, seed: int,
-                    modules: Sequence[str] = (), dirs: Sequence[str] = (), per_module: int = 2,
-                    packages: Sequence[str] = ()) -> SourceTasks:
-    """The feature-deletion tasks in the spec's folder (generated there first when it holds none): from `packages`
-    (any pure-Python package: an importable name, a folder, a wheel or an sdist; bench/authoring/generate_package.py)
-    when given, else from standard-library `modules` and their Lib/test tests (bench/authoring/generate_stdlib.py)."""
+def generated_tasks(spec: SourceSpec, split: str, sc: SourcesConfig = SourcesConfig()) -> SourceTasks:
+    """The feature-deletion tasks in the spec's folder (generated there first when it holds none, with the
+    `generated_*` settings of `sc`): from `sc.generated_packages` (any pure-Python package: an importable name, a
+    folder, a wheel or an sdist; bench/authoring/generate_package.py) when given, else from standard-library
+    `sc.generated_modules` and their Lib/test tests (bench/authoring/generate_stdlib.py); split by
+    `sc.heldout_frac`."""
     folder = Path(spec.arg)
     if not folder.is_dir() or not any((p / "instruction.md").is_file() for p in folder.iterdir()):
         folder.mkdir(parents=True, exist_ok=True)
+        count, seed, per_module, packages = (sc.generated_count, sc.generated_seed, sc.generated_per_module,
+                                             sc.generated_packages)
         if packages:
             from composer2_jax.bench.authoring import generate_package
 
@@ -183,12 +209,12 @@ def generated_tasks(spec: SourceSpec, split: str, heldout_frac: float, count: in
         else:
             from composer2_jax.bench.authoring import generate_stdlib as generate
 
-            written = generate.generate(folder, count, seed, tuple(modules) or generate.MODULES, list(dirs) or None,
-                                        per_module=per_module)
-            what = f"modules {tuple(modules) or generate.MODULES}, folders {list(dirs) or 'the stdlib'}"
+            modules, dirs = tuple(sc.generated_modules) or generate.MODULES, list(sc.generated_dirs) or None
+            written = generate.generate(folder, count, seed, modules, dirs, per_module=per_module)
+            what = f"modules {modules}, folders {dirs or 'the stdlib'}"
         if not written:
             raise ValueError(f"task source {spec.name!r}: the generator wrote no task into {folder} ({what})")
-    return harbor_tasks(spec, folder, split, heldout_frac)
+    return harbor_tasks(spec, folder, split, sc.heldout_frac)
 
 
 def family_tasks(spec: SourceSpec, split: str, n: int, seed: int, levels: Sequence[int]) -> SourceTasks:

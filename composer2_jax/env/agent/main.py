@@ -215,8 +215,8 @@ class Agent:
                                     f"the sandbox used {self.reaper.cpu_s:.1f} CPU s of its "
                                     f"{req['cpu_budget_s']} s budget")
         limits["cpu_s"] = left if limits["cpu_s"] is None else min(limits["cpu_s"], left)
-        self.job = runner.Job(self.sel, self.reaper, req["cmd"], cwd, env, req["timeout_s"], limits,
-                              self.image_root, user)
+        launch = runner.Launch(req["cmd"], cwd, env, limits, self.image_root, user)
+        self.job = runner.Job(self.sel, self.reaper, launch, req["timeout_s"])
 
 
 def main(argv):

@@ -12,6 +12,7 @@ hold are read for GRACE_S more and then handed to a `Drain` that discards their 
 A timeout or an output flood kills the command's process group only.
 """
 
+import collections
 import ctypes
 import os
 import resource
@@ -24,6 +25,9 @@ IMAGE_SHELL = "/bin/bash"  # Harbor runs commands with `bash -c`; /bin/sh when a
 CHUNK = 1 << 16
 GRACE_S = 0.1  # image sandboxes: how long output is still collected after the shell exits
 PR_SET_DUMPABLE = 4
+# What a command runs and where: the shell command, its working directory, environment and rlimits (`set_limits`),
+# and for image sandboxes the image root it is chrooted into and the `users.User` it runs as (None, None: neither).
+Launch = collections.namedtuple("Launch", "cmd cwd env limits root user", defaults=(None, None))
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _RESET_SIGNALS = ("SIGPIPE", "SIGXFSZ", "SIGXCPU", "SIGINT", "SIGTERM", "SIGHUP", "SIGCHLD", "SIGQUIT")
 
@@ -185,14 +189,14 @@ def _reset_child(out_fd, err_fd):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
 
 
-def _exec_child(cmd, cwd, env, limits, out_w, err_w, root, user):
+def _exec_child(launch, out_w, err_w):
     """Child side of fork: wire stdio, reset signals, apply limits, enter the image, exec the shell; never returns."""
     try:
         _reset_child(out_w, err_w)
-        set_limits(limits)
-        enter(root, cwd, user)
-        shell = IMAGE_SHELL if root and os.path.exists(IMAGE_SHELL) else SHELL
-        os.execve(shell, [shell, "-c", cmd], env)
+        set_limits(launch.limits)
+        enter(launch.root, launch.cwd, launch.user)
+        shell = IMAGE_SHELL if launch.root and os.path.exists(IMAGE_SHELL) else SHELL
+        os.execve(shell, [shell, "-c", launch.cmd], launch.env)
     except BaseException as e:  # noqa: BLE001 - report anything, then die
         os.write(2, f"sandbox: cannot start command: {e}\n".encode())
     os._exit(127)
@@ -238,11 +242,13 @@ class Drain:
 class Job:
     """One running command: its pipes registered on the agent's selector, its deadline and its captures.
 
-    With root set (image sandboxes) the command runs chrooted as `user` and may leave background processes.
+    With `launch.root` set (image sandboxes) the command runs chrooted as `launch.user` and may leave background
+    processes.
     """
 
-    def __init__(self, sel, reaper, cmd, cwd, env, timeout_s, limits, root=None, user=None):
-        self.sel, self.reaper, self.limits, self.background = sel, reaper, limits, bool(root)
+    def __init__(self, sel, reaper, launch, timeout_s):
+        limits = launch.limits
+        self.sel, self.reaper, self.limits, self.background = sel, reaper, limits, bool(launch.root)
         self.start = time.monotonic()
         self.deadline = self.start + timeout_s
         self.exited_at = None
@@ -252,7 +258,7 @@ class Job:
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         self.pid = os.fork()
         if self.pid == 0:
-            _exec_child(cmd, cwd, env, limits, out_w, err_w, root, user)
+            _exec_child(launch, out_w, err_w)
         os.close(out_w)
         os.close(err_w)
         self.fds = {out_r: "stdout", err_r: "stderr"}

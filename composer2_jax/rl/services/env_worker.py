@@ -28,6 +28,7 @@ from typing import Any
 from composer2_jax.data import tokenizer as tk
 from composer2_jax.env import SandboxLimits
 from composer2_jax.env.harness import (
+    EpisodeOptions,
     EpisodeResult,
     HarnessConfig,
     TurnCheckpoint,
@@ -152,6 +153,7 @@ class EnvWorker:
         """
         image = isinstance(task, HarborTask) and task.task.is_image
         view, harness = self.family(task)
+        options = EpisodeOptions(task_id=task.task_id, group_id=task.task_id, checkpoints=checkpoints)
         opened = None
         if image:
             if checkpoint is not None:
@@ -166,11 +168,9 @@ class EnvWorker:
             sid = fork_checkpoint(self.env, checkpoint)
         try:
             if checkpoint is None:
-                result = run_episode(view, sid, task.instruction, policy, self.tok, harness,
-                                     task_id=task.task_id, group_id=task.task_id, checkpoints=checkpoints)
+                result = run_episode(view, sid, task.instruction, policy, self.tok, harness, options)
             else:
-                result = resume_episode(view, sid, checkpoint, policy, self.tok, harness,
-                                        task_id=task.task_id, group_id=task.task_id, checkpoints=checkpoints)
+                result = resume_episode(view, sid, checkpoint, policy, self.tok, harness, options)
             try:
                 if image:
                     self.env.set_user(sid, None)  # the verifier runs as the image's user, as in a trial
