@@ -99,7 +99,7 @@ def run(argv: list[str]) -> tuple[int, dict | None, dict]:
         allow = EgressPolicy(allow_hosts=tuple(h.strip() for h in args.agent_allow_hosts.split(",") if h.strip()))
         trials = run_suite(env, suite, agent, samples=args.samples, workers=args.workers,
                            options=TrialOptions(log_dir=run_dir / "logs",
-                                                agent_policy=allow if args.agent_allow_hosts else None))
+                                                agent_egress=allow if args.agent_allow_hosts else None))
     record = report.build_record(suite, args.agent, [t.to_dict() for t in trials], ks,
                                  meta={"argv": argv, "wall_s": round(time.monotonic() - start, 1),
                                        "harness": dataclasses.asdict(agent.config)})

@@ -136,12 +136,12 @@ def test_the_verifier_network_leaves_no_trace_for_the_next_agent(bench_env, tmp_
 def test_agent_phase_follows_allow_internet_and_the_runs_allow_list(tmp_path):
     from types import SimpleNamespace
 
-    from composer2_jax.bench.runner import agent_policy
+    from composer2_jax.bench.runner import agent_phase_egress
     from composer2_jax.bench.task_config import parse_task_toml
 
     def policy(toml, run=None):
         (tmp_path / "task.toml").write_text(toml)
-        return agent_policy(SimpleNamespace(config=parse_task_toml(tmp_path / "task.toml")), run)
+        return agent_phase_egress(SimpleNamespace(config=parse_task_toml(tmp_path / "task.toml")), run)
 
     run = EgressPolicy(allow_hosts=("pypi.org", "*.pythonhosted.org"))
     assert policy("[environment]\nallow_internet = false\n", run).allow_hosts == ()  # nothing

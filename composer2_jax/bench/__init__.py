@@ -7,11 +7,14 @@
     policies.py       oracle / null / broken / tamper scripted policies and `model:CKPT` (the `--agent` specs)
     engine_policy.py  the inference engine as a batched Policy; loading it from a training checkpoint
     runner.py         trials in parallel sandboxes forked from one snapshot per task
+    grade.py          a trial's verifier run in a fresh fork after the agent's turn; reward.json, pass
     validate.py       a suite's validation: oracle 1, null 0, every negative 0
     metrics.py        unbiased pass@k (Chen et al. 2021) and per task / category / difficulty aggregates
     report.py         the JSON record keyed by suite version, the Markdown report, the plot
     authoring/        generators, negatives, forging policies, the pinned-release script
 
-Grading and verdicts (grade, verdict runner, guard, verifier network) live in composer2_jax/verify/. Run a suite
+Grading a trial is `grade.py` here (install the task's tests in a fresh fork of the agent's sandbox, run them,
+read the verifier's files); the verdict machinery it and RL share (verdict runner, verdicts judged on the host,
+guard, verifier network) lives in composer2_jax/verify/. Run a suite
 with `python -m experiments.evaluate --suite v0 --agent oracle`; see docs/benchmark.md.
 """

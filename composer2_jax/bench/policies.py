@@ -9,8 +9,8 @@ model takes (render → generate → decode → parse_assistant → Environment.
     null          submits at once
     broken        sends only malformed tool calls (bad JSON, unknown tool, bad arguments, unterminated), then stops
     tamper        writes a passing tests/test.sh and reward files into every place it can reach, then submits
-    model:CKPT    the inference engine (`composer2_jax.infer.Engine`) on the newest step of training checkpoint
-                  folder CKPT, sampling at temperature 1 (bench/engine_policy.py)
+    model:CKPT    the rollout engine (`infer.rollout_engine.RolloutEngine`) on the newest step of training
+                  checkpoint folder CKPT, sampling at temperature 1 (bench/engine_policy.py)
 """
 
 from __future__ import annotations

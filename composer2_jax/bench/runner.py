@@ -192,7 +192,7 @@ def _fill_from_episode(trial: Trial, result: EpisodeResult) -> None:
     trial.notes = "; ".join(x for x in (trial.notes, result.malformed_report()) if x)
 
 
-def agent_policy(task: Task, run_policy: EgressPolicy | None = None) -> EgressPolicy:
+def agent_phase_egress(task: Task, run_policy: EgressPolicy | None = None) -> EgressPolicy:
     """What the agent's phase may reach: allow_internet = false / no-network: nothing; allowlist: allowed_hosts;
     public: [environment.egress] if the task gives one, else the run's allow list (`run_policy`; None: any host)."""
     cfg = task.config
@@ -257,7 +257,7 @@ class TrialOptions:
     log_dir: Path | None = None  # transcripts and verifier output, one file per trial (and step); None: none kept
     on_episode: Callable[[Task, EpisodeResult], None] | None = None  # called with each finished episode
     # the run's allow list for agents of tasks with public internet and no [environment.egress] (None: any host)
-    agent_policy: EgressPolicy | None = None
+    agent_egress: EgressPolicy | None = None
 
 
 def min_reward_miss(rewards: dict[str, float], min_reward) -> str | None:
@@ -339,10 +339,10 @@ def run_trial(env, snapshots: SnapshotCache, task: Task, sample: int, agent: Age
         if image is not None:
             trial.image = {"key": image.key, "mappings": list(image.mappings), "cached": image.cached}
         if isinstance(snap, compose.ComposeSnapshot):  # every service started; the agent works in the main one
-            group = compose.fork_compose(env, snap, agent_policy(task, options.agent_policy), resources_of(task))
+            group = compose.fork_compose(env, snap, agent_phase_egress(task, options.agent_egress), resources_of(task))
             sid = group.main
         else:
-            sid = env.fork(snap, policy=agent_policy(task, options.agent_policy),
+            sid = env.fork(snap, policy=agent_phase_egress(task, options.agent_egress),
                            resources=resources_of(task) if task.is_image else None)
         if hasattr(env, "set_phase"):
             env.set_phase(sid, "agent")  # allow_internet's policy; the verifier's phase is verify/network.py's

@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from composer2_jax.bench import compose
-from composer2_jax.bench.runner import SnapshotCache, agent_policy, prepare_step, resources_of
+from composer2_jax.bench.runner import SnapshotCache, agent_phase_egress, prepare_step, resources_of
 from composer2_jax.bench.task import Step, Task
 
 LOGS_COMMAND = ("mkdir -p /logs/agent /logs/verifier /logs/artifacts && chmod 777 /logs/agent /logs/verifier "
@@ -84,7 +84,7 @@ class ImageEpisodes:
 
     def _fork(self, task: Task, snap: Any) -> Opened:
         """Fork a start snapshot with the task's agent policy and resources (every service of a compose task)."""
-        policy, resources = agent_policy(task), resources_of(task)
+        policy, resources = agent_phase_egress(task), resources_of(task)
         if isinstance(snap, compose.ComposeSnapshot):
             group = compose.fork_compose(self.env, snap, policy, resources)
             opened = Opened(group.main, group)

@@ -271,7 +271,7 @@ def start_evaluator(run: RLExperimentConfig, tokenizer: tk.Tokenizer, store: Wei
 class LoopParts:
     """The running pieces of one RL run that `run_loop` drives."""
 
-    trainer: Trainer  # the policy trained; it publishes each version to `store`
+    trainer: Trainer  # the policy trained; the orchestrator publishes its weights to `store` after each update
     worker: EnvWorker  # runs and grades episodes on the local backend (Ray's env actors make their own)
     curriculum: Curriculum  # the training tasks in order, resumable at its position
     counters: Counters  # episode and version counts, checkpointed with the run
@@ -280,8 +280,8 @@ class LoopParts:
 
 def run_loop(run: RLExperimentConfig, parts: LoopParts, stop_id: int, on_version,
              started: tuple | None = None) -> list[dict[str, Any]]:
-    """The loop on the configured backend: 'local' (threads in this process) or 'ray' (actors); the trainer
-    publishes each version to `parts.store` (the evaluator service pulls from it)."""
+    """The loop on the configured backend: 'local' (threads in this process) or 'ray' (actors); the loop publishes
+    the trainer's weights after each update as a version in `parts.store` (the evaluator service pulls from it)."""
     trainer, counters, store = parts.trainer, parts.counters, parts.store
     if run.rl.backend == "local":
         rollout = RolloutWorker(run.model, store, run.rollout, stop_id, counters, vocab_limit=trainer.law.vocab_limit)

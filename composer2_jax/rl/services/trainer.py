@@ -1,4 +1,5 @@
-"""Trainer service: consumes batches of groups, steps the RL objective, publishes versioned weights.
+"""Trainer service: consumes batches of groups and steps the RL objective; its weights are what the orchestrator
+publishes as each version (rl/services/local.py, ray_loop.py).
 
 One `train(groups)` call is one weight version:
   1. Dr. GRPO advantages Â = R − mean_group(R) over each task's rollouts (rl/advantages.py);
