@@ -1,7 +1,8 @@
 """The desktop (composer2_jax/env/desktop/): tool schemas and argument errors, the guest's WebSocket framing against
 RFC 6455's own examples, the accessibility-tree text, PNG facts, screenshots kept in the episode record, and (slow)
-the real thing: the desktop image built, a page served from inside the sandbox, Chromium driven to it over the
-DevTools protocol, text typed, a button clicked, the page text and the screenshots checked.
+the real thing on both backends (bubblewrap and a VM): the desktop image built, a page served from inside the
+sandbox, Chromium driven to it over the DevTools protocol, text typed, a button clicked, the page text and the
+screenshots checked; on a VM, memory snapshots keep the running browser through fork and restore.
 """
 
 import base64
@@ -255,9 +256,11 @@ def test_screenshots_are_kept_in_the_episode_record(tmp_path):
 # ------------------------------------------------------------------------------------------------- the real desktop
 
 
-def _problem() -> str | None:
-    """Why this host cannot build and run the desktop image (None if it can)."""
-    missing = [b for b in ("podman", "debootstrap") if shutil.which(b) is None]
+def _problem(backend: str) -> str | None:
+    """Why this host cannot build and run the desktop image on `backend` (None if it can)."""
+    needed = ("podman", "debootstrap") + (("qemu-system-x86_64", "qemu-img", "busybox", "mkfs.ext4", "cpio")
+                                          if backend == "vm" else ())
+    missing = [b for b in needed if shutil.which(b) is None]
     return envtest.host_problem() or (f"{', '.join(missing)} not installed (tests/run.sh installs them)"
                                       if missing else None)
 
@@ -293,20 +296,39 @@ def _colors(artifact: dict):
     return data, {color: n for n, color in counts}
 
 
-@pytest.fixture(scope="module")
-def desktop(tmp_path_factory):
-    problem = _problem()
+def _serve_site(desk, sid) -> None:
+    """Serve PAGE, SECOND and THIRD on 127.0.0.1:8000 from a process inside the sandbox; wait until it listens."""
+    desk.exec(sid, f"mkdir -p /srv/site && cat > /srv/site/index.html <<'EOF'\n{PAGE}EOF\n"
+                   f"echo '{SECOND}' > /srv/site/second.html && echo '{THIRD}' > /srv/site/third.html && "
+                   "nohup python3 -m http.server 8000 --bind 127.0.0.1 --directory /srv/site > /tmp/http.log 2>&1 &")
+    probe = "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8000))'"
+    for _ in range(300):
+        if desk.exec(sid, probe)["exit_code"] == 0:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the page server did not listen: {desk.exec(sid, 'cat /tmp/http.log')['stdout']}")
+
+
+BACKENDS = ("bwrap", "vm")  # the desktop runs the same tools on both (a VM under TCG here: slower, same results)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def desktop(request):
+    backend = request.param
+    problem = _problem(backend)
     if problem is not None:
         if ON_CI:
-            pytest.fail(f"CI=true but the desktop image cannot be built here: {problem}")
+            pytest.fail(f"CI=true but the desktop image cannot run on the {backend} backend here: {problem}")
         pytest.skip(problem)
     from composer2_jax.env import Environment, SandboxConfig
     from composer2_jax.env.images import ImageBuilder
 
     builder = ImageBuilder()
     image = desktop_image(builder)  # cached per machine in $COMPOSER2_IMAGE_CACHE after the first build
-    env = Environment(config=SandboxConfig(image_pool_size=0))
-    config = DesktopConfig(width=1024, height=640)
+    # A VM needs room for Chromium in its own RAM; under TCG the desktop's first start takes about a minute.
+    settings = {"backend": "vm", "vm_memory_mib": 1024} if backend == "vm" else {}
+    env = Environment(config=SandboxConfig(image_pool_size=0, **settings))
+    config = DesktopConfig(width=1024, height=640, timeout_s=240.0 if backend == "vm" else 60.0)
     yield DesktopEnvironment(env, config), env.import_image(image), config
     env.shutdown()
     builder.close()
@@ -318,14 +340,7 @@ def test_browser_drives_a_page_served_inside_the_sandbox(desktop):
     sid = desk.fork(snap)
     have = desk.exec(sid, "for b in Xvfb openbox chromium python3; do command -v $b >/dev/null || echo $b; done")
     assert have["exit_code"] == 0 and have["stdout"] == "", f"the desktop image lacks {have['stdout'].split()}"
-    desk.exec(sid, f"mkdir -p /srv/site && cat > /srv/site/index.html <<'EOF'\n{PAGE}EOF\n"
-                   f"echo '{SECOND}' > /srv/site/second.html && echo '{THIRD}' > /srv/site/third.html && "
-                   "nohup python3 -m http.server 8000 --bind 127.0.0.1 --directory /srv/site > /tmp/http.log 2>&1 &")
-    for _ in range(100):
-        if desk.exec(sid, "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8000))'")[
-                "exit_code"] == 0:
-            break
-        time.sleep(0.1)
+    _serve_site(desk, sid)
     obs = desk.call(sid, "browser_open", {"url": "http://127.0.0.1:8000/"})
     assert obs.ok, obs.content
     assert obs.fields["title"] == "Greeting form" and "nobody greeted yet" in obs.fields["text"]
@@ -365,6 +380,7 @@ def test_browser_drives_a_page_served_inside_the_sandbox(desktop):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("desktop", ["bwrap"], indirect=True)  # the harness is backend-blind; the tools: above
 def test_the_harness_offers_the_desktop_tools_and_keeps_the_screenshot(desktop, tmp_path):
     desk, snap, config = desktop
     sid = desk.fork(snap)
@@ -388,7 +404,17 @@ def test_the_harness_offers_the_desktop_tools_and_keeps_the_screenshot(desktop, 
     desk.close(sid)
 
 
+def _chromium(desk, sid) -> tuple[str, str]:
+    """(pid, start time in clock ticks since boot) of the oldest Chromium process in the sandbox."""
+    out = desk.exec(sid, "pid=$(pgrep -o -x chromium) && echo $pid $(cut -d')' -f2 /proc/$pid/stat | "
+                         "awk '{print $20}')")
+    assert out["exit_code"] == 0, out
+    pid, ticks = out["stdout"].split()
+    return pid, ticks
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("desktop", ["bwrap"], indirect=True)  # a VM keeps the desktop: the next test
 def test_the_desktop_comes_back_after_a_files_only_snapshot_and_reads_in_chunks(desktop):
     desk, snap, config = desktop
     sid = desk.fork(snap)
@@ -405,3 +431,36 @@ def test_the_desktop_comes_back_after_a_files_only_snapshot_and_reads_in_chunks(
     shot = small.call(sid, "screenshot", {})
     assert shot.ok and shot.fields["artifacts"][0]["width"] == config.width
     desk.close(sid)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("desktop", ["vm"], indirect=True)  # bubblewrap snapshots hold files only (test above)
+def test_vm_forks_of_a_warm_desktop_each_have_the_running_browser_and_diverge(desktop):
+    """What only memory snapshots give: a browser on a page with typed-in state, forked twice; each fork has the
+    same Chromium process (no restart) with the typed text still in the field; the forks then navigate apart,
+    and a restore brings the original page and its state back."""
+    desk, snap, config = desktop
+    sid = desk.fork(snap)
+    _serve_site(desk, sid)
+    assert desk.call(sid, "browser_open", {"url": "http://127.0.0.1:8000/"}).ok
+    assert desk.call(sid, "browser_type", {"text": "forked state", "selector": "#name"}).ok
+    browser = _chromium(desk, sid)
+    warm = desk.snapshot(sid)
+    kids = [desk.fork(warm) for _ in range(2)]
+    for kid in kids:
+        tree = desk.call(kid, "browser_read", {"mode": "accessibility"})
+        assert tree.ok and not tree.fields.get("restarted"), tree.content
+        assert 'textbox "your name" value="forked state"' in tree.content  # typed before the snapshot
+        assert _chromium(desk, kid) == browser  # the same process, not a new one
+    clicked = desk.call(kids[0], "browser_click", {"selector": "#go"})
+    assert clicked.ok and clicked.fields["title"] == "Greeted forked state", clicked.content
+    moved = desk.call(kids[1], "browser_open", {"url": "http://127.0.0.1:8000/third.html"})
+    assert moved.ok and moved.fields["text"] == "Third page"
+    assert "nobody greeted yet" in desk.call(sid, "browser_read", {}).fields["text"]  # the parent is untouched
+    assert desk.call(kids[0], "browser_read", {}).fields["title"] == "Greeted forked state"  # the forks diverged
+    desk.restore(kids[1], warm)
+    back = desk.call(kids[1], "browser_read", {"mode": "both"})
+    assert back.ok and not back.fields.get("restarted") and back.fields["url"] == "http://127.0.0.1:8000/"
+    assert 'value="forked state"' in back.content and _chromium(desk, kids[1]) == browser
+    for s in (*kids, sid):
+        desk.close(s)

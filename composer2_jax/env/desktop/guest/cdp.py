@@ -143,9 +143,11 @@ class CDP:
     """One DevTools session on the first page target."""
 
     def __init__(self, port: int, timeout: float = 30.0):
-        pages = [t for t in http_json(port, "/json/list") if t.get("type") == "page"]
+        # The operation's own limit, not a short fixed one: a Chromium just started in an emulated VM on a loaded
+        # host can take longer than a few seconds to list its targets.
+        pages = [t for t in http_json(port, "/json/list", timeout=timeout) if t.get("type") == "page"]
         if not pages:
-            pages = [http_json(port, "/json/new?about:blank", method="PUT")]
+            pages = [http_json(port, "/json/new?about:blank", method="PUT", timeout=timeout)]
         self.ws = WebSocket(pages[0]["webSocketDebuggerUrl"], timeout)
         self.timeout, self.next_id, self.events = timeout, 0, []
         self.call("Page.enable")  # page lifecycle events: a navigation an input starts is seen (wait_navigation)
