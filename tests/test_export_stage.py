@@ -254,7 +254,7 @@ def _rl_step(long_stage, directory, tokenizer: TokenizerConfig, version=5, drop=
     else:
         state = train_state_from(params, router, tx, shardings, mesh)
     ck = Checkpointer(os.path.join(directory, "checkpoints"), async_save=False)
-    ck.save(version, state, {"version": version, "counters": {}, "sampler_position": 0}, config_record(run))
+    ck.save(version, state, {"version": version, "counters": {}, "curriculum_position": 0}, config_record(run))
     ck.close()
     return os.path.join(directory, "checkpoints", str(version))
 

@@ -172,7 +172,7 @@ def start_state(run: RLExperimentConfig, trainer: Trainer, ckpt: Checkpointer) -
 def save(ckpt: Checkpointer, trainer: Trainer, counters: Counters, curriculum: Curriculum,
          run: RLExperimentConfig) -> None:
     """Checkpoint the train state with the loop state (version, counters, curriculum position)."""
-    data = {"version": trainer.version, "counters": counters.snapshot(), "sampler_position": curriculum.position}
+    data = {"version": trainer.version, "counters": counters.snapshot(), "curriculum_position": curriculum.position}
     ckpt.save(trainer.version, trainer.state, data, config_record(run))
 
 
@@ -202,7 +202,8 @@ def run_rl(config, hook: Callable[[dict[str, Any]], None] | None = None) -> RLRe
                         processes={0} if started is not None else None)
     saved = start_state(run, trainer, ckpt)
     counters = Counters(saved.get("counters"))
-    curriculum = training_curriculum(run, saved.get("sampler_position", 0))
+    # the curriculum's position; runs saved before the rename call it sampler_position
+    curriculum = training_curriculum(run, saved.get("curriculum_position", saved.get("sampler_position", 0)))
     writer = MetricWriter(workdir / "logs", enabled=run.log.write)
     stop_id = end_token_id(tokenizer)
     check_shapes(run.harness, run.rollout, run.trainer.seq_len, tokenizer)
