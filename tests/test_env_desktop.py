@@ -1,8 +1,8 @@
 """The desktop (composer2_jax/env/desktop/): tool schemas and argument errors, the guest's WebSocket framing against
 RFC 6455's own examples, the accessibility-tree text, PNG facts, screenshots kept in the episode record, and (slow)
-the real thing on both backends (bubblewrap and a VM): the desktop image built, a page served from inside the
-sandbox, Chromium driven to it over the DevTools protocol, text typed, a button clicked, the page text and the
-screenshots checked; on a VM, memory snapshots keep the running browser through fork and restore.
+the real thing: the desktop image built, a page served from inside the sandbox, Chromium driven to it over the
+DevTools protocol, text typed, a button clicked, the page text and the screenshots checked (bubblewrap); and on a VM,
+memory snapshots keeping the running browser through fork and restore.
 """
 
 import base64
@@ -309,12 +309,12 @@ def _serve_site(desk, sid) -> None:
     raise AssertionError(f"the page server did not listen: {desk.exec(sid, 'cat /tmp/http.log')['stdout']}")
 
 
-BACKENDS = ("bwrap", "vm")  # the desktop runs the same tools on both (a VM under TCG here: slower, same results)
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="module")
 def desktop(request):
-    backend = request.param
+    """(DesktopEnvironment, the desktop image's snapshot, DesktopConfig) on bubblewrap, or on the backend a test
+    names with `@pytest.mark.parametrize("desktop", ["vm"], indirect=True)` (the same tools; a VM runs under TCG
+    here: slower, same results)."""
+    backend = getattr(request, "param", "bwrap")
     problem = _problem(backend)
     if problem is not None:
         if ON_CI:
@@ -380,7 +380,6 @@ def test_browser_drives_a_page_served_inside_the_sandbox(desktop):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("desktop", ["bwrap"], indirect=True)  # the harness is backend-blind; the tools: above
 def test_the_harness_offers_the_desktop_tools_and_keeps_the_screenshot(desktop, tmp_path):
     desk, snap, config = desktop
     sid = desk.fork(snap)
@@ -414,7 +413,6 @@ def _chromium(desk, sid) -> tuple[str, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("desktop", ["bwrap"], indirect=True)  # a VM keeps the desktop: the next test
 def test_the_desktop_comes_back_after_a_files_only_snapshot_and_reads_in_chunks(desktop):
     desk, snap, config = desktop
     sid = desk.fork(snap)
@@ -454,6 +452,12 @@ def test_vm_forks_of_a_warm_desktop_each_have_the_running_browser_and_diverge(de
         assert _chromium(desk, kid) == browser  # the same process, not a new one
     clicked = desk.call(kids[0], "browser_click", {"selector": "#go"})
     assert clicked.ok and clicked.fields["title"] == "Greeted forked state", clicked.content
+    shot = desk.call(kids[0], "screenshot", {})
+    assert shot.ok and "Hello, forked state!" in shot.content
+    (artifact,) = shot.fields["artifacts"]
+    assert (artifact["width"], artifact["height"]) == (config.width, config.height)
+    _, colors = _colors(artifact)
+    assert colors.get((200, 30, 40), 0) >= 0.9 * 400 * 200  # the banner the click showed, rendered in the VM
     moved = desk.call(kids[1], "browser_open", {"url": "http://127.0.0.1:8000/third.html"})
     assert moved.ok and moved.fields["text"] == "Third page"
     assert "nobody greeted yet" in desk.call(sid, "browser_read", {}).fields["text"]  # the parent is untouched
