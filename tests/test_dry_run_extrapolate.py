@@ -35,7 +35,7 @@ def test_extrapolated_peak_matches_the_full_compile_and_the_old_line_did_not():
     assert abs(est - full) <= DRY_RUN_EXTRAPOLATED_PEAK_RTOL * full, (est, full, how)
     assert f"{REDUCED_UNITS[0]} and {REDUCED_UNITS[1]} of {n} scan units" in how
     # what the test guards against: the old line through the 1- and 2-unit peaks misses the full peak by more than
-    # the tolerance (the 1-unit program is not the scanned one: its temporaries exceed the 2-unit program's)
+    # the tolerance (the 1-unit program's temporaries exceed the 2-unit program's)
     p1, p2 = (_peak(sh, with_units(cfg, u), mesh) for u in (1, 2))
     old = p1 + (n - 1) * (p2 - p1)
     assert abs(old - full) > DRY_RUN_EXTRAPOLATED_PEAK_RTOL * full, (p1, p2, full)

@@ -4,7 +4,7 @@ A step's peak is the most bytes live at any point of its schedule: what stays re
 parameters, optimizer state, the batch) plus the temporaries live at that point. Two points of the schedule compete:
 
 * the micro-batch loop (forward, backward, the accumulated gradients): its temporaries grow linearly in the scan
-  units from two units on (one unit compiles to a different program: the scan of length 1 is removed);
+  units from two units on (a one-unit program's temporaries can exceed a two-unit one's: docs/scaling.md);
 * the optimizer update after it (Muon's Newton–Schulz works on the whole stacked gradients at once): its
   temporaries grow faster per unit, but start lower.
 
