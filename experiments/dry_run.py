@@ -9,7 +9,7 @@ Flags (plain absl flags next to `--config`, so the ConfigDict and its `--config.
   --dry_run            compile instead of train
   --dry_run_chip       accelerator to check against (composer2_jax/chips.py); default: the config's `chip`
   --dry_run_chips      simulated device count; default: the product of the config's mesh sizes (no -1 axis)
-  --dry_run_depth      full (default) | extrapolate: 1- and 2-unit compiles extrapolated to the whole stack
+  --dry_run_depth      full (default) | extrapolate: 2- and 3-unit compiles extrapolated to the whole stack
 The simulated devices must exist before jax starts: when XLA_FLAGS does not already ask for that many host devices
 the process re-executes itself once with XLA_FLAGS=--xla_force_host_platform_device_count=N and JAX_PLATFORMS=cpu.
 """
@@ -35,7 +35,7 @@ def define_flags():
     flags.DEFINE_bool("dry_run", False, "compile the config on simulated devices, print one JSON line, exit")
     flags.DEFINE_string("dry_run_chip", "", "chip of the dry run (composer2_jax/chips.py); default: config.chip")
     flags.DEFINE_integer("dry_run_chips", 0, "simulated device count; default: the config mesh's product")
-    flags.DEFINE_enum("dry_run_depth", "full", list(DEPTHS), "full compile, or 1-/2-unit compiles extrapolated")
+    flags.DEFINE_enum("dry_run_depth", "full", list(DEPTHS), "full compile, or 2-/3-unit compiles extrapolated")
 
 
 def target(chip: str, mesh) -> tuple[str, int]:

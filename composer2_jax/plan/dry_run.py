@@ -6,10 +6,11 @@ What is compiled is the stage's own train step (`train/step.make_train_step` wit
 schedule and QK-clip settings, on `sharding.make_mesh(config.mesh)`, at the config's batch and sequence length),
 with the stage's own model section: `init_from` is not read (no checkpoint is needed), and the kernels resolve as on
 the named accelerator (`model/planning.accelerator_kernels`: 'auto' picks the accelerator's path, as
-`composer2_jax.plan` does). `depth='extrapolate'` compiles the same config with one and with two scan units of the
-decoder stack instead of all of them and extrapolates the peak linearly in the units (the cost model the planner
-uses for FLOPs: `plan/step._unit_costs`), for configs whose full compile is too slow on a CPU host; the report says
-so (`memory_from`). The step time comes from the planner's roofline of the same model on the same mesh for one
+`composer2_jax.plan` does). `depth='extrapolate'` compiles the same config with two and with three scan units of
+the decoder stack instead of all of them, extrapolates the resident bytes and the micro-batch loop's temporaries
+linearly in the units, and takes the optimizer update's temporaries from a compile of the update alone at full depth
+(`plan/extrapolate.py`), for configs whose full compile is too slow on a CPU host; the report says so
+(`memory_from`). The step time comes from the planner's roofline of the same model on the same mesh for one
 micro-batch (batch / step.grad_accum sequences), times grad_accum (`roofline_from`). The devices must already
 exist (experiments/dry_run.py sets the simulated count before jax starts).
 """
@@ -23,8 +24,8 @@ import jax
 from composer2_jax import chips
 from composer2_jax import sharding as shd
 from composer2_jax.model import Transformer, planning
-from composer2_jax.model.layer_plan import layer_plan
 from composer2_jax.plan.calibration import CPU_MEMORY_OVERESTIMATE
+from composer2_jax.plan.extrapolate import extrapolated_peak
 from composer2_jax.plan.roofline import RooflineStep, StepCosts, _roofline
 from composer2_jax.plan.step import _unit_costs, peak_bytes
 from composer2_jax.sharding import activate
@@ -55,19 +56,11 @@ def _peak(sh: "StepShape", cfg, mesh, depth: str) -> tuple[int, object, str]:
     if depth == "full":
         compiled, abstract = sh.compile(cfg, mesh)
         return peak_bytes(compiled.memory_analysis()), abstract, "full compile"
-    prefix, pattern, n_units, _ = layer_plan(cfg)
-    p = len(pattern) or 1
-    peaks = []
-    for u in (1, 2):
-        compiled, _ = sh.compile(dataclasses.replace(cfg, num_layers=len(prefix) + u * p), mesh)
-        peaks.append(peak_bytes(compiled.memory_analysis()))
+    peak, how = extrapolated_peak(sh.compile, cfg, sh.optim, mesh, (sh.batch, sh.seq_len))
     model = Transformer(cfg, mesh)
     abstract, _, _ = abstract_train_state(model, lambda p_, n_: optim_lib.make_optimizer(sh.optim, p_, n_, mesh), mesh,
                                           (sh.batch, sh.seq_len))
-    peak = peaks[0] + (n_units - 1) * (peaks[1] - peaks[0])
-    return peak, abstract, (f"reduced depth, extrapolated (not validated against a full compile): compiles with 1 "
-                            f"and 2 of {n_units} scan units "
-                            f"({peaks[0]} and {peaks[1]} bytes), linear in the units")
+    return peak, abstract, how
 
 
 def _estimate(sh: "StepShape", cfg, mesh, chip, abstract) -> dict:
