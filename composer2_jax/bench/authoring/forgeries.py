@@ -44,7 +44,7 @@ for two minutes:
     rewrite_tests   rewrites every tests/test.sh it can find (/tests, fresh verifier folders under /tmp) into a script
                     that writes a passing reward and exits 0, and rewrites the reward files, every 5 ms
 
-The planted code acts only inside this project's sandboxes (their pid 1 is the sandbox agent), so a forged
+The planted code acts only inside this project's sandboxes (their pid 1 is the sandbox's guest), so a forged
 repository run on a host by mistake does nothing: several policies kill every ancestor process or write files
 into /logs and /tmp. `forge(repo, name)` applies one; `POLICIES` lists them. benchmarks/tasks/forgery_grid.py grades
 every
