@@ -6,7 +6,7 @@ TCG). A check that means something on one backend only is parametrized with `onl
 check that only one backend has sits under `if is_vm(env)` / `if not is_vm(env)` with the reason beside it
 (docs/env.md, "What each backend isolates"). After each attack `contained` checks, concretely: the host canary file
 is unchanged, a bystander sandbox still answers with its own files intact, and no process of the attacker outlives
-its command (bwrap: nothing but the agent in its pid namespace; vm: no uid-1000 process left in the guest, the same
+its command (bwrap: nothing but the guest in its pid namespace; vm: no uid-1000 process left in the guest, the same
 live QEMU, the shared disks unchanged). All network targets are on 127.0.0.1 of this host; names the policy refuses
 are refused before any lookup. At the end, VM-only checks: root in an image VM with the egress NIC.
 """
@@ -112,7 +112,7 @@ def contained(env, attacker, bystander, canary, bystander_file: str = "mine.txt"
     assert obs.ok and obs.fields["stdout"] == "bystander data"
     info = env.info(attacker)
     if not is_vm(env):
-        assert envtest.pids_in_pidns(info["pidns"]) == [info["pid"]]  # only the agent is left
+        assert envtest.pids_in_pidns(info["pidns"]) == [info["pid"]]  # only the guest is left
         return
     for disk, stamp in env.disks.items():
         assert (os.stat(disk).st_mtime_ns, os.stat(disk).st_size) == stamp, f"{disk} changed"
@@ -166,7 +166,7 @@ def test_host_files_through_proc(env, attacker, bystander, canary):
     for probe in ("cat /proc/1/mem", "ls /proc/1/fd", "cat /proc/1/environ", "touch /usr/x /etc/x",
                   "mount -t tmpfs t /tmp", "su -c id root </dev/null",
                   "python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).ptrace(16, 1, 0, 0) != 0)'"):
-        assert sh(env, attacker, probe).fields["exit_code"] != 0, probe  # the agent cannot be traced or read
+        assert sh(env, attacker, probe).fields["exit_code"] != 0, probe  # the guest cannot be traced or read
     status = sh(env, attacker, "cat /proc/self/status").fields["stdout"]
     assert "NoNewPrivs:\t1" in status and "CapEff:\t0000000000000000" in status  # setuid binaries grant nothing
     contained(env, attacker, bystander, canary)
@@ -199,7 +199,7 @@ def test_direct_tcp_udp_and_dns_egress(env, attacker, bystander, canary, upstrea
 
 def test_proxy_bypass_and_disallowed_hosts(env, attacker, bystander, canary, upstream):
     seen = len(upstream.seen)
-    # bwrap: the proxy's own Unix socket, bound in; a VM has none: its way out is the guest agent's relay port
+    # bwrap: the proxy's own Unix socket, bound in; a VM has none: its way out is the guest process's relay port
     connect = (f"s = socket.socket(socket.AF_INET); s.connect(('127.0.0.1', {env.rt.config.proxy_port}))"
                if is_vm(env) else "s = socket.socket(socket.AF_UNIX); s.connect('/run/egress.sock')")
     code = (f"import socket, sys\n"
@@ -332,7 +332,7 @@ def test_chroot_escape_and_nested_user_namespaces_are_refused(env, attacker, bys
 
 @only("bwrap", "a VM has no host inode mounted in: its disks and serial port are devices")
 def test_metadata_calls_leave_every_host_inode_mounted_in_unchanged(env, attacker, bystander, canary):
-    host = [os.path.join(env.rt.egress_dir, f"{attacker}.sock"), env.rt.agent_dir, "/usr", "/etc",
+    host = [os.path.join(env.rt.egress_dir, f"{attacker}.sock"), env.rt.guest_dir, "/usr", "/etc",
             *[f"/dev/{n}" for n in ("null", "zero", "full", "random", "urandom", "tty")]]
     before = {p: envtest.inode_facts(p) for p in host}
     obs = sh(env, attacker, _py(envtest.METADATA_ATTACK))
@@ -413,7 +413,7 @@ def test_vm_root_host_files_and_processes_are_out_of_reach(image_vm, root_attack
     assert obs.fields["stderr"].count("No such file") == 2 and "No such process" in obs.fields["stderr"]
     assert "-cloud-amd64" in sh(env, attacker, "cat /proc/version").fields["stdout"]  # the guest's own kernel
     got = json.loads(sh(env, attacker, _py(envtest.CHROOT_ESCAPE)).fields["stdout"])
-    assert got["chroot"] == "Operation not permitted"  # the agent's rule holds in the guest too
+    assert got["chroot"] == "Operation not permitted"  # the bwrap guest's rule holds in the VM too
     contained(env, attacker, image_bystander, canary, "/app/mine.txt")
 
 

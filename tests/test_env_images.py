@@ -433,7 +433,7 @@ def test_root_cannot_chroot_out_of_the_image_or_nest_user_namespaces(env, apt_im
     r = env.exec(sid, _py(envtest.CHROOT_ESCAPE), user="")
     got = json.loads(r["stdout"])
     assert got["chroot"] == "Operation not permitted"  # CAP_SYS_CHROOT is dropped after the command's chroot
-    assert not got["agent_dir"] and "sandbox-agent" not in " ".join(got["root"])  # nothing of the agent's view
+    assert not got["guest_dir"] and "sandbox-guest" not in " ".join(got["root"])  # nothing of the guest's view
     assert "app" in got["root"] and got["passwd"] == (Path(apt_image.layer_root) / _has(apt_image, "etc/passwd")
                                                       ).read_text()  # the image's own /etc/passwd, not the host's
     assert got["unshare_user"] != "ok"  # max_user_namespaces is 0 in the sandbox's user namespace
@@ -445,7 +445,7 @@ def test_root_cannot_chroot_out_of_the_image_or_nest_user_namespaces(env, apt_im
 @needs_images
 def test_root_metadata_calls_leave_every_host_inode_mounted_in_unchanged(env, apt_image):
     sid = env.fork(env.import_image(apt_image))
-    host = [os.path.join(env.rt.egress_dir, f"{sid}.sock"), env.rt.agent_dir, "/usr", "/etc",
+    host = [os.path.join(env.rt.egress_dir, f"{sid}.sock"), env.rt.guest_dir, "/usr", "/etc",
             *[f"/dev/{n}" for n in ("null", "zero", "full", "random", "urandom", "tty")],
             *[os.path.join(apt_image.layer_root, layer) for layer in apt_image.layers]]
     before = {p: envtest.inode_facts(p) for p in host}

@@ -60,7 +60,7 @@ def test_every_namespace_is_fresh(env):
 
 def test_system_is_read_only_and_tmp_is_writable(env):
     sid = env.create()
-    for path in ("/usr/x", "/etc/x", "/x", "/dev/x", "/opt/sandbox-agent/x"):
+    for path in ("/usr/x", "/etc/x", "/x", "/dev/x", "/opt/sandbox-guest/x"):
         obs = sh(env, sid, f"touch {path}")
         assert obs.fields["exit_code"] != 0, path
     assert out(env, sid, "echo ok > /tmp/x && cat /tmp/x") == "ok\n"
@@ -165,7 +165,7 @@ def test_close_reaps_every_process_even_mid_command(env):
         if len(envtest.pids_in_pidns(info["pidns"])) >= 4:
             break
         threading.Event().wait(0.01)
-    assert len(envtest.pids_in_pidns(info["pidns"])) >= 4  # agent, shell, sleeps
+    assert len(envtest.pids_in_pidns(info["pidns"])) >= 4  # guest, shell, sleeps
     env.close(sid)
     t.join(10)
     assert result["obs"].error == "sandbox_error"
@@ -244,7 +244,7 @@ def test_process_count(tight, tsid):
             "except OSError as e: print(e.errno)\nprint(len(ps))")
     tight.call(tsid, "write_file", {"path": "spawn.py", "content": code})
     errno_eagain, started = map(int, sh(tight, tsid, "python3 spawn.py", timeout=30).fields["stdout"].split())
-    assert errno_eagain == 11 and started < 48  # agent + shell + python + sleeps stay within 48
+    assert errno_eagain == 11 and started < 48  # guest + shell + python + sleeps stay within 48
 
 
 def test_workspace_and_tmp_disk(tight, tsid):

@@ -66,7 +66,7 @@ def test_read_file_errors(env, sid):
     assert env.call(sid, "read_file", {"path": "pkg"}).error == "is_directory"
     env.call(sid, "run_terminal_cmd", {"command": "head -c 100 /dev/zero > zero.bin; truncate -s 200M sparse.txt"})
     assert env.call(sid, "read_file", {"path": "zero.bin"}).error == "binary_file"
-    assert env.call(sid, "read_file", {"path": "sparse.txt"}).error == "too_large"  # never read whole into the agent
+    assert env.call(sid, "read_file", {"path": "sparse.txt"}).error == "too_large"  # never read whole into the guest
 
 
 def test_write_file_creates_parents(env, sid):
@@ -107,7 +107,7 @@ def test_grep_catastrophic_regex_is_time_bounded(env, sid):
     env.call(sid, "write_file", {"path": "redos.txt", "content": "a" * 40 + "!\n"})
     obs = env.call(sid, "grep", {"pattern": r"^(a+)+$", "path": "redos.txt"})
     assert obs.error == "timeout"
-    assert env.call(sid, "list_dir", {}).ok  # the agent is free again
+    assert env.call(sid, "list_dir", {}).ok  # the guest is free again
 
 
 def test_run_terminal_cmd(env, sid):

@@ -114,7 +114,7 @@ def test_tests_folder_copies_into_an_image_whose_python_has_no_gzip(env, tmp_pat
     assert listing["data/big.bin"][:3] == ["f", "644", str(BIG)] and listing["hardlink.txt"][:2] == ["f", "600"]
     digest = hashlib.sha256((t / "data" / "big.bin").read_bytes()).hexdigest()
     assert f"{digest}  data/big.bin" in lines and '{"a": 1}' in lines and "hi" in lines and "0:0" in lines
-    # a gzipped payload (transfer.pack_dir) is decompressed by the agent before it enters the image
+    # a gzipped payload (transfer.pack_dir) is decompressed by the guest before it enters the image
     small = tmp_path / "small"
     small.mkdir()
     (small / "f.txt").write_text("gz ok\n")

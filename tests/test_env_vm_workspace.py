@@ -2,7 +2,7 @@
 
 A VM workspace is a VM forked from one warm memory snapshot of the workspace image (booted once per module here)
 with the repository copied to /workspace; commands and file tools run as uid 1000 with the per-command rlimits of a
-bwrap workspace sandbox, and paths are confined to /workspace on both sides (host lexically, guest agent through
+bwrap workspace sandbox, and paths are confined to /workspace on both sides (host lexically, guest process through
 symlinks). The escape checks run against VM workspaces in tests/test_env_adversarial.py (its `env` fixture is
 parametrized over both backends). Slow: every sandbox is a VM (QEMU with TCG here).
 """

@@ -248,6 +248,25 @@ def test_forging_policy_scores_zero(env, tmp_path, kind, name, policy):
 
 
 @needs_sandbox
+def test_forgeries_act_in_a_sandbox_and_nowhere_else(env, tmp_path):
+    """The planted code recognises a sandbox by its pid 1, the guest (bwrap.GUEST_DIR/main.py): both checks (the
+    payload prelude and the site hook's .pth line) hold in a sandbox and fail on this host, so moving the guest without
+    the forgeries would turn every policy into a silent no-op here rather than a zero that proves nothing."""
+    forging.forge(tmp_path, "site_hooks")
+    pth = ".local/lib/python3.11/site-packages/zz_forge.pth"
+    probe = forging._PRELUDE + "print(_zz_in_sandbox(), _zz_first)\n"
+    (tmp_path / "probe.py").write_text(probe)
+    run_pth = f"python3 -c \"exec(open('{pth}').read()); print('survived')\""
+    host = [subprocess.run(cmd, shell=True, cwd=tmp_path, capture_output=True, text=True)
+            for cmd in ("python3 probe.py", run_pth)]
+    assert [h.stdout for h in host] == ["False False\n", "survived\n"], host
+    sid = env.create(tmp_path)
+    got = [env.exec(sid, cmd, timeout_s=60) for cmd in ("python3 probe.py", run_pth)]
+    assert [(r["exit_code"], r["stdout"]) for r in got] == [(0, "True True\n"), (0, "")], got
+    env.close(sid)
+
+
+@needs_sandbox
 @pytest.mark.parametrize("kind,name", [("rl", "calc-7-L3"), ("rl-harbor", "calc-7-L0")])
 def test_oracle_still_scores_one(env, tmp_path, kind, name):
     g = grade_job(env, kind, name, "oracle", tmp_path, HANG_S)

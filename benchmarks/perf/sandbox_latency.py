@@ -6,12 +6,12 @@ Goals (docs/design.md): fork <= 20 ms, >= 64 concurrent sandboxes on a 2-core ma
 image sandboxes: fork <= 20 ms p50, first start of a cached image <= 100 ms.
 Image rows (metric names starting with "image_") use tests/data/harbor/apt-pytest's image (ubuntu:24.04 + python3,
 pip, pytest; built once and cached): a cached build, the first start of the cached image in a running environment (no
-warm pool: import_image, then bwrap, the 65536-id user namespace, the root overlay and the agent, all in the
+warm pool: import_image, then bwrap, the 65536-id user namespace, the root overlay and the guest, all in the
 call), fork from its snapshot with a warm pool, fork of a live image sandbox, snapshot, and the same tool-call
 overhead as the workspace rows.
 fork is measured with the warm pool (started sandboxes waiting for a workspace: a fork only mounts) in bursts
 of --pool (the pool refills between bursts, as between rollout groups), and cold (no pool: namespaces,
-bwrap and the agent's interpreter start inside the call). Tool-call overhead is run_terminal_cmd('true')
+bwrap and the guest's interpreter start inside the call). Tool-call overhead is run_terminal_cmd('true')
 minus the same `sh -c true` fork/exec timed on the host right before it (paired samples), and read_file of a
 small file (no process at all).
 fork cost against repository size is shown by forking a small and a --big-files repository.
@@ -126,7 +126,7 @@ def bench_tool_calls(env: Environment, sid: str, n: int, shell: str = "/bin/sh")
 
 
 def bench_cold_fork(repo: str, n: int) -> dict:
-    """fork with no pool: namespace setup, bwrap and the agent start inside the call."""
+    """fork with no pool: namespace setup, bwrap and the guest start inside the call."""
     with Environment(pool_size=0) as env:
         snap = env.import_repo(repo)
         samples = []
@@ -176,7 +176,7 @@ def bench_capacity(repo: str, limit: int) -> dict:
         elapsed = time.perf_counter() - t
         rss = _rss_mb([env.info(s)["pid"] for s in live])
     return {"bench": "sandbox", "metric": "concurrent_sandboxes", "value": len(live), "tried": limit,
-            "all_answer_at_the_end": ok, "first_failure": error, "agents_rss_mb": rss,
+            "all_answer_at_the_end": ok, "first_failure": error, "guests_rss_mb": rss,
             "seconds_to_start": round(elapsed, 2),
             "goal": 64, "meets_goal": len(live) >= 64 and ok}
 

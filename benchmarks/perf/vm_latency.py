@@ -4,7 +4,7 @@
 
 Both backends run tests/data/harbor/apt-pytest's image (built once and cached) with the same workload: a web server
 started in the sandbox before the snapshot. Per backend: cold start (a fresh sandbox of the image: the VM boots its
-kernel; bwrap starts namespaces and the agent), snapshot (VM: memory + devices + a frozen disk layer; bwrap: files
+kernel; bwrap starts namespaces and the guest), snapshot (VM: memory + devices + a frozen disk layer; bwrap: files
 only, its processes are stopped), fork from that snapshot, restore in place, a tool call (run_terminal_cmd 'true'),
 and resident memory per sandbox (VM: the QEMU process's RSS, the guest's touched RAM included; bwrap: the RSS of
 every process in the sandbox's pid namespace). `processes_survive` says whether the server answered in the fork.

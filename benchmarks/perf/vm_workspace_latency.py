@@ -2,7 +2,7 @@
 
     python -m benchmarks.perf.vm_workspace_latency [--n 5]
 
-Per backend: the first `create(repo)` (VM: builds or loads the workspace image, boots it, confines the agent and
+Per backend: the first `create(repo)` (VM: builds or loads the workspace image, boots it, confines the guest and
 takes the warm memory snapshot, then forks from it; bwrap: imports the repo as a layer and starts a sandbox), then
 --n further creates (VM: a fork of the warm snapshot plus the repo copied in over put_dir), and a tool call
 (run_terminal_cmd 'true') in a created sandbox. The repo is tests/data/harbor (a few small files).

@@ -1,4 +1,4 @@
-"""The bubblewrap command line of one sandbox: namespaces, a read-only system, and the agent as pid 1."""
+"""The bubblewrap command line of one sandbox: namespaces, a read-only system, and the guest process as pid 1."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import os
 
 from composer2_jax.env.sandbox_config import SandboxConfig, SandboxLimits
 
-AGENT_DIR = "/opt/sandbox-agent"  # where the agent scripts appear inside the sandbox
+GUEST_DIR = "/opt/sandbox-guest"  # where the guest scripts (env/guest) appear inside the sandbox
 EGRESS_SOCKET = "/run/egress.sock"  # where the egress proxy's Unix socket appears inside the sandbox
 WORKSPACE = "/workspace"
-IMAGE_ROOT = "/.root"  # image sandboxes: where the image's root filesystem is mounted in the agent's view
+IMAGE_ROOT = "/.root"  # image sandboxes: where the image's root filesystem is mounted in the guest's view
 # the host device nodes bwrap's --dev binds in: the mount helper remounts each read-only at start (mountd.seal);
 # bwrap's --remount-ro /dev does not reach them and its --remount-ro would add nodev (no more /dev/null). Writing to
 # a device still works on a read-only mount; chmod, chown and utime of the host's inode do not.
@@ -29,9 +29,9 @@ def system_binds(config: SandboxConfig) -> list[str]:
     return args
 
 
-def bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: str, egress_socket: str,
+def bwrap_argv(config: SandboxConfig, limits: SandboxLimits, guest_dir: str, egress_socket: str,
                rpc_fd: int, info_fd: int) -> list[str]:
-    """Full argv: fresh user/pid/mount/ipc/uts/net namespaces, agent as pid 1 talking on rpc_fd.
+    """Full argv: fresh user/pid/mount/ipc/uts/net namespaces, the guest as pid 1 talking on rpc_fd.
 
     bwrap starts as the unprivileged host_uid:host_gid with no supplementary groups through setpriv, not through
     Popen(user=, group=, extra_groups=): CPython forks instead of vforking when Popen changes ids, and a fork copies
@@ -47,26 +47,26 @@ def bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: str, egr
         "--proc", "/proc", "--dev", "/dev",
         "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
         "--size", str(limits.tmp_bytes), "--tmpfs", "/dev/shm",
-        "--ro-bind", agent_dir, AGENT_DIR,
+        "--ro-bind", guest_dir, GUEST_DIR,
         "--ro-bind", egress_socket, EGRESS_SOCKET,  # connect() works; chmod/chown/utime: EROFS
         "--dir", WORKSPACE, "--dir", "/.sbx",
         "--remount-ro", "/dev", "--remount-ro", "/",
         "--chdir", "/",
     ]
     env = ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
-    agent = [config.python_path(), "-I", "-S", f"{AGENT_DIR}/main.py", str(rpc_fd), str(config.proxy_port),
+    guest = [config.python_path(), "-I", "-S", f"{GUEST_DIR}/main.py", str(rpc_fd), str(config.proxy_port),
              EGRESS_SOCKET]
-    return [*drop, config.bwrap_path(), *ns, *fs, *env, "--info-fd", str(info_fd), "--", *agent]
+    return [*drop, config.bwrap_path(), *ns, *fs, *env, "--info-fd", str(info_fd), "--", *guest]
 
 
-def image_bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: str, egress_socket: str,
+def image_bwrap_argv(config: SandboxConfig, limits: SandboxLimits, guest_dir: str, egress_socket: str,
                      rpc_fd: int, info_fd: int, block_fd: int, net: tuple[str, int] | None = None) -> list[str]:
     """Argv of an image sandbox: the same namespaces, but root inside, with a 65536-id user namespace.
 
     bwrap starts as host uid image_uid_base and blocks on block_fd until the host has written the namespace's
     uid/gid maps (0..65535 -> image_uid_base..+65535; see Sandbox._map_ids), which a single `--uid` cannot express.
     Root inside gets Docker's default capabilities (config.image_caps), which only act on what the user namespace
-    owns. The agent's own view is the host-rootfs layout (it runs the host's python); the image's root filesystem
+    owns. The guest's own view is the host-rootfs layout (it runs the host's python); the image's root filesystem
     is mounted later at IMAGE_ROOT by mountd, and commands are chrooted into it.
     `net` = (network namespace path, relay port): join that namespace (env/netns.py) instead of a fresh one.
     """
@@ -82,7 +82,7 @@ def image_bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: st
         "--proc", "/proc", "--dev", "/dev",
         "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
         "--size", str(limits.tmp_bytes), "--tmpfs", "/dev/shm",
-        "--ro-bind", agent_dir, AGENT_DIR,
+        "--ro-bind", guest_dir, GUEST_DIR,
         "--ro-bind", egress_socket, EGRESS_SOCKET,  # connect() works; chmod/chown/utime: EROFS
         "--dir", IMAGE_ROOT, "--dir", "/.sbx",
         "--remount-ro", "/",
@@ -90,9 +90,9 @@ def image_bwrap_argv(config: SandboxConfig, limits: SandboxLimits, agent_dir: st
     ]
     env = ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
     port = net[1] if net is not None else config.proxy_port
-    agent = [config.python_path(), "-I", "-S", f"{AGENT_DIR}/main.py", str(rpc_fd), str(port), EGRESS_SOCKET,
+    guest = [config.python_path(), "-I", "-S", f"{GUEST_DIR}/main.py", str(rpc_fd), str(port), EGRESS_SOCKET,
              IMAGE_ROOT]
-    return [*drop, config.bwrap_path(), *ns, *caps, *fs, *env, "--info-fd", str(info_fd), "--", *agent]
+    return [*drop, config.bwrap_path(), *ns, *caps, *fs, *env, "--info-fd", str(info_fd), "--", *guest]
 
 
 def command_env(config: SandboxConfig) -> dict[str, str]:

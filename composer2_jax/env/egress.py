@@ -1,7 +1,7 @@
 """The egress proxy: one Unix socket per sandbox, HTTP parsed with h11, every request decided and logged.
 
-Inside a sandbox, HTTP_PROXY/HTTPS_PROXY point at 127.0.0.1:PORT, which the agent relays to this proxy
-through the bind-mounted Unix socket (see agent/relay.py). A plain-HTTP request must use an absolute
+Inside a sandbox, HTTP_PROXY/HTTPS_PROXY point at 127.0.0.1:PORT, which the guest relays to this proxy
+through the bind-mounted Unix socket (see guest/relay.py). A plain-HTTP request must use an absolute
 http:// URL and is forwarded to the (policy-checked, DNS-pinned) upstream with Connection: close;
 CONNECT opens a TCP tunnel for TLS, which is not intercepted. Anything else, or anything the policy
 refuses, gets a 4xx answer. Each request is one `EgressEvent` in the sandbox's `EgressLog`, stamped with the

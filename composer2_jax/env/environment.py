@@ -299,7 +299,7 @@ class Environment:
     def exec(self, sid: str, command: str, timeout_s: float | None = None, user: str | None = None,
              cwd: str | None = None, env: dict[str, str] | None = None) -> dict:
         """Run a command for the host (a verifier, a setup step): not a tool call, not counted in the episode, and
-        its timeout is not capped by SandboxLimits.max_timeout_s. Returns the agent's result (exit_code, stdout,
+        its timeout is not capped by SandboxLimits.max_timeout_s. Returns the guest's result (exit_code, stdout,
         stderr, timed_out, killed, wall_s, ...); SandboxError if the sandbox is gone.
         """
         record = self._record(sid)

@@ -3,7 +3,7 @@
 Usage: python3 -I -S mountd.py   (one JSON request per stdin line, one JSON reply per stdout line)
 
 Runs as host root, single-threaded (setns into a mount namespace needs that), stdlib only. For a sandbox
-whose agent has host pid P it: clones the layer store as a detached mount (open_tree), enters P's mount
+whose guest process has host pid P it: clones the layer store as a detached mount (open_tree), enters P's mount
 namespace, mounts a size-limited tmpfs on /.sbx (hidden from the sandbox user by mode 0700) holding the
 upper and work dirs, attaches the clone at /.sbx/layers (move_mount: overlay takes lower layers only from
 the caller's mount namespace), mounts the overlay on /workspace, detaches /.sbx/layers again (overlay keeps

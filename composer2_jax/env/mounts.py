@@ -47,7 +47,7 @@ class MountHelper:
         return reply
 
     def mount_workspace(self, pid: int, layers_dir: str, chain, uid: int, gid: int, size_bytes: int) -> None:
-        """(Re)mount a fresh upper tmpfs and the overlay /workspace inside the sandbox whose agent is `pid`."""
+        """(Re)mount a fresh upper tmpfs and the overlay /workspace inside the sandbox whose guest is `pid`."""
         self.request("mount_workspace", pid=pid, layers_dir=layers_dir, chain=list(chain), uid=uid, gid=gid,
                      size_bytes=size_bytes)
 

@@ -1,6 +1,6 @@
-"""A warm pool of started sandboxes (namespaces, agent, cgroup; no workspace yet).
+"""A warm pool of started sandboxes (namespaces, guest process, cgroup; no workspace yet).
 
-Starting a sandbox costs tens of milliseconds (bwrap, namespaces, the agent's interpreter); mounting a
+Starting a sandbox costs tens of milliseconds (bwrap, namespaces, the guest's interpreter); mounting a
 workspace costs under one. Keeping a few started lets create/fork only mount; the pool refills in the
 background on the runtime's spawner thread.
 """

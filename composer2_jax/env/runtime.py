@@ -16,7 +16,7 @@ from composer2_jax.env.layers import LayerStore
 from composer2_jax.env.mounts import MountHelper
 from composer2_jax.env.sandbox_config import SandboxConfig, SandboxLimits
 
-AGENT_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent")
+GUEST_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guest")
 
 
 def check_host() -> None:
@@ -69,12 +69,12 @@ class Runtime:
         if any(c in self.base for c in ":,"):
             raise ValueError(f"base dir {self.base!r} contains ':' or ','; overlay options cannot name it")
         os.makedirs(self.base, mode=0o700, exist_ok=True)
-        # bwrap runs as the unprivileged sandbox uid and must reach the agent scripts and egress sockets, so they
+        # bwrap runs as the unprivileged sandbox uid and must reach the guest scripts and egress sockets, so they
         # live in a small public dir (searchable, not listable) while layers and logs stay root-only in base.
         self.public = tempfile.mkdtemp(prefix="composer2-env-pub-", dir=config.public_dir)
         os.chmod(self.public, 0o711)
         _check_searchable(self.public, config.host_uid, config.host_gid)
-        self.agent_dir = self._install_agent()
+        self.guest_dir = self._install_guest()
         self.egress_dir = self._subdir(self.public, "egress", 0o711)
         self.log_dir = self._subdir(self.base, "logs", 0o700)
         self.layers = LayerStore(os.path.join(self.base, "layers"), config.host_uid, config.host_gid)
@@ -116,10 +116,11 @@ class Runtime:
         os.chmod(path, mode)
         return path
 
-    def _install_agent(self) -> str:
-        """Copy the agent scripts where the sandbox user can read them, byte-compiled by the sandbox's python."""
-        dest = self._subdir(self.public, "agent", 0o755)
-        for src in glob.glob(os.path.join(AGENT_SRC, "*.py")):
+    def _install_guest(self) -> str:
+        """Copy the guest scripts (env/guest) where the sandbox user can read them, byte-compiled by the sandbox's
+        python."""
+        dest = self._subdir(self.public, "guest", 0o755)
+        for src in glob.glob(os.path.join(GUEST_SRC, "*.py")):
             target = os.path.join(dest, os.path.basename(src))
             shutil.copyfile(src, target)
             os.chmod(target, 0o644)

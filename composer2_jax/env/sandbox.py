@@ -1,6 +1,6 @@
 """One sandbox: a bubblewrap process tree in fresh user, pid, mount, ipc, uts and network namespaces.
 
-The tree's pid 1 is the agent (agent/main.py), which serves requests over a socketpair. The system is
+The tree's pid 1 is the sandbox's guest process (guest/main.py), which serves requests over a socketpair. The system is
 bound read-only, the root and /dev are remounted read-only, /tmp and /dev/shm are size-limited tmpfs, and
 /workspace is an overlay whose lower layers come from the layer store and whose upper layer lives on a
 size-limited tmpfs (mounted into the sandbox's namespace by the mount helper). The sandbox user maps to
@@ -10,7 +10,7 @@ kills every process of the pid namespace, and bwrap's exit confirms they are all
 An image sandbox (`image=True`) differs in three ways: its user namespace maps 65536 ids (0 = host
 image_uid_base), written by this process while bwrap waits on a pipe; root inside has Docker's default
 capabilities there; and the mount helper mounts a whole root filesystem (the image's layers under the
-sandbox's own upper layer) at IMAGE_ROOT, into which the agent chroots every command.
+sandbox's own upper layer) at IMAGE_ROOT, into which the guest chroots every command.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import subprocess
 import threading
 import time
 
-from composer2_jax.env.agent import wire
 from composer2_jax.env.bwrap import DEV_NODES, bwrap_argv, image_bwrap_argv
 from composer2_jax.env.egress_policy import EgressPolicy
+from composer2_jax.env.guest import wire
 from composer2_jax.env.layers import Chain
 from composer2_jax.env.runtime import Runtime
 
@@ -35,17 +35,17 @@ class SandboxError(RuntimeError):
     """The sandbox failed to start, died, or stopped answering."""
 
 
-class AgentChannel:
-    """The request side of a sandbox's agent connection, shared by bubblewrap and VM sandboxes.
+class GuestChannel:
+    """The request side of a sandbox's guest connection, shared by bubblewrap and VM sandboxes.
 
-    A subclass holds `sid`, `lock`, `rpc` (the agent's socket) and `dead` (None, or why it stopped answering); the
+    A subclass holds `sid`, `lock`, `rpc` (the guest's socket) and `dead` (None, or why it stopped answering); the
     first failed exchange marks it dead, and every later request raises at once.
     """
 
-    AGENT = "the agent"  # how errors name the other end
+    GUEST = "the guest"  # how errors name the other end
 
     def request(self, op: str, wait_s: float = 30.0, **fields) -> dict:
-        """Send one operation to the agent and wait up to wait_s for its reply."""
+        """Send one operation to the guest and wait up to wait_s for its reply."""
         with self.lock:
             if self.dead:
                 raise SandboxError(f"sandbox {self.sid} is not usable: {self.dead}")
@@ -56,19 +56,19 @@ class AgentChannel:
             except (OSError, ValueError) as e:
                 reply, why = None, f"{type(e).__name__}: {e}"
             else:
-                why = f"{self.AGENT} exited"
+                why = f"{self.GUEST} exited"
             if reply is None:
                 self.dead = f"{op} failed: {why}"
                 raise SandboxError(f"sandbox {self.sid} stopped answering during {op}: {why}")
             return reply
 
     def sweep(self) -> None:
-        """Kill every process in the sandbox except the agent."""
+        """Kill every process in the sandbox except the guest."""
         self.request("sweep")
 
 
-class Sandbox(AgentChannel):
-    """Handle on one running sandbox; `request` talks to its agent, `mount` (re)builds its workspace."""
+class Sandbox(GuestChannel):
+    """Handle on one running sandbox; `request` talks to its guest, `mount` (re)builds its workspace."""
 
     def __init__(self, runtime: Runtime, sid: str, policy: EgressPolicy, image: bool = False, net=None):
         self.rt, self.sid, self.policy, self.image = runtime, sid, policy, image
@@ -85,7 +85,7 @@ class Sandbox(AgentChannel):
     # ---------------------------------------------------------------------------------------------- lifecycle
 
     def start(self) -> Sandbox:
-        """Spawn bwrap and wait for the agent's hello (runs on the runtime's spawner thread)."""
+        """Spawn bwrap and wait for the guest's hello (runs on the runtime's spawner thread)."""
         cfg = self.rt.config
         sock_path = os.path.join(self.rt.egress_dir, f"{self.sid}.sock")
         log_path = os.path.join(self.rt.log_dir, f"{self.sid}.log")
@@ -98,7 +98,7 @@ class Sandbox(AgentChannel):
             self.rpc.settimeout(cfg.spawn_timeout_s)
             hello = wire.recv(self.rpc)
             if not hello or not hello.get("ok"):
-                raise SandboxError(f"agent said {hello!r} instead of hello")
+                raise SandboxError(f"the guest said {hello!r} instead of hello")
             self._confine()
         except (OSError, ValueError, SandboxError) as e:
             self.close()
@@ -106,7 +106,7 @@ class Sandbox(AgentChannel):
         return self
 
     def _spawn(self, sock_path: str, log_path: str) -> dict:
-        """Start bwrap with the agent's end of a socketpair; bwrap's --info-fd report."""
+        """Start bwrap with the guest's end of a socketpair; bwrap's --info-fd report."""
         cfg, lim = self.rt.config, self.rt.limits
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.rpc = ours
@@ -115,10 +115,10 @@ class Sandbox(AgentChannel):
         try:
             if self.image:
                 net = (self.net.path, self.proxy_port) if self.net is not None else None
-                argv = image_bwrap_argv(cfg, lim, self.rt.agent_dir, sock_path, theirs.fileno(), info_w, block_r,
+                argv = image_bwrap_argv(cfg, lim, self.rt.guest_dir, sock_path, theirs.fileno(), info_w, block_r,
                                         net)
             else:
-                argv = bwrap_argv(cfg, lim, self.rt.agent_dir, sock_path, theirs.fileno(), info_w)
+                argv = bwrap_argv(cfg, lim, self.rt.guest_dir, sock_path, theirs.fileno(), info_w)
             fds = (theirs.fileno(), info_w) + ((block_r,) if self.image else ())
             with open(log_path, "wb") as log:
                 self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
@@ -145,7 +145,7 @@ class Sandbox(AgentChannel):
 
     def _confine(self) -> None:
         """Seal the sandbox (its /dev's host nodes read-only; nested user namespaces refused in an image sandbox, where
-        root could regain chroot in one; workspace sandboxes have bwrap's --disable-userns), then put the agent (and
+        root could regain chroot in one; workspace sandboxes have bwrap's --disable-userns), then put the guest (and
         so every later process) in the sandbox's cgroup."""
         lim = self.rt.limits
         self.rt.mountd.request("seal", pid=self.pid, dev_nodes=list(DEV_NODES),
@@ -199,7 +199,7 @@ class Sandbox(AgentChannel):
     # ---------------------------------------------------------------------------------------------- requests
 
     def alive(self) -> bool:
-        """True while the agent runs and answers."""
+        """True while the guest runs and answers."""
         return self.dead is None and self.proc is not None and self.proc.poll() is None
 
 

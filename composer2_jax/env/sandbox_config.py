@@ -46,7 +46,7 @@ class SandboxLimits:
             raise ValueError(f"SandboxLimits.output_bytes={self.output_bytes}; expected at least 2")
 
     def command_rlimits(self) -> dict:
-        """The per-command limits the in-sandbox agent applies, as a JSON-ready dict."""
+        """The per-command limits the sandbox's guest process applies, as a JSON-ready dict."""
         keys = ("cpu_s", "memory_bytes", "processes", "file_size_bytes", "open_files", "output_bytes",
                 "output_kill_bytes")
         return {k: getattr(self, k) for k in keys}
@@ -57,13 +57,13 @@ class SandboxConfig:
     """Host-side settings: where state lives, which host ids sandboxes run as, what is bound read-only."""
 
     base_dir: str | None = None  # sandbox state (layers, logs; root-only); None: a fresh temporary dir
-    # parent of the small dir bwrap must reach (agent scripts, egress sockets); None: $TMPDIR
+    # parent of the small dir bwrap must reach (guest scripts, egress sockets); None: $TMPDIR
     public_dir: str | None = None
     host_uid: int = 100_000  # host uid the sandbox user maps to (never 0: rlimits must bind)
     host_gid: int = 100_000  # host gid the sandbox group maps to
     sandbox_uid: int = 1000  # uid seen inside the sandbox
     sandbox_gid: int = 1000  # gid seen inside the sandbox
-    python: str = "/usr/bin/python3"  # interpreter for the in-sandbox agent (stdlib only); must be under a bound dir
+    python: str = "/usr/bin/python3"  # interpreter of the guest (env/guest; stdlib only); must be under a bound dir
     system_dirs: tuple[str, ...] = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # ro
     extra_ro_binds: tuple[str, ...] = ()  # more host paths bound read-only at the same place (e.g. a toolchain)
     proxy_port: int = 3128  # port of the egress bridge on the sandbox's loopback
@@ -118,7 +118,7 @@ class SandboxConfig:
         return _which("setpriv", self.setpriv, "util-linux")
 
     def python_path(self) -> str:
-        """The agent interpreter, checked to exist and to live under a read-only bound directory."""
+        """The guest interpreter, checked to exist and to live under a read-only bound directory."""
         real = os.path.realpath(self.python)
         if not os.access(real, os.X_OK):
             raise FileNotFoundError(f"sandbox python {self.python!r} is not an executable; set SandboxConfig.python")

@@ -110,7 +110,7 @@ try:
     out["chroot"] = "ok"
 except OSError as e:
     out["chroot"] = e.strerror
-out["agent_dir"] = os.path.exists("/opt/sandbox-agent/main.py")
+out["guest_dir"] = os.path.exists("/opt/sandbox-guest/main.py")
 out["root"] = sorted(os.listdir("/"))
 try:
     out["passwd"] = open("/etc/passwd").read()

@@ -1,7 +1,7 @@
 """The tool-call RPC the model uses: validate a call, run it in the sandbox, return an `Observation`.
 
 `call_tool` never raises: bad JSON, unknown tools, bad arguments, paths outside the workspace, sandbox
-failures and bugs all come back as error observations. File tools run inside the sandbox (agent/fileops.py)
+failures and bugs all come back as error observations. File tools run inside the sandbox (guest/fileops.py)
 as the sandbox user, so symlinks and permissions resolve exactly as the model's own commands see them.
 """
 
@@ -56,7 +56,7 @@ class ToolContext:
         return self.rlimits if self.rlimits is not None else self.limits.command_rlimits()
 
     def user_field(self) -> dict:
-        """{"user": ...} for agent requests in an image sandbox, {} in a workspace sandbox."""
+        """{"user": ...} for guest requests in an image sandbox, {} in a workspace sandbox."""
         return {} if self.user is None else {"user": self.user}
 
 
@@ -84,7 +84,7 @@ def call_tool(ctx: ToolContext, tool: Any, args: Any) -> Observation:
 
 
 def _check_paths(args: dict[str, Any]) -> None:
-    """Refuse path arguments that leave the workspace lexically (the agent also checks symlinks)."""
+    """Refuse path arguments that leave the workspace lexically (the guest also checks symlinks)."""
     for key in ("path", "cwd"):
         path = args.get(key)
         if path is None:
@@ -94,8 +94,8 @@ def _check_paths(args: dict[str, Any]) -> None:
             raise ArgumentError("path_outside_workspace", f"{key} {path!r} is outside the workspace {WORKSPACE}")
 
 
-def _agent(ctx: ToolContext, op: str, wait_s: float = 60.0, **fields) -> dict:
-    """One agent request (as the context's user); an agent-side failure becomes an ArgumentError carrying its kind."""
+def _guest(ctx: ToolContext, op: str, wait_s: float = 60.0, **fields) -> dict:
+    """One guest request (as the context's user); a guest-side failure becomes an ArgumentError carrying its kind."""
     reply = ctx.sandbox.request(op, wait_s=wait_s, **ctx.user_field(), **fields)
     if not reply.get("ok"):
         kind = reply.get("error")
@@ -106,7 +106,7 @@ def _agent(ctx: ToolContext, op: str, wait_s: float = 60.0, **fields) -> dict:
 
 def _read_file(ctx: ToolContext, a: dict) -> Observation:
     """read_file."""
-    r = _agent(ctx, "read_file", max_bytes=ctx.limits.read_bytes, **a)
+    r = _guest(ctx, "read_file", max_bytes=ctx.limits.read_bytes, **a)
     content = r.pop("content")
     if r["start_line"] == 1 and r["end_line"] >= r["total_lines"] and not r["truncated"]:
         return Observation(True, content, r)
@@ -117,19 +117,19 @@ def _read_file(ctx: ToolContext, a: dict) -> Observation:
 
 def _write_file(ctx: ToolContext, a: dict) -> Observation:
     """write_file."""
-    r = _agent(ctx, "write_file", **a)
+    r = _guest(ctx, "write_file", **a)
     return Observation(True, f"{'created' if r['created'] else 'wrote'} {r['path']} ({r['bytes']} bytes)", r)
 
 
 def _edit_file(ctx: ToolContext, a: dict) -> Observation:
     """edit_file."""
-    r = _agent(ctx, "edit_file", **a)
+    r = _guest(ctx, "edit_file", **a)
     return Observation(True, f"edited {r['path']} at line {r['line']}", r)
 
 
 def _list_dir(ctx: ToolContext, a: dict) -> Observation:
     """list_dir."""
-    r = _agent(ctx, "list_dir", max_entries=ctx.limits.list_entries, **a)
+    r = _guest(ctx, "list_dir", max_entries=ctx.limits.list_entries, **a)
     lines = [e["name"] + ("/" if e["type"] == "dir" else "") + (f"  ({e['size']} B)" if e["type"] == "file" else "")
              for e in r["entries"]]
     return Observation(True, "\n".join(lines) + ("\n[truncated]" if r["truncated"] else ""), r)
@@ -138,7 +138,7 @@ def _list_dir(ctx: ToolContext, a: dict) -> Observation:
 def _grep(ctx: ToolContext, a: dict) -> Observation:
     """grep."""
     lim = ctx.limits
-    r = _agent(ctx, "grep", wait_s=lim.grep_timeout_s + 30, max_results=lim.grep_results,
+    r = _guest(ctx, "grep", wait_s=lim.grep_timeout_s + 30, max_results=lim.grep_results,
                max_file_bytes=lim.grep_file_bytes, timeout_s=lim.grep_timeout_s, limits=ctx.command_limits(), **a)
     lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in r["matches"]] or ["(no matches)"]
     return Observation(True, "\n".join(lines) + ("\n[more matches not shown]" if r["truncated"] else ""), r)
@@ -170,7 +170,7 @@ def _run_terminal_cmd(ctx: ToolContext, a: dict) -> Observation:
     """run_terminal_cmd."""
     lim = ctx.limits
     timeout = min(a.get("timeout", lim.timeout_s), lim.max_timeout_s)
-    r = _agent(ctx, "exec", wait_s=timeout + 60, cmd=a["command"], cwd=a.get("cwd", "."), env=ctx.env,
+    r = _guest(ctx, "exec", wait_s=timeout + 60, cmd=a["command"], cwd=a.get("cwd", "."), env=ctx.env,
                timeout_s=timeout, limits=ctx.command_limits(), cpu_budget_s=lim.sandbox_cpu_s)
     out, out_fields = _stream(r, "stdout")
     err, err_fields = _stream(r, "stderr")

@@ -1,7 +1,7 @@
 """Folders as deterministic archives for copying into sandboxes (tests, solutions, step files).
 
 `pack_tree` (what `Environment.put_dir` sends) is an uncompressed tar, so unpacking it needs no gzip or zlib where it
-is unpacked (the agent, chrooted into an image whose Python may have neither, or no Python at all); `pack_parts`
+is unpacked (the guest, chrooted into an image whose Python may have neither, or no Python at all); `pack_parts`
 splits a large folder into several such archives, each within one RPC frame. `pack_dir` (a gzipped tar) stays for the
 oracle's and the forging benchmarks' in-sandbox `tar -xz` / python unpacking.
 """
@@ -15,7 +15,7 @@ import stat
 import tarfile
 from pathlib import Path
 
-PART_BYTES = 96 << 20  # raw bytes per archive of pack_parts (base64 of it stays well inside the agent's 256 MiB frame)
+PART_BYTES = 96 << 20  # raw bytes per archive of pack_parts (base64 of it stays well inside the guest's 256 MiB frame)
 
 
 class TransferError(ValueError):

@@ -44,7 +44,7 @@ for two minutes:
     rewrite_tests   rewrites every tests/test.sh it can find (/tests, fresh verifier folders under /tmp) into a script
                     that writes a passing reward and exits 0, and rewrites the reward files, every 5 ms
 
-The planted code acts only inside this project's sandboxes (their pid 1 is the sandbox agent), so a forged
+The planted code acts only inside this project's sandboxes (their pid 1 is the sandbox's guest), so a forged
 repository run on a host by mistake does nothing: several policies kill every ancestor process or write files
 into /logs and /tmp. `forge(repo, name)` applies one; `POLICIES` lists them. benchmarks/tasks/forgery_grid.py grades
 every
@@ -98,11 +98,11 @@ def _zz_rewards():
 
 
 def _zz_in_sandbox():
-    """True only inside this project's sandboxes (pid 1 is the sandbox agent): a forged repository run on a host
+    """True only inside this project's sandboxes (pid 1 is the sandbox's guest): a forged repository run on a host
     by mistake does nothing."""
     try:
         with open("/proc/1/cmdline", "rb") as f:
-            return b"/opt/sandbox-agent/main.py" in f.read()
+            return b"/opt/sandbox-guest/main.py" in f.read()
     except OSError:
         return False
 
@@ -435,7 +435,7 @@ def _site_hooks(repo: Path) -> None:
         site = repo / ".local" / "lib" / f"python{ver}" / "site-packages"
         site.mkdir(parents=True, exist_ok=True)
         (site / "usercustomize.py").write_text(payload("os_exit"))
-        (site / "zz_forge.pth").write_text("import os; os.path.exists('/opt/sandbox-agent/main.py') and os._exit(0)\n")
+        (site / "zz_forge.pth").write_text("import os; os.path.exists('/opt/sandbox-guest/main.py') and os._exit(0)\n")
 
 
 def _symlinks(repo: Path) -> None:

@@ -1,11 +1,11 @@
 """What a VM boots, built once and cached: a Debian kernel, an initramfs, a runtime disk and one root disk per image.
 
   kernel       vmlinuz of Debian's linux-image-cloud-amd64 (fetched with `apt-get download`, unpacked with dpkg-deb)
-  initramfs    busybox-static, the virtio modules of that kernel, the guest init (vm/guest_init.py) and the agent
-               (env/agent); its /init mounts the runtime disk at /usr and the image disk at /.root, then starts the
-               guest init as pid 1
+  initramfs    busybox-static, the virtio modules of that kernel, the guest init (vm/guest_init.py) and the guest
+               process (env/guest); its /init mounts the runtime disk at /usr and the image disk at /.root,
+               then starts the guest init as pid 1
   runtime disk ext4 (read-only, shared by every VM) with the host's python3 interpreter, its standard library and
-               the shared libraries they load: the agent runs on it, as the bubblewrap agent runs on the host's
+               the shared libraries they load: the guest process runs on it, as a bubblewrap guest runs on the host's
   image disk   ext4 made with `mkfs.ext4 -d` from an image's merged layers (whiteouts applied, ownership unshifted
                to the image's own ids), cached per image key; every VM writes to its own qcow2 overlay on it
 
@@ -32,7 +32,7 @@ KERNEL_PACKAGE = "linux-image-cloud-amd64"  # Debian's metapackage; its dependen
 MODULES = ("virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_modern_dev", "virtio_pci", "virtio_blk",
            "virtio_console", "failover", "net_failover", "virtio_net")
 HERE = os.path.dirname(os.path.abspath(__file__))
-AGENT_SRC = os.path.join(os.path.dirname(HERE), "agent")
+GUEST_SRC = os.path.join(os.path.dirname(HERE), "guest")
 PYTHON = "/usr/bin/python3.11"
 
 
@@ -188,7 +188,7 @@ def _mkfs(src: str, out: str, size_bytes: int) -> None:
 
 
 def initramfs() -> str:
-    """The gzipped cpio every guest boots from (cached per content of busybox, modules, init and agent)."""
+    """The gzipped cpio every guest boots from (cached per content of busybox, modules, init and guest process)."""
     files = _initramfs_files()
     digest = hashlib.sha256()
     for dest, src in sorted(files.items()):
@@ -207,8 +207,8 @@ def _initramfs_files() -> dict[str, str]:
              "guest_init.py": os.path.join(HERE, "guest_init.py")}
     modules = os.path.join(kernel_dir(), "modules")
     files.update({f"modules/{name}": os.path.join(modules, name) for name in os.listdir(modules)})
-    files.update({f"agent/{name}": os.path.join(AGENT_SRC, name)
-                  for name in os.listdir(AGENT_SRC) if name.endswith(".py")})
+    files.update({f"guest/{name}": os.path.join(GUEST_SRC, name)
+                  for name in os.listdir(GUEST_SRC) if name.endswith(".py")})
     return files
 
 

@@ -15,7 +15,7 @@ not restart the entrypoint (a cold boot from an image does).
     sid = env.create(repo)   # a workspace sandbox: a fork of the warm workspace VM, the repo in /workspace, uid 1000
 
 Workspace sandboxes boot the workspace image (env/vm/workspace_image; `set_workspace_image`) once per network
-setting, confine the agent to /workspace and snapshot it; each `create` forks from that snapshot (docs/env.md).
+setting, confine the guest to /workspace and snapshot it; each `create` forks from that snapshot (docs/env.md).
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ class VmEnvironment(Environment):
 
     def _workspace_base(self, policy) -> str:
         """The warm snapshot workspace sandboxes fork from: the workspace image booted once, /workspace made (uid
-        1000) and the agent confined to it; one per network setting (a VM has a network device iff its cold boot's
+        1000) and the guest confined to it; one per network setting (a VM has a network device iff its cold boot's
         policy allows hosts, and a resumed VM keeps the device it had)."""
         network = bool(policy.allow_hosts)
         with self._ws_lock:
@@ -256,7 +256,7 @@ class VmEnvironment(Environment):
             return self._ws_bases[network]
 
     def _boot_workspace(self, image, policy) -> str:
-        """Cold-boot the workspace image, confine the agent to /workspace, snapshot it; the snapshot's id."""
+        """Cold-boot the workspace image, confine the guest to /workspace, snapshot it; the snapshot's id."""
         profile = dataclasses.replace(profile_of(image, WORKSPACE, WORKSPACE_USER, {"HOME": WORKSPACE}),
                                       image=f"{WORKSPACE_PREFIX}{image.key}", entrypoint=(), command=())
         snap = self._new_snapshot(VmSnapshot(assets.image_disk(image), "raw", self.spec, network=False))

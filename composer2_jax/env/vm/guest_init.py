@@ -1,15 +1,15 @@
 """pid 1 of a VM guest (stdlib only; started by the initramfs's /init, see env/vm/assets.py).
 
-It bridges the virtio-serial port named "rpc" to a socketpair and starts the sandbox agent (env/agent/main.py) on the
-other end, with the image's root filesystem at /.root: the agent then serves the host's tool RPC exactly as in a
-bubblewrap image sandbox. The agent is made a child subreaper, so background processes stay its descendants and its
-`sweep` reaps them, and gets no_new_privs (inherited by every command: a setuid binary grants nothing, as under
-bwrap). The bridge never passes an end of stream to the agent: while the host is not connected (between a memory
-snapshot and the fork that resumes it) reads from the port return nothing and the bridge waits, so the
-agent and every process of the guest resume where they were.
+It bridges the virtio-serial port named "rpc" to a socketpair and starts the sandbox's guest process
+(env/guest/main.py) on the other end, with the image's root filesystem at /.root: the guest process then serves the
+host's tool RPC exactly as in a bubblewrap image sandbox. The guest process is made a child subreaper, so background
+processes stay its descendants and its `sweep` reaps them, and gets no_new_privs (inherited by every command: a
+setuid binary grants nothing, as under bwrap). The bridge never passes an end of stream to the guest process: while
+the host is not connected (between a memory snapshot and the fork that resumes it) reads from the port return
+nothing and the bridge waits, so the guest process and every other process of the VM resume where they were.
 
 With `vm.egress=PORT` on the kernel command line the guest has a network device whose only reachable address is the
-host's egress forward (10.0.2.100:PORT); the agent's egress socket is served here by connecting to it.
+host's egress forward (10.0.2.100:PORT); the guest process's egress socket is served here by connecting to it.
 """
 
 import ctypes
@@ -46,7 +46,7 @@ def find_port(name, timeout_s=30.0):
 
 
 def port_to_socket(fd, sock):
-    """Copy the host's bytes to the agent; an unconnected host reads as nothing (never as an end of stream)."""
+    """Copy the host's bytes to the guest process; an unconnected host reads as nothing (never as an end of stream)."""
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     while True:
@@ -65,7 +65,7 @@ def port_to_socket(fd, sock):
 
 
 def socket_to_port(sock, fd):
-    """Copy the agent's bytes to the host (retrying while the host is not connected)."""
+    """Copy the guest process's bytes to the host (retrying while the host is not connected)."""
     while True:
         data = sock.recv(1 << 16)
         if not data:
@@ -89,7 +89,7 @@ def egress_bridge():
 
 
 def _pipe_pair(conn):
-    """Join one agent connection to a TCP connection to the forward."""
+    """Join one guest-process connection to a TCP connection to the forward."""
     try:
         up = socket.create_connection(FORWARD, timeout=30)
     except OSError:
@@ -117,8 +117,8 @@ def _copy(a, b):
             pass
 
 
-def start_agent(theirs, args):
-    """Fork the agent (a child subreaper) on the socketpair's other end; its pid."""
+def start_guest(theirs, args):
+    """Fork the guest process (a child subreaper) on the socketpair's other end; its pid."""
     pid = os.fork()
     if pid == 0:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -127,13 +127,13 @@ def start_agent(theirs, args):
             raise SystemExit(f"guest_init: PR_SET_NO_NEW_PRIVS failed (errno {ctypes.get_errno()})")
         os.set_inheritable(theirs.fileno(), True)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-        argv = [sys.executable, "-I", "-S", "/agent/main.py", str(theirs.fileno()), *args, "/.root"]
+        argv = [sys.executable, "-I", "-S", "/guest/main.py", str(theirs.fileno()), *args, "/.root"]
         os.execve(sys.executable, argv, env)
     return pid
 
 
 def main():
-    """Set the hostname, bridge the port, start the agent and reap until it exits (then power off)."""
+    """Set the hostname, bridge the port, start the guest process and reap until it exits (then power off)."""
     opts = cmdline()
     socket.sethostname(opts.get("vm.hostname", "sandbox"))
     with open("/.root/etc/hosts", "w") as f:
@@ -145,13 +145,13 @@ def main():
     if proxy:
         os.makedirs("/run", exist_ok=True)
         threading.Thread(target=egress_bridge, daemon=True).start()
-    agent = start_agent(theirs, [proxy or "0", EGRESS_SOCKET])
+    guest = start_guest(theirs, [proxy or "0", EGRESS_SOCKET])
     theirs.close()
     threading.Thread(target=port_to_socket, args=(fd, ours), daemon=True).start()
     threading.Thread(target=socket_to_port, args=(ours, fd), daemon=True).start()
     while True:
         pid, _ = os.wait()
-        if pid == agent:
+        if pid == guest:
             os.sync()
             ctypes.CDLL(None).reboot(0x4321FEDC)  # RB_POWER_OFF
 

@@ -1,4 +1,4 @@
-"""One VM sandbox: a QEMU guest running the sandbox agent, with the same `request` interface as env/sandbox.py.
+"""One VM sandbox: a QEMU guest running the guest process (env/guest), with the `request` interface of env/sandbox.py.
 
 Its state is a `VmSnapshot`: the guest's memory and device state (None for an image that was never booted) and the
 disk it stood on. `boot` starts a guest cold (the image's entrypoint is then started by the Environment, as for a
@@ -14,9 +14,9 @@ import os
 import threading
 import time
 
-from composer2_jax.env.agent import wire
 from composer2_jax.env.egress_policy import EgressPolicy
-from composer2_jax.env.sandbox import AgentChannel, SandboxError
+from composer2_jax.env.guest import wire
+from composer2_jax.env.sandbox import GuestChannel, SandboxError
 from composer2_jax.env.vm.jail import Jail
 from composer2_jax.env.vm.vmm import QemuVM, VmError, VmSpec, new_overlay
 
@@ -34,10 +34,10 @@ class VmSnapshot:
     state: str | None = None  # QEMU's migration stream of memory and devices; None: a cold boot
 
 
-class VmSandbox(AgentChannel):
-    """Handle on one running VM; `request` talks to its agent over the virtio-serial port."""
+class VmSandbox(GuestChannel):
+    """Handle on one running VM; `request` talks to its guest process over the virtio-serial port."""
 
-    AGENT = "the guest agent"
+    GUEST = "the VM's guest process"
 
     def __init__(self, sid: str, policy: EgressPolicy, workdir: str, disk_dir: str, egress_socket: str, jail: Jail):
         self.sid, self.policy, self.workdir, self.egress_socket = sid, policy, workdir, egress_socket
@@ -60,7 +60,7 @@ class VmSandbox(AgentChannel):
 
     @property
     def proxy_port(self) -> int:
-        """The guest agent's egress relay port (guest_init passes vm.egress=3128 when the VM has a network)."""
+        """The guest process's egress relay port (guest_init passes vm.egress=3128 when the VM has a network)."""
         return EGRESS_PORT
 
     @property
@@ -96,7 +96,7 @@ class VmSandbox(AgentChannel):
                 self.rpc.settimeout(self.spec.boot_timeout_s)
                 hello = wire.recv(self.rpc)
                 if not hello or not hello.get("ok"):
-                    raise VmError(f"the guest agent said {hello!r} instead of hello")
+                    raise VmError(f"the VM's guest process said {hello!r} instead of hello")
             else:
                 self.request("ping_vm", wait_s=60)  # any answer (an unknown op's error included) proves it runs
         except (OSError, ValueError, VmError, SandboxError) as e:
@@ -112,7 +112,7 @@ class VmSandbox(AgentChannel):
         return VmSnapshot(frozen, "qcow2", self.spec, self.network, state_path)
 
     def alive(self) -> bool:
-        """True while the VM runs and its agent answers."""
+        """True while the VM runs and its guest process answers."""
         return self.dead is None and self.vm is not None and self.vm.alive()
 
     def stop(self) -> None:

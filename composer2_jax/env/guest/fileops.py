@@ -2,7 +2,7 @@
 
 Every path goes through `resolve`: relative paths are taken from /workspace, and a path that leaves the
 workspace lexically or through a symlink is refused with kind "path_outside_workspace".
-In an image sandbox (`configure(workdir, confined=False)`, called with the agent chrooted into the image's root)
+In an image sandbox (`configure(workdir, confined=False)`, called with the guest chrooted into the image's root)
 the whole root filesystem is the model's machine: relative paths are taken from the image's working directory
 and absolute paths may name any file, as they would in a container.
 """
@@ -264,7 +264,7 @@ def _read_until(fd, timeout_s):
 
 
 def _kill(pid):
-    """SIGKILL a helper child; the agent's reaper collects it."""
+    """SIGKILL a helper child; the guest's reaper collects it."""
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:

@@ -1,13 +1,13 @@
-"""Entry point of the sandbox agent: pid 1 of the sandbox, serving the host's requests over an inherited socket.
+"""Entry point of the sandbox's guest process: pid 1 of the sandbox, serving the host over an inherited socket.
 
 Usage (inside the sandbox, started by bwrap): python3 -I -S main.py RPC_FD PROXY_PORT EGRESS_SOCKET [IMAGE_ROOT]
 
 One selector loop serves three things: request frames from the host (file tools run inline, a command
 runs as a `Job` whose pipes join the loop), SIGCHLD wakeups (reaping), and the egress relay.
 
-With IMAGE_ROOT (image sandboxes) the agent is root in its user namespace and the image's root filesystem is
-mounted there by the host: commands are chrooted into it, and file tools run with the agent chrooted into it for
-the call (`in_image`, which returns through a descriptor of the agent's own root) and as the requested user.
+With IMAGE_ROOT (image sandboxes) the guest is root in its user namespace and the image's root filesystem is
+mounted there by the host: commands are chrooted into it, and file tools run with the guest chrooted into it for
+the call (`in_image`, which returns through a descriptor of the guest's own root) and as the requested user.
 """
 
 import contextlib
@@ -28,7 +28,7 @@ from relay import Relay
 FILE_OPS = ("read_file", "write_file", "edit_file", "list_dir")
 
 
-class Agent:
+class Guest:
     """The sandbox's init: request loop, command jobs, reaper and relay."""
 
     def __init__(self, rpc_fd, proxy_port, egress_socket, image_root=None):
@@ -129,7 +129,7 @@ class Agent:
             return {"ok": True, "cpu_s": self.reaper.cpu_s}
         if op == "ping":
             return {"ok": True, "cpu_s": self.reaper.cpu_s}
-        raise fileops.ToolError("unknown_op", f"unknown agent operation {op!r}")
+        raise fileops.ToolError("unknown_op", f"unknown guest operation {op!r}")
 
     def _configure(self, req):
         """Image sandboxes: set the working directory (created, owned by the user, if asked) relative paths use."""
@@ -161,7 +161,7 @@ class Agent:
         the image), owned by the given user. Everything is decoded and imported before the chroot (a gzipped payload is
         decompressed here), so the image's own Python, gzip or zlib play no part; a member that cannot be written is
         named in the error."""
-        import base64  # deferred: the agent's start time counts in every sandbox start
+        import base64  # deferred: the guest's start time counts in every sandbox start
         import copy
         import io
         import tarfile
@@ -220,11 +220,11 @@ class Agent:
 
 
 def main(argv):
-    """Parse RPC_FD PROXY_PORT EGRESS_SOCKET [IMAGE_ROOT], make the agent untraceable by its sandbox, and serve."""
+    """Parse RPC_FD PROXY_PORT EGRESS_SOCKET [IMAGE_ROOT], make the guest untraceable by its sandbox, and serve."""
     runner.set_dumpable(False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     rpc_fd, proxy_port, egress_socket = int(argv[1]), int(argv[2]), argv[3]
-    Agent(rpc_fd, proxy_port, egress_socket, argv[4] if len(argv) > 4 else None).serve()
+    Guest(rpc_fd, proxy_port, egress_socket, argv[4] if len(argv) > 4 else None).serve()
 
 
 if __name__ == "__main__":

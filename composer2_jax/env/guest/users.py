@@ -1,7 +1,7 @@
 """Docker's USER rule inside an image sandbox: a user spec to uid, gid, supplementary groups and home.
 
 A spec is "" (root), "NAME" or "UID", optionally ":GROUP" or ":GID". Names are looked up in the image's
-/etc/passwd and /etc/group (read with the agent chrooted into the image); a numeric uid missing from passwd runs
+/etc/passwd and /etc/group (read with the guest chrooted into the image); a numeric uid missing from passwd runs
 with gid 0 and home "/", as Docker does (https://docs.docker.com/reference/dockerfile/#user).
 """
 

@@ -1,6 +1,6 @@
 """Commands inside the sandbox: fork/exec under rlimits, bounded output capture, reaping and the sweep.
 
-The agent is pid 1 of the sandbox's pid namespace and single-threaded, so a plain fork/exec is safe and
+The guest is pid 1 of the sandbox's pid namespace and single-threaded, so a plain fork/exec is safe and
 `kill(-1, SIGKILL)` from it reaches every other process of the sandbox and nothing outside. In a workspace
 sandbox a command never outlives its call: when its shell exits, times out or floods its output, everything
 it left behind is killed and reaped (the sweep).
@@ -106,13 +106,13 @@ class Reaper:
 
 
 def set_dumpable(flag):
-    """prctl(PR_SET_DUMPABLE): the agent is not dumpable (no ptrace, no /proc/1/mem); its children become so again."""
+    """prctl(PR_SET_DUMPABLE): the guest is not dumpable (no ptrace, no /proc/1/mem); its children become so again."""
     if _LIBC.prctl(PR_SET_DUMPABLE, int(flag), 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), f"prctl(PR_SET_DUMPABLE, {int(flag)}) failed")
 
 
 def set_limits(limits):
-    """Apply per-command rlimits and make this process the OOM killer's choice before the agent (in the child).
+    """Apply per-command rlimits and make this process the OOM killer's choice before the guest (in the child).
 
     A limit given as None is left as inherited (image sandboxes bound memory by their cgroup, not RLIMIT_AS).
     """
@@ -149,7 +149,7 @@ def drop_cap(cap):
     """Drop one capability from this process for good: bounding, ambient, inheritable, permitted and effective sets.
 
     Used for CAP_SYS_CHROOT after a command's chroot into the image: with it, root could chroot into a subfolder
-    and walk `..` out of the image into the agent's view of the host."""
+    and walk `..` out of the image into the guest's view of the host."""
     if _LIBC.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), f"prctl(PR_CAPBSET_DROP, {cap}) failed")
     _LIBC.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, cap, 0, 0)  # EINVAL on kernels without ambient caps: fine
@@ -240,7 +240,7 @@ class Drain:
 
 
 class Job:
-    """One running command: its pipes registered on the agent's selector, its deadline and its captures.
+    """One running command: its pipes registered on the guest's selector, its deadline and its captures.
 
     With `launch.root` set (image sandboxes) the command runs chrooted as `launch.user` and may leave background
     processes.

@@ -1,4 +1,4 @@
-"""Length-prefixed JSON frames over a stream socket: the protocol between the host and the sandbox agent.
+"""Length-prefixed JSON frames over a stream socket: the protocol between the host and the sandbox's guest process.
 
 A frame is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON. Byte strings (command
 output, file bytes) travel as latin-1 text so every byte value survives the JSON round trip.

@@ -1,8 +1,8 @@
 """The egress bridge inside the sandbox: 127.0.0.1:PORT in the sandbox's network namespace ⇄ a Unix socket.
 
-The sandbox has loopback only. The agent listens on 127.0.0.1:PORT (HTTP_PROXY points there) and pipes each
+The sandbox has loopback only. The guest listens on 127.0.0.1:PORT (HTTP_PROXY points there) and pipes each
 accepted connection, byte for byte, to the host's egress proxy through the bind-mounted Unix socket. All
-sockets are non-blocking and share the agent's selector, so relaying goes on while a command runs.
+sockets are non-blocking and share the guest's selector, so relaying goes on while a command runs.
 """
 
 import selectors
