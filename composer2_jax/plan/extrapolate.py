@@ -21,14 +21,8 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
-import jax
-import optax
-
-from composer2_jax.model import Transformer
 from composer2_jax.model.layer_plan import layer_plan
-from composer2_jax.sharding import activate
-from composer2_jax.train import optim as optim_lib
-from composer2_jax.train.state import abstract_train_state
+from composer2_jax.plan.step import compile_optimizer_update
 
 REDUCED_UNITS = (2, 3)  # scan units of the two reduced compiles: ≥ 2, where the loop's temporaries are linear
 
@@ -55,19 +49,7 @@ def with_units(cfg, units: int):
 def update_temp_bytes(cfg, optim_cfg, mesh, shape: tuple[int, int]) -> int:
     """Per-device temporaries of the optimizer update alone (gradients → new parameters and optimizer state, both
     donated) for the model `cfg` on `mesh`: the optimizer phase of the train step."""
-    model = Transformer(cfg, mesh)
-    abstract, shardings, tx = abstract_train_state(
-        model, lambda p, n: optim_lib.make_optimizer(optim_cfg, p, n, mesh), mesh, shape)
-
-    def update(params, opt_state, grads):
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state
-
-    with activate(mesh):
-        compiled = jax.jit(update, donate_argnums=(0, 1),
-                           in_shardings=(shardings.params, shardings.opt_state, shardings.params),
-                           out_shardings=(shardings.params, shardings.opt_state)) \
-            .lower(abstract.params, abstract.opt_state, abstract.params).compile()
+    compiled = compile_optimizer_update(cfg, optim_cfg, mesh, shape)
     return compiled.memory_analysis().temp_size_in_bytes
 
 

@@ -49,25 +49,30 @@ def compile_train_step(cfg, mesh, batch: int, seq: int, optimizer: str, count_lo
     return compiled, abstract
 
 
-def _optimizer_cost(cfg, mesh, batch: int, seq: int, optimizer: str, node_size: int) -> dict:
-    """Per-device cost of the optimizer update alone (gradients → new params and state) for the model's real
-    (scanned) train state on `mesh`: FLOPs, HBM bytes and collective bytes inside / across nodes. The update has
-    no loop XLA's cost analysis would count once (Muon's Newton–Schulz steps are unrolled in Python), so the
-    whole step's optimizer work is counted without an unrolled model."""
+def compile_optimizer_update(cfg, optim_cfg, mesh, shape: tuple[int, int]):
+    """The optimizer update alone (gradients → new parameters and optimizer state, both donated) for the model's
+    real train state on `mesh`, compiled: what the planner costs and the dry run's extrapolation measures."""
     model = Transformer(cfg, mesh)
-    oc = optim.OptimConfig(name=optimizer)
-    abstract, shardings, tx = abstract_train_state(model, lambda p, n: optim.make_optimizer(oc, p, n, mesh), mesh,
-                                                   (batch, seq))
+    abstract, shardings, tx = abstract_train_state(
+        model, lambda p, n: optim.make_optimizer(optim_cfg, p, n, mesh), mesh, shape)
 
     def update(params, opt_state, grads):
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state
 
     with activate(mesh):
-        compiled = jax.jit(update, donate_argnums=(0, 1),
-                           in_shardings=(shardings.params, shardings.opt_state, shardings.params),
-                           out_shardings=(shardings.params, shardings.opt_state)) \
+        return jax.jit(update, donate_argnums=(0, 1),
+                       in_shardings=(shardings.params, shardings.opt_state, shardings.params),
+                       out_shardings=(shardings.params, shardings.opt_state)) \
             .lower(abstract.params, abstract.opt_state, abstract.params).compile()
+
+
+def _optimizer_cost(cfg, mesh, batch: int, seq: int, optimizer: str, node_size: int) -> dict:
+    """Per-device cost of the optimizer update alone (gradients → new params and state) for the model's real
+    (scanned) train state on `mesh`: FLOPs, HBM bytes and collective bytes inside / across nodes. The update has
+    no loop XLA's cost analysis would count once (Muon's Newton–Schulz steps are unrolled in Python), so the
+    whole step's optimizer work is counted without an unrolled model."""
+    compiled = compile_optimizer_update(cfg, optim.OptimConfig(name=optimizer), mesh, (batch, seq))
     cost = _cost(compiled)
     colls = collectives(compiled.as_text(), node_size)
     cost["ici"] = sum(c.wire_bytes for c in colls if not c.crosses_nodes)
