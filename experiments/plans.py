@@ -36,6 +36,7 @@ class Plan:
     fits: Optional[bool]  # the planner's calibrated verdict; None: borrowed, not planned for this preset
     figures: str = ""  # what the planner reported (calibrated MFU, CPU-compiled peak)
     note: str = ""  # provenance when borrowed; why not where no plan fits
+    dry_run: str = ""  # what this preset × stage's own `--dry_run` compiled (the stage's optimizer, MTP, accumulation)
 
     def __post_init__(self):
         if self.attention_kernel not in MEMORY_SAFE_KERNELS:
@@ -100,7 +101,32 @@ _GS_RL = dataclasses.replace(
 _K2_WHY = "the same shapes but no MTP module (smaller)"
 _DS3_WHY = "128 heads (2× the attention) and 256 experts: not planned in this session"
 
-PLANS: dict[tuple[str, str], Plan] = {
+# `python -m experiments.<stage> --config=experiments/<stage>.py:<preset> --dry_run` (full depth; docs/scaling.md,
+# "Dry runs of every shipped real-preset configuration"): per-device peak compiled on CPU and the calibrated verdict.
+_DRY_RUN_DATE = "2026-12-07"
+_H200_GB = 141.0  # every plan's chip (chips.py: h200)
+_DRY_RUNS = {
+    ("gpu_small", "cpt_bulk"): (128.0, True), ("gpu_small", "cpt_long"): (60.1, True),
+    ("gpu_small", "sft"): (155.6, True), ("gpu_small", "rl"): (123.3, True),
+    ("kimi_k2_5", "cpt_bulk"): (291.5, False), ("kimi_k2_5", "cpt_long"): (340.6, False),
+    ("kimi_k2_5", "sft"): (269.8, True), ("kimi_k2_5", "rl"): (243.1, True),
+    ("kimi_k2", "cpt_bulk"): (259.1, True), ("kimi_k2", "cpt_long"): (302.8, False),
+    ("kimi_k2", "sft"): (249.6, True), ("kimi_k2", "rl"): (199.5, True),
+    ("deepseek_v3", "cpt_bulk"): (391.6, False), ("deepseek_v3", "cpt_long"): (498.2, False),
+    ("deepseek_v3", "sft"): (378.1, False), ("deepseek_v3", "rl"): (313.8, False),
+}
+
+
+def _dry_run_line(key: tuple[str, str]) -> str:
+    """The dry run's figures as a sentence."""
+    peak, fits = _DRY_RUNS[key]
+    date = "2026-12-06" if key in (("gpu_small", "sft"), ("gpu_small", "rl")) else _DRY_RUN_DATE
+    verdict = ("fits as compiled" if peak <= _H200_GB else "fits after the ÷ 2.0 calibration" if fits
+               else "does NOT fit even after the ÷ 2.0 calibration")
+    return f"{peak:.1f} GB/device compiled on CPU ({date}) against {_H200_GB:.0f} GB: {verdict}"
+
+
+_PLANS: dict[tuple[str, str], Plan] = {
     ("gpu_small", "cpt_bulk"): _GS_BULK,
     ("gpu_small", "cpt_long"): _GS_LONG,
     ("gpu_small", "sft"): _GS_SFT,
@@ -114,6 +140,7 @@ PLANS: dict[tuple[str, str], Plan] = {
     **{("deepseek_v3", s): _borrowed(p, "deepseek_v3", _DS3_WHY)
        for s, p in (("cpt_bulk", _K25_BULK), ("cpt_long", _K25_LONG), ("sft", _K25_SFT), ("rl", _K25_RL))},
 }
+PLANS: dict[tuple[str, str], Plan] = {k: dataclasses.replace(p, dry_run=_dry_run_line(k)) for k, p in _PLANS.items()}
 
 REAL_PRESETS = ("gpu_small", "kimi_k2_5", "kimi_k2", "deepseek_v3")
 STAGES = ("cpt_bulk", "cpt_long", "sft", "rl")

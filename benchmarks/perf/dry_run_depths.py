@@ -5,7 +5,8 @@ optimizer update alone (what `--dry_run_depth=extrapolate` combines: composer2_j
     python -m benchmarks.perf.dry_run_depths --config=experiments/cpt_bulk.py:gpu_small --units=1,2,3,4,11 \
         [--update_units=1,2,4,11]
 
-One simulated host device (the config's mesh must fit one: gpu_small's does); compiles run one after another.
+`--devices N` simulated host devices (default 1: gpu_small's mesh; 256 for the kimi_k2_5 plans' meshes); compiles run
+one after another.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ def main():
     ap.add_argument("--config", required=True, help="FILE:PRESET of an experiment's stage config")
     ap.add_argument("--units", default="2,3", help="scan units of the step compiles, comma-separated")
     ap.add_argument("--update_units", default="", help="scan units of the optimizer-update-alone compiles")
+    ap.add_argument("--devices", type=int, default=1, help="simulated host devices: the product of the config's mesh")
     a = ap.parse_args()
     os.environ["JAX_PLATFORMS"] = "cpu"
-    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=1"
+    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={a.devices}"
     from composer2_jax import sharding as shd
     from composer2_jax.plan.dry_run import stage_shape
     from composer2_jax.plan.extrapolate import Memory, update_temp_bytes, with_units
