@@ -32,7 +32,7 @@ from composer2_jax.data.chat import end_token_id
 from composer2_jax.env import Environment
 from composer2_jax.env.harness import HarnessConfig
 from composer2_jax.losses.rl import PolicyLossConfig
-from composer2_jax.rl import orchestrator, sources
+from composer2_jax.rl import copy_probe, orchestrator, sources
 from composer2_jax.rl.rewards import TERMS, RewardConfig
 from composer2_jax.rl.run_config import EnvConfig, RLConfig, RLExperimentConfig, WarmStartConfig
 from composer2_jax.rl.services.env_worker import env_worker_for, sandbox_limits
@@ -99,6 +99,7 @@ def sft_config(run: RLExperimentConfig):
     w = run.sft
     c = sft.get_config(run.preset)
     c.model = schema.to_config_dict(run.model)
+    c.tokenizer = schema.to_config_dict(run.tokenizer)  # the run's own: its rollouts and evaluation read these ids
     c.workdir = str(Path(run.init_from).parent)
     c.init_from = w.init_from
     c.data.sources = [dict(kind="chat_jsonl", path=transcripts_path(run), weight=1.0)]
@@ -214,8 +215,31 @@ def evaluate_stage(preset: str, root: str, prev: str) -> tuple[dict, str]:
     return dict(stage="evaluate", checkpoint=prev, **{k.split("/", 1)[1]: round(m[k], 4) for k in keep if k in m}), prev
 
 
-def main(argv) -> dict:
-    """Warm start (if needed), then RL; prints and returns a JSON summary."""
+def heldout_transcripts(run: RLExperimentConfig, n: int) -> list[dict]:
+    """n oracle transcripts (the oracle never errs here) of the warm-start family's held-out split, written once
+    under the run's workdir (probe/)."""
+    family = sources.family_module(sources.warm_start_family(run.tasks))
+    path = Path(run.workdir) / "probe" / f"heldout_oracle_{n}.jsonl"
+    if not path.exists():
+        with Environment(pool_size=run.env.pool_size, limits=sandbox_limits(run.env)) as env:
+            worker = env_worker_for(run, env, run.tokenizer.build())
+            tasks = family.task_set(n, run.sft.seed + 7, tuple(run.rl.levels), split="heldout")
+            write_oracle_transcripts(worker, tasks, path, run.sft.read_prob, run.sft.seed)
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def probe_copying(run: RLExperimentConfig, checkpoint_dir: str, n: int) -> dict:
+    """The copy probe (rl/copy_probe.py) of a checkpoint's newest weights over n held-out oracle transcripts:
+    every copied word, and the family's own names (`NAMES`: the pkg family's module names)."""
+    family = sources.family_module(sources.warm_start_family(run.tasks))
+    got = copy_probe.probe_checkpoint(checkpoint_dir, heldout_transcripts(run, n), getattr(family, "NAMES", None),
+                                      run.tokenizer.build())
+    return {k: {m: round(x, 4) for m, x in v.items()} if isinstance(v, dict) else v for k, v in got.items()}
+
+
+def main(argv, probe: int = 0) -> dict:
+    """Warm start (if needed), then RL; prints and returns a JSON summary. `probe` > 0: the copy probe of the start
+    and the final weights over that many held-out oracle transcripts (`copy_probe` in the summary)."""
     from experiments.main import parse, quiet_logs
 
     saved_argv, sys.argv = sys.argv, list(argv)  # config_flags registers --config.KEY overrides from sys.argv
@@ -234,13 +258,17 @@ def main(argv) -> dict:
     r = orchestrator.run_rl(config)
     summary.update(final_version=r.final_version, seconds=round(r.seconds, 1), counters=r.counters,
                    evals=[{k: round(v, 4) for k, v in e.items()} for e in r.evals])
+    if probe:
+        summary["copy_probe"] = {"start": probe_copying(frozen, frozen.init_from, probe),
+                                 "end": probe_copying(frozen, str(Path(frozen.workdir) / "checkpoints"), probe)}
     print(json.dumps(summary))
     return summary
 
 
-def warm_start_main(argv) -> dict:
-    """Only the warm start (trained unless `init_from` holds one) and its held-out evaluation; prints and returns a
-    JSON summary (benchmarks/learning/rl_learning.py `--sft-only`)."""
+def warm_start_main(argv, probe: int = 0) -> dict:
+    """Only the warm start (trained unless `init_from` holds one) and its held-out evaluation (and with `probe` > 0
+    its copy probe over that many held-out oracle transcripts); prints and returns a JSON summary
+    (benchmarks/learning/rl_learning.py `--sft-only`)."""
     from experiments.main import parse, quiet_logs
 
     saved_argv, sys.argv = sys.argv, list(argv)
@@ -251,6 +279,8 @@ def warm_start_main(argv) -> dict:
     quiet_logs()
     summary = prepare(config)
     summary["eval"] = {k: round(v, 4) for k, v in evaluate_checkpoint(config, run.init_from).items()}
+    if probe:
+        summary["copy_probe"] = probe_copying(run, run.init_from, probe)
     print(json.dumps(summary))
     return summary
 

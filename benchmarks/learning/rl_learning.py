@@ -61,12 +61,16 @@ def main(argv=None) -> dict:
                         "that hold them)")
     p.add_argument("--sft-only", action="store_true",
                    help="only the SFT warm start and its held-out evaluation (no RL, no checks): one JSON line")
+    p.add_argument("--probe", type=int, default=32,
+                   help="held-out oracle transcripts for the copy probe (rl/copy_probe.py) of the start and the end "
+                        "weights; 0: none")
     args, overrides = p.parse_known_args(argv)
     overrides = [*WHOLE_EPISODES, *FAMILIES[args.family], *overrides]  # later flags win: pkg's budget over 352
     if args.sft_only:
         t0 = time.monotonic()
         r = rl_exp.warm_start_main(["rl", f"--config.workdir={args.workdir}/rl",
-                                    f"--config.init_from={args.workdir}/rl/sft/checkpoints", *overrides])
+                                    f"--config.init_from={args.workdir}/rl/sft/checkpoints", *overrides],
+                                   probe=args.probe)
         out = {"bench": "rl_learning", "family": args.family, "sft_only": True,
                "seconds": round(time.monotonic() - t0), **r}
         print(json.dumps(out), flush=True)
@@ -76,7 +80,7 @@ def main(argv=None) -> dict:
                      f"--config.rl.tree.token_budget={args.token_budget}", *overrides]
     t0 = time.monotonic()
     r = rl_exp.main(["rl", f"--config.workdir={args.workdir}/rl",
-                     f"--config.init_from={args.workdir}/rl/sft/checkpoints", *overrides])
+                     f"--config.init_from={args.workdir}/rl/sft/checkpoints", *overrides], probe=args.probe)
     seconds = time.monotonic() - t0
     rows = read_metrics(Path(args.workdir) / "rl" / "logs" / "metrics.jsonl")
     spent = sum(m.get("batch/tokens_spent", 0.0) for m in rows)
@@ -89,7 +93,8 @@ def main(argv=None) -> dict:
     out = {"bench": "rl_learning", "family": args.family, "mode": args.mode, "seconds": round(seconds),
            "final_version": r["final_version"],
            "start": first, "end": last, "tokens_spent": spent, "useful_samples": useful,
-           "tokens_per_useful_sample": round(spent / useful, 1) if useful else None, "checks": checks,
+           "tokens_per_useful_sample": round(spent / useful, 1) if useful else None,
+           "copy_probe": r.get("copy_probe"), "checks": checks,
            "all_met": all(checks.values())}
     print(json.dumps(out), flush=True)
     return out
