@@ -16,7 +16,7 @@ def _fake_runs(monkeypatch, tmp_path, rows_per_run):
 
     calls = []
 
-    def fake_main(argv):
+    def fake_main(argv, probe=0):  # probe: the copy probe's transcript count (not run here)
         calls.append(argv)
         workdir = next(a.split("=", 1)[1] for a in argv if a.startswith("--config.workdir="))
         logs = tmp_path.joinpath(workdir) / "logs"
