@@ -35,7 +35,10 @@ def test_rules_table_maps_model_axes():
     assert shd.logical_to_spec(("activation_batch", "activation_length", "activation_embed")) == \
         P(("stage", "data", "fsdp", "expert"), "context", None)
     assert shd.logical_to_spec(("exp", "embed", "moe_mlp")) == P("expert", ("fsdp", "context"), "tensor")
-    assert shd.mesh_axes_of("exp") == ("expert",) and shd.mesh_axes_of("kv_lora") == ()
+    assert shd.mesh_axes_of("exp") == ("expert",) and shd.mesh_axes_of("kv") == ()
+    # MLA's latent dims are FSDP-sharded (W_qb, W_kvb have no embed dim); W_qa keeps embed on fsdp, the latent whole
+    assert shd.logical_to_spec(("q_lora", "heads", "kv")) == P(("fsdp", "context"), "tensor", None)
+    assert shd.logical_to_spec(("embed", "q_lora")) == P(("fsdp", "context"), None)
     names = [n for n, _ in shd.LOGICAL_RULES]
     assert len(names) == len(set(names)), "one rule per logical name"
 
