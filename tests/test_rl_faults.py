@@ -176,14 +176,14 @@ class KillingEnv:
         return getattr(self.env, name)
 
 
-def _run(env, tmp_path, rollout_fault_at: int | None, steps: int = 5):
+def _run(env, tmp_path, rollout_fault_at: int | None, steps: int = 5, max_retries: int = 2):
     """The embedded loop (scripted rollouts, counting trainer) with every produced record tracked."""
     store, counters = WeightStore(), Counters()
     rollout = ScriptedRollout(store, p_correct=0.6, seed=0)
     trainer = CountingTrainer(1)
     worker = EnvWorker(env, TOK, HARNESS, RewardConfig(), TOOLS, schemas_in_prompt=False, repo_root=tmp_path)
     rl = RLConfig(eta=1, samples=3, steps=steps, groups_per_batch=2,
-                  loop=LoopConfig(episode_threads=6, max_retries=2, take_timeout_s=120))
+                  loop=LoopConfig(episode_threads=6, max_retries=max_retries, take_timeout_s=120))
     orch = LocalOrchestrator(trainer, rollout, worker, TaskCurriculum(tasks.task_set(40, 0)), rl, store, counters)
     produced, execute = [], orch.execute
 
@@ -221,8 +221,12 @@ def _check_accounting(trainer, c: dict, produced: list, steps: int) -> None:
 @needs_sandbox
 def test_a_sandbox_killed_mid_episode_is_rerun_in_a_fresh_fork_none_counted_twice_none_lost(tmp_path):
     with Environment(pool_size=4, limits=SandboxLimits(timeout_s=30)) as env:
-        killing = KillingEnv(env, lambda n: n in (3, 11, 20, 31))
-        trainer, c, produced = _run(killing, tmp_path, rollout_fault_at=None)
+        kills = (3, 11, 20, 31)
+        killing = KillingEnv(env, lambda n: n in kills)
+        # Which episode a kill lands in depends on thread timing: late in the run one episode may be the only one
+        # calling tools and take several kills in a row. With as many retries as kills none can run out of them,
+        # so a drop here is a loss, never the schedule's luck.
+        trainer, c, produced = _run(killing, tmp_path, rollout_fault_at=None, max_retries=len(kills))
         assert killing.killed == 4
         assert c["episode_failures"] >= 1 and c["episodes_retried"] == c["episode_failures"]
         _check_accounting(trainer, c, produced, 5)
