@@ -123,6 +123,32 @@ def test_model_with_causal_skip_kernel_matches_the_dense_kernel():
     assert "xla_causal_skip" in kernel_paths.snapshot()["paths"]["attention"]
 
 
+def test_pair_masks_are_built_in_the_loop_not_stacked_for_it():
+    """Under grad through a scan of layers (as in the model), no [pairs, …] bool array is kept: JAX's partial
+    evaluation would otherwise build every pair's mask (which depends only on (i, j) and the segment ids) in a loop of
+    its own, broadcast over the heads, and hold them all for the attention loop (34.9 GB per device for kimi_k2_5 at
+    32k before the fix)."""
+    import re
+
+    t, chunk = 64, 16
+    pairs = len(triangle(t // chunk)[0])
+    x = _qkv(t=t, b=2, h=3, kdim=8, vdim=8)[0]
+    seg = _packed(2, t)
+    w = jax.random.normal(jax.random.key(3), (2, 8, 8))
+
+    def loss(w):
+        mask = AttentionMask(causal=True, q_segment_ids=seg, kv_segment_ids=seg)
+
+        def layer(h, w_l):
+            return causal_skip_attention(h @ w_l, h, h, scale=SCALE, mask=mask, chunk=chunk), None
+
+        return jnp.sum(jax.lax.scan(layer, x, w)[0])
+
+    hlo = jax.jit(jax.grad(loss)).lower(w).compile().as_text()
+    stacked = sorted(set(re.findall(rf"pred\[{pairs},[\d,]+\]", hlo)))
+    assert not stacked, f"pair masks stacked over the {pairs} pairs: {stacked}"
+
+
 def _flops(fn, *args):
     ca = jax.jit(fn).lower(*args).compile().cost_analysis()
     return (ca[0] if isinstance(ca, (list, tuple)) else ca)["flops"]

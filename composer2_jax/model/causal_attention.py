@@ -59,6 +59,15 @@ def _merge(o_a, lse_a, o_b, lse_b):
     return w(lse_a) * o_a + w(lse_b) * o_b, lse
 
 
+def _in_loop(i, j, q_i):
+    """(i, j, q_i) through an optimization barrier. The pair's mask depends only on (i, j) and the segment ids, none
+    of them differentiated: under `grad`, JAX's partial evaluation of this scan would build every pair's mask in a
+    loop of its own, broadcast over the heads, and keep all of them for this one to read — [n(n+1)/2, B, H, c, c]
+    bools, 34.9 GB per device for kimi_k2_5 at 32k (docs/scaling.md). Tied to the query block, which is
+    differentiated, the mask is built here, one pair at a time."""
+    return jax.lax.optimization_barrier((i, j, q_i))
+
+
 def _fwd_scan(q, k, v, seg, scale, n):
     """Forward over the triangle under one scan: (o [n, B, c, H, V] fp32, lse [n, B, c, H] fp32)."""
     q_, k_, v_ = split_chunks(q, n), split_chunks(k, n), split_chunks(v, n)
@@ -68,8 +77,8 @@ def _fwd_scan(q, k, v, seg, scale, n):
 
     def step(carry, ij):
         o_run, lse_run, o_buf, lse_buf = carry
-        i, j = ij
-        o_b, lse_b = _masked_fwd(q_[i], k_[j], v_[j], scale, _pair_mask(i, j, c, seg))
+        i, j, q_i = _in_loop(*ij, q_[ij[0]])
+        o_b, lse_b = _masked_fwd(q_i, k_[j], v_[j], scale, _pair_mask(i, j, c, seg))
         first = j == 0  # a new query row starts from nothing
         o_run, lse_run = _merge(jnp.where(first, 0.0, o_run), jnp.where(first, NEG_INF, lse_run), o_b, lse_b)
         return (o_run, lse_run, o_buf.at[i].set(o_run), lse_buf.at[i].set(lse_run)), None
