@@ -115,3 +115,18 @@ def test_a_model_that_predicts_the_next_token_scores_one(byte_tok):
         return np.eye(512, dtype=np.float32)[toks]  # predicts the current token again
 
     assert copy_probe.score(rows, copy_probe.predictions(off_by_one, rows))["word_accuracy"] == 0.0
+
+
+def test_word_accuracy_by_order_scores_each_transcripts_kth_word(byte_tok):
+    """The first module read right and the second wrong: by order [1, 0]; the overall accuracy is their mean."""
+    rows = [copy_probe.probe_row(TRANSCRIPT, byte_tok)] * 3
+    lemon = [pos for w, pos in rows[0].copied if w == "Lemon"][0]
+
+    def first_right(toks):
+        nxt = np.roll(toks, -1, axis=1)
+        nxt[:, [p - 1 for p in lemon]] = 0  # every prediction of Lemon's bytes is wrong
+        return np.eye(512, dtype=np.float32)[nxt]
+
+    got = copy_probe.score(rows, copy_probe.predictions(first_right, rows), words={"Zebra", "Lemon"})
+    assert got["word_accuracy_by_order"] == [1.0, 0.0] and got["words_by_order"] == [3, 3]
+    assert got["word_accuracy"] == 0.5

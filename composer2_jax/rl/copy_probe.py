@@ -101,9 +101,12 @@ def predictions(apply_logits, rows: Sequence[ProbeRow], batch: int = 8) -> list[
 def score(rows: Sequence[ProbeRow], preds: Sequence[np.ndarray], words: Optional[Iterable[str]] = None
           ) -> dict[str, float]:
     """token_accuracy / word_accuracy over copied words (only those in `words`, when given), assistant_accuracy
-    over assistant tokens (a token at position p is right when the prediction at p − 1 equals it), with counts."""
+    over assistant tokens (a token at position p is right when the prediction at p − 1 equals it), with counts.
+    `word_accuracy_by_order[k]` is the word accuracy of each transcript's (k+1)-th counted word alone (the pkg
+    family: the first failing module read, the second, …), `words_by_order[k]` how many there were."""
     allowed = None if words is None else set(words)
     tok_right = tok_n = word_right = word_n = asst_right = asst_n = 0
+    by_order: list[list[int]] = []  # [right, n] of the k-th counted word of a transcript
     for r, pred in zip(rows, preds):
         ids = np.asarray(r.ids)
         right = np.zeros(len(ids), bool)
@@ -112,18 +115,22 @@ def score(rows: Sequence[ProbeRow], preds: Sequence[np.ndarray], words: Optional
         mask[0] = False
         asst_right += int(right[mask].sum())
         asst_n += int(mask.sum())
-        for w, pos in r.copied:
-            if allowed is not None and w not in allowed:
-                continue
+        counted = [(w, pos) for w, pos in r.copied if allowed is None or w in allowed]
+        for k, (w, pos) in enumerate(counted):
             hits = right[pos]
             tok_right += int(hits.sum())
             tok_n += len(pos)
             word_right += int(hits.all())
             word_n += 1
+            if k == len(by_order):
+                by_order.append([0, 0])
+            by_order[k][0] += int(hits.all())
+            by_order[k][1] += 1
     ratio = lambda a, b: a / b if b else float("nan")  # noqa: E731
     return {"token_accuracy": ratio(tok_right, tok_n), "word_accuracy": ratio(word_right, word_n),
             "assistant_accuracy": ratio(asst_right, asst_n), "copied_tokens": tok_n, "copied_words": word_n,
-            "assistant_tokens": asst_n, "transcripts": len(rows)}
+            "assistant_tokens": asst_n, "transcripts": len(rows),
+            "word_accuracy_by_order": [ratio(a, b) for a, b in by_order], "words_by_order": [b for _, b in by_order]}
 
 
 def model_logits_fn(cfg, params, router_state):
