@@ -92,8 +92,8 @@ _GS_LONG = Plan(
          "(benchmarks/RESULTS.md); shipped on 8×H200 with the ring over context=8, not planned")
 _GS_SFT = Plan(
     "h200", 1, (), 1, 32768, "full", 1.0, "xla_causal_skip", "", None,
-    note="not planned in this session: cpt_bulk's execution on one H200 at 32k; its dry run (2026-12-06) does not "
-         "fit as compiled: 155.6 GB with the stage's AdamW (77.8 GB after the ÷ 2.0 calibration)")
+    note="not planned in this session: cpt_bulk's execution on one H200 at 32k; its dry run (2026-12-07) does not "
+         "fit as compiled: 150.0 GB with the stage's AdamW (75.0 GB after the ÷ 2.0 calibration)")
 _GS_RL = dataclasses.replace(
     _GS_BULK, note="the cpt_bulk plan's step (1 × 8,192 tokens per update, one H200): RL rows pack whole episodes "
                    "(harness.max_total_tokens ≤ 1,024) into 8k rows; the trainer update's dry run fits: 123.3 GB")
@@ -106,33 +106,23 @@ _DS3_WHY = "128 heads (2× the attention) and 256 experts: not planned in this s
 _DRY_RUN_DATE = "2026-12-07"
 _H200_GB = 141.0  # every plan's chip (chips.py: h200)
 _DRY_RUNS = {
-    ("gpu_small", "cpt_bulk"): (128.0, True), ("gpu_small", "cpt_long"): (60.1, True),
-    ("gpu_small", "sft"): (155.6, True), ("gpu_small", "rl"): (123.3, True),
-    ("kimi_k2_5", "cpt_bulk"): (265.5, True), ("kimi_k2_5", "cpt_long"): (340.6, False),
-    ("kimi_k2_5", "sft"): (269.8, True), ("kimi_k2_5", "rl"): (243.1, True),
-    ("kimi_k2", "cpt_bulk"): (259.1, True), ("kimi_k2", "cpt_long"): (302.8, False),
-    ("kimi_k2", "sft"): (249.6, True), ("kimi_k2", "rl"): (199.5, True),
-    ("deepseek_v3", "cpt_bulk"): (391.6, False), ("deepseek_v3", "cpt_long"): (498.2, False),
-    ("deepseek_v3", "sft"): (378.1, False), ("deepseek_v3", "rl"): (313.8, False),
+    ("gpu_small", "cpt_bulk"): (128.0, True), ("gpu_small", "cpt_long"): (59.2, True),
+    ("gpu_small", "sft"): (150.0, True), ("gpu_small", "rl"): (123.3, True),
+    ("kimi_k2_5", "cpt_bulk"): (265.5, True), ("kimi_k2_5", "cpt_long"): (308.0, False),
+    ("kimi_k2_5", "sft"): (241.2, True), ("kimi_k2_5", "rl"): (211.8, True),
+    ("kimi_k2", "cpt_bulk"): (233.4, True), ("kimi_k2", "cpt_long"): (270.7, True),
+    ("kimi_k2", "sft"): (223.9, True), ("kimi_k2", "rl"): (168.8, True),
+    ("deepseek_v3", "cpt_bulk"): (332.8, False), ("deepseek_v3", "cpt_long"): (434.7, False),
+    ("deepseek_v3", "sft"): (310.3, False), ("deepseek_v3", "rl"): (254.3, True),
 }
-
-
-# Lines measured before MLA's latent dims were FSDP-sharded (sharding.py: q_lora, kv_lora), on meshes the change
-# affects (fsdp or context > 1): W_qb / W_kvb were replicated there. Re-measured since: kimi_k2_5 cpt_bulk (291.5 GB
-# before, no fit).
-_BEFORE_LATENT_SHARDING = {k for k in _DRY_RUNS if k[0] != "gpu_small" or k[1] == "cpt_long"} - {("kimi_k2_5",
-                                                                                                  "cpt_bulk")}
 
 
 def _dry_run_line(key: tuple[str, str]) -> str:
     """The dry run's figures as a sentence."""
     peak, fits = _DRY_RUNS[key]
-    date = "2026-12-06" if key in (("gpu_small", "sft"), ("gpu_small", "rl")) else _DRY_RUN_DATE
     verdict = ("fits as compiled" if peak <= _H200_GB else "fits after the ÷ 2.0 calibration" if fits
                else "does NOT fit even after the ÷ 2.0 calibration")
-    before = (" (measured before MLA's latent dims were FSDP-sharded; not re-measured since)"
-              if key in _BEFORE_LATENT_SHARDING else "")
-    return f"{peak:.1f} GB/device compiled on CPU ({date}) against {_H200_GB:.0f} GB: {verdict}{before}"
+    return f"{peak:.1f} GB/device compiled on CPU ({_DRY_RUN_DATE}) against {_H200_GB:.0f} GB: {verdict}"
 
 
 _PLANS: dict[tuple[str, str], Plan] = {
