@@ -288,3 +288,24 @@ def test_overlap_report_reads_the_unit_all_to_all_and_the_expert_compute():
     expert_s = 3 * 4096 * roofline.expert_flops_per_token(cfg) / 2 / chip.peak_bf16_flops
     assert o["a2a_s"] == pytest.approx(a2a_s) and o["expert_compute_s"] == pytest.approx(expert_s)
     assert o["a2a_hidden_s"] == pytest.approx(roofline.moe_overlap_hidden(a2a_s, expert_s, 2)["a2a_hidden_s"])
+
+
+def test_grad_accum_compiles_the_accumulating_step_the_stage_ships():
+    """--grad_accum: the memory compile takes grad_accum × batch sequences through the accumulation loop (the
+    stage's program, train/step.py), so its peak is the accumulated step's, not one micro-batch's; the roofline's
+    batch is unchanged."""
+    opts = dict(seq_len=64, optimizer="adamw", estimate=False)
+    one = report.plan("toy", "cpt_bulk", MESH, "h200", report.PlanOptions(**opts))
+    two = report.plan("toy", "cpt_bulk", MESH, "h200", report.PlanOptions(grad_accum=2, **opts))
+    assert (one["grad_accum"], two["grad_accum"]) == (1, 2)
+    assert two["global_batch"] == one["global_batch"] and two["tokens_per_step"] == one["tokens_per_step"]
+    per_one, per_two = one["per_device"], two["per_device"]
+    assert per_two["params_bytes"] == per_one["params_bytes"]
+    # at least the accumulator: one more fp32 gradient shard of the parameters
+    assert per_two["peak_bytes"] >= per_one["peak_bytes"] + per_one["params_bytes"]
+    compiled, _ = step.compile_train_step(get_model_config("toy"), shd.make_mesh(MESH), one["global_batch"], 64,
+                                          "adamw", grad_accum=2)
+    (_, batch_in), _ = compiled.args_info  # (state, batch) positional arguments
+    assert batch_in["tokens"].shape == (2 * one["global_batch"], 64)
+    with pytest.raises(ValueError, match="grad_accum=0"):
+        report.plan("toy", "cpt_bulk", MESH, "h200", report.PlanOptions(grad_accum=0, **opts))

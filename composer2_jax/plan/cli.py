@@ -155,6 +155,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--batch", type=int, default=None, help="global batch in sequences (default: one per DP shard)")
     ap.add_argument("--seq_len", type=int, default=None)
     ap.add_argument("--optimizer", default="muon", choices=["muon", "adamw"])
+    ap.add_argument("--grad_accum", type=int, default=1,
+                    help="micro-batches of --batch per step in the memory compile (gradients accumulated, as a stage "
+                         "with step.grad_accum does); the roofline stays per micro-batch")
     ap.add_argument("--moe_impl", default="capacity", choices=["capacity", "dropless"],
                     help="capacity (factor 1.25, bounded buffers) | dropless (EP receive buffers sized for the worst "
                          "case)")
@@ -243,6 +246,9 @@ def _plan_and_print(ap, a):
     from composer2_jax.plan import report, search
     from composer2_jax.plan.step import parse_mesh
 
+    if a.grad_accum != 1 and (a.validate or a.search_execution or a.search_schedule or a.search):
+        ap.error(f"--grad_accum={a.grad_accum} applies to one plan (--mesh); --validate and the searches compile "
+                 "one micro-batch")
     if a.validate:
         rows = report.validate()
         for row in rows:
@@ -267,6 +273,7 @@ def _plan_and_print(ap, a):
         return out
     rep = report.plan(a.preset, a.stage, parse_mesh(a.mesh), a.chip, report.PlanOptions(
         batch=a.batch, seq_len=a.seq_len, optimizer=a.optimizer, estimate=not a.memory_only, moe_impl=a.moe_impl,
+        grad_accum=a.grad_accum,
         microbatches=a.microbatches, repeats=a.repeats, gather_params=a.gather_params,
         moe_overlap_chunks=a.moe_overlap_chunks, execution=parse_execution(a.execution) if a.execution else None,
         matmul_precision=a.matmul_precision))

@@ -43,6 +43,10 @@ class PlanOptions:
     gather_params: bool = False  # model.pipeline_gather_params: a stage's parameters gathered once per step
     moe_overlap_chunks: int = 1  # model.moe_overlap_chunks: MoE tokens in C software-pipelined chunks
     matmul_precision: str = "bf16"  # model.matmul_precision: bf16 | fp8 (FP8 FFN matmuls at the chip's FP8 peak)
+    # step.grad_accum of the memory compile: the step takes grad_accum × batch sequences and accumulates gradients
+    # over grad_accum micro-batches of `batch`, as the stage that ships the plan does; the roofline stays per
+    # micro-batch
+    grad_accum: int = 1
 
 
 def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, options: PlanOptions = PlanOptions()) -> dict:
@@ -81,9 +85,11 @@ def plan(preset: str, stage: str, mesh_shape: dict, chip_name: str, options: Pla
     batch = o.batch or _default_batch(mesh_shape, stage, o.microbatches)
     validate_layout(cfg, mesh, batch, seq, 1)
     shd.validate_model_mesh(cfg, mesh, batch, seq)
-    report, abstract = _memory_report(cfg, mesh, batch, seq, o.optimizer, chip)
+    if o.grad_accum < 1:
+        raise ValueError(f"grad_accum={o.grad_accum}; expected >= 1 micro-batches per step")
+    report, abstract = _memory_report(cfg, mesh, batch, seq, o.optimizer, chip, o.grad_accum)
     report = dict(preset=preset, stage=stage, mesh=mesh_shape, chip=chip.name, chips=n, global_batch=batch,
-                  seq_len=seq, tokens_per_step=batch * seq, **report)
+                  seq_len=seq, tokens_per_step=batch * seq, grad_accum=o.grad_accum, **report)
     if stages > 1:
         spec = pipeline_spec(cfg, mesh, layer_plan(cfg)[2])
         trips = report.pop("schedule_trips")
@@ -124,11 +130,13 @@ def _default_batch(mesh_shape: dict, stage: str, microbatches: int) -> int:
     return dp * STAGES[stage][2] * m * stages // math.gcd(m, stages)
 
 
-def _memory_report(cfg, mesh, batch: int, seq: int, optimizer: str, chip) -> tuple[dict, object]:
-    """(the report's memory fields, the abstract train state) from one full-model compile of the step; on a
-    pipelined mesh also `schedule_trips`, the compiled schedule loops' trip counts (plan/hlo.py)."""
+def _memory_report(cfg, mesh, batch: int, seq: int, optimizer: str, chip, grad_accum: int = 1
+                   ) -> tuple[dict, object]:
+    """(the report's memory fields, the abstract train state) from one full-model compile of the step (grad_accum
+    micro-batches of `batch`); on a pipelined mesh also `schedule_trips`, the compiled schedule loops' trip counts
+    (plan/hlo.py)."""
     t0 = time.time()
-    compiled, abstract = compile_train_step(cfg, mesh, batch, seq, optimizer)
+    compiled, abstract = compile_train_step(cfg, mesh, batch, seq, optimizer, grad_accum=grad_accum)
     mem = compiled.memory_analysis()
     trips = schedule_trip_counts(compiled.as_text()) if dict(mesh.shape).get("stage", 1) > 1 else None
     params_b, opt_b = _shard_bytes(abstract.params), _shard_bytes(abstract.opt_state)

@@ -32,18 +32,22 @@ def parse_mesh(text: str) -> dict[str, int]:
     return {a: out.get(a, 1) for a in MESH_AXES}
 
 
-def compile_train_step(cfg, mesh, batch: int, seq: int, optimizer: str, count_loops: bool = False):
+def compile_train_step(cfg, mesh, batch: int, seq: int, optimizer: str, count_loops: bool = False,
+                       grad_accum: int = 1):
     """Lower and compile the real train step for abstract inputs on `mesh` (accelerator-like kernels; with
-    `count_loops`, the loops XLA's cost analysis counts once are unrolled: model/planning.py)."""
+    `count_loops`, the loops XLA's cost analysis counts once are unrolled: model/planning.py). `batch` is one
+    micro-batch; with `grad_accum` > 1 the step takes grad_accum × batch sequences and accumulates the gradients
+    over grad_accum micro-batches (train/step.py), as a stage with `step.grad_accum` does."""
     model = Transformer(cfg, mesh)
     oc = optim.OptimConfig(name=optimizer)
     abstract, shardings, tx = abstract_train_state(model, lambda p, n: optim.make_optimizer(oc, p, n, mesh), mesh,
                                                    (batch, seq))
     bs = batch_shardings(mesh)
-    batch_abs = {k: jax.ShapeDtypeStruct((batch, seq), jax.numpy.int32, sharding=s) for k, s in bs.items()}
+    batch_abs = {k: jax.ShapeDtypeStruct((batch * grad_accum, seq), jax.numpy.int32, sharding=s)
+                 for k, s in bs.items()}
     with activate(mesh), planning.accelerator_kernels(), \
             (planning.counting_loops() if count_loops else contextlib.nullcontext()):
-        step = jax.jit(make_train_step(model, tx, StepConfig()), donate_argnums=0,
+        step = jax.jit(make_train_step(model, tx, StepConfig(grad_accum=grad_accum)), donate_argnums=0,
                        in_shardings=(shardings, bs), out_shardings=(shardings, None))
         compiled = step.lower(abstract, batch_abs).compile()
     return compiled, abstract
