@@ -43,6 +43,9 @@ class GuestChannel:
     """
 
     GUEST = "the guest"  # how errors name the other end
+    # How long past a command's own timeout the host waits for the guest's reply (the guest kills and reaps the
+    # command at its timeout, then answers) before it counts the sandbox dead.
+    REPLY_GRACE_S = 60.0
 
     def request(self, op: str, wait_s: float = 30.0, **fields) -> dict:
         """Send one operation to the guest and wait up to wait_s for its reply."""

@@ -38,6 +38,10 @@ class VmSandbox(GuestChannel):
     """Handle on one running VM; `request` talks to its guest process over the virtio-serial port."""
 
     GUEST = "the VM's guest process"
+    # An emulated guest (TCG) under a root fork bomb kills and reaps thousands of processes on a CPU ~10× slower than
+    # the host's: 60 s past the command's timeout was not always enough on a loaded 2-core host (2026-12-07, the
+    # fork-bomb check answered "stopped answering" instead of "timeout"), so the VM's guest gets longer to answer.
+    REPLY_GRACE_S = 240.0
 
     def __init__(self, sid: str, policy: EgressPolicy, workdir: str, disk_dir: str, egress_socket: str, jail: Jail):
         self.sid, self.policy, self.workdir, self.egress_socket = sid, policy, workdir, egress_socket
