@@ -307,8 +307,9 @@ class Environment:
         timeout = timeout_s or self.limits.timeout_s
         with record.sandbox.lock:
             reply = record.sandbox.request(
-                "exec", wait_s=timeout + record.sandbox.REPLY_GRACE_S, cmd=command, cwd=cwd or ".", env={**ctx.env, **(env or {})},
-                timeout_s=timeout, limits=ctx.rlimits, cpu_budget_s=self.limits.sandbox_cpu_s,
+                "exec", wait_s=timeout + record.sandbox.REPLY_GRACE_S, cmd=command, cwd=cwd or ".",
+                env={**ctx.env, **(env or {})}, timeout_s=timeout, limits=ctx.rlimits,
+                cpu_budget_s=self.limits.sandbox_cpu_s,
                 **({"user": ctx.user if user is None else user} if record.profile is not None else {}))
         if not reply.get("ok"):
             raise SandboxError(f"exec in {sid} failed: {reply.get('message', reply)}")

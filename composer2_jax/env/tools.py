@@ -170,8 +170,8 @@ def _run_terminal_cmd(ctx: ToolContext, a: dict) -> Observation:
     """run_terminal_cmd."""
     lim = ctx.limits
     timeout = min(a.get("timeout", lim.timeout_s), lim.max_timeout_s)
-    r = _guest(ctx, "exec", wait_s=timeout + ctx.sandbox.REPLY_GRACE_S, cmd=a["command"], cwd=a.get("cwd", "."), env=ctx.env,
-               timeout_s=timeout, limits=ctx.command_limits(), cpu_budget_s=lim.sandbox_cpu_s)
+    r = _guest(ctx, "exec", wait_s=timeout + ctx.sandbox.REPLY_GRACE_S, cmd=a["command"], cwd=a.get("cwd", "."),
+               env=ctx.env, timeout_s=timeout, limits=ctx.command_limits(), cpu_budget_s=lim.sandbox_cpu_s)
     out, out_fields = _stream(r, "stdout")
     err, err_fields = _stream(r, "stderr")
     fields = {"exit_code": r["exit_code"], "timed_out": r["timed_out"], "killed": r["killed"],
