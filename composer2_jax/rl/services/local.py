@@ -200,6 +200,7 @@ class LocalOrchestrator:
                 last = e
                 if attempt < self.lc.max_retries:
                     self.counters.add("episodes_retried")
+                    self._await_rollout()
         self.counters.add("episodes_dropped")
         if self._drops.dropped(task.task_id, last):  # only failures since the last success: stop the run
             self.stop.set()
@@ -261,6 +262,16 @@ class LocalOrchestrator:
     def _episode_job(self, group: _PendingGroup) -> None:
         """One episode of a group (a thread-pool job)."""
         group.add(self.run_episode(group.task, group.version))
+
+    def _await_rollout(self, timeout_s: float = 30.0) -> None:
+        """Before a retry: wait (bounded) while the rollout thread is dead, so that a retry is not spent on a worker
+        the watchdog is about to restart (a loaded host once burned all three attempts of one episode that way)."""
+        deadline = time.monotonic() + timeout_s
+        while not self.stop.is_set() and time.monotonic() < deadline:
+            thread = getattr(self.rollout, "thread", None)
+            if thread is None or thread.is_alive():
+                return
+            time.sleep(0.01)
 
     def _watch_rollout(self) -> None:
         """Restart the rollout thread if it died."""
