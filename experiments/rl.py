@@ -234,8 +234,12 @@ def probe_copying(run: RLExperimentConfig, checkpoint_dir: str, n: int) -> dict:
     family = sources.family_module(sources.warm_start_family(run.tasks))
     got = copy_probe.probe_checkpoint(checkpoint_dir, heldout_transcripts(run, n), getattr(family, "NAMES", None),
                                       run.tokenizer.build())
-    r4 = lambda x: [r4(y) for y in x] if isinstance(x, list) else round(x, 4)  # noqa: E731
-    return {k: {m: r4(x) for m, x in v.items()} if isinstance(v, dict) else v for k, v in got.items()}
+    return {k: {m: _rounded(x) for m, x in v.items()} if isinstance(v, dict) else v for k, v in got.items()}
+
+
+def _rounded(x):
+    """A probe figure (or a list of them, e.g. by order) to 4 decimals."""
+    return [_rounded(y) for y in x] if isinstance(x, list) else round(x, 4)
 
 
 def main(argv, probe: int = 0) -> dict:

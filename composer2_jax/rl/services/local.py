@@ -267,16 +267,17 @@ class LocalOrchestrator:
         """Before a retry: wait (bounded) while the rollout thread is dead, so that a retry is not spent on a worker
         the watchdog is about to restart (a loaded host once burned all three attempts of one episode that way)."""
         deadline = time.monotonic() + timeout_s
-        while not self.stop.is_set() and time.monotonic() < deadline:
-            thread = getattr(self.rollout, "thread", None)
-            if thread is None or thread.is_alive():
-                return
+        while self._rollout_dead() and not self.stop.is_set() and time.monotonic() < deadline:
             time.sleep(0.01)
+
+    def _rollout_dead(self) -> bool:
+        """Whether the rollout thread was started and has died (the watchdog restarts it)."""
+        return self.rollout.thread is not None and not self.rollout.thread.is_alive()
 
     def _watch_rollout(self) -> None:
         """Restart the rollout thread if it died."""
         while not self.stop.wait(0.05):
-            if self.rollout.thread is not None and not self.rollout.thread.is_alive():
+            if self._rollout_dead():
                 self.counters.add("rollout_restarts")
                 log.warning("rollout worker died; restarting it")
                 self.rollout.start(self.stop)
