@@ -360,7 +360,8 @@ def test_suite_folders_load_and_grade_with_the_benchmark_runner(env, tmp_path):
 # ------------------------------------------------------------------------------------------------ orchestration
 
 
-def run_loop(env, tmp_path, eta, steps=4, fault=None, faulty_env=None, latency=None, groups=2, samples=3):
+def run_loop(env, tmp_path, eta, steps=4, fault=None, faulty_env=None, latency=None, groups=2, samples=3,
+             orchestrator=LocalOrchestrator):
     """The embedded loop with a scripted rollout and a counting trainer; returns (trainer, counters, history)."""
     store, counters = WeightStore(), Counters()
     rollout = ScriptedRollout(store, p_correct=0.6, latency=latency, seed=eta)
@@ -369,7 +370,7 @@ def run_loop(env, tmp_path, eta, steps=4, fault=None, faulty_env=None, latency=N
                        repo_root=tmp_path)
     rl = RLConfig(eta=eta, samples=samples, steps=steps, groups_per_batch=groups,
                   loop=LoopConfig(episode_threads=8, max_retries=1, take_timeout_s=120))
-    orch = LocalOrchestrator(trainer, rollout, worker, TaskCurriculum(tasks.task_set(40, 0)), rl, store, counters)
+    orch = orchestrator(trainer, rollout, worker, TaskCurriculum(tasks.task_set(40, 0)), rl, store, counters)
     history = orch.run(on_version=(lambda m: fault(rollout, m)) if fault else None)
     return trainer, counters, history
 
@@ -411,6 +412,26 @@ def test_a_run_whose_every_episode_fails_stops_at_once_naming_the_failure(env, t
     with pytest.raises(RuntimeError, match=r"64 episodes dropped in a row .*max_dropped_in_a_row=64.*the last, of "):
         run_loop(env, tmp_path, eta=1, faulty_env=faulty)
     assert time.monotonic() - t0 < 60 and faulty.raised >= 64 * 2  # every drop took 1 + max_retries attempts
+
+
+@needs_sandbox
+def test_a_bug_in_an_episode_job_stops_the_run_naming_it(env, tmp_path):
+    """An exception past run_episode's own handling (a bug of the loop, as a retry-path AttributeError once was under
+    Ray) stops the run with that error, instead of leaving its group unfinished for the trainer's take timeout."""
+
+    class Buggy(LocalOrchestrator):
+        calls = 0
+
+        def run_episode(self, task, version, checkpoint=None):
+            Buggy.calls += 1
+            if Buggy.calls == 7:
+                raise TypeError("bookkeeping bug")
+            return super().run_episode(task, version, checkpoint)
+
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"the episode job of \S+ raised TypeError: bookkeeping bug"):
+        run_loop(env, tmp_path, eta=1, steps=6, orchestrator=Buggy)
+    assert time.monotonic() - t0 < 60  # the take timeout is 120 s
 
 
 @needs_sandbox

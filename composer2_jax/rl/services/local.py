@@ -116,6 +116,12 @@ class _DropStreak:
                               f"{type(error).__name__}: {error}")
             return self.fatal is not None
 
+    def crashed(self, where: str, error: BaseException) -> None:
+        """A job of the loop itself raised (a bug, not a worker failure): the run stops with it as `fatal`."""
+        with self._lock:
+            if self.fatal is None:
+                self.fatal = f"{where} raised {type(error).__name__}: {error}"
+
 
 class LocalOrchestrator:
     """Runs the RL loop in this process; `run(on_version)` trains until version `rl.steps`."""
@@ -261,7 +267,18 @@ class LocalOrchestrator:
 
     def _episode_job(self, group: _PendingGroup) -> None:
         """One episode of a group (a thread-pool job)."""
-        group.add(self.run_episode(group.task, group.version))
+        try:
+            group.add(self.run_episode(group.task, group.version))
+        except Exception as e:  # noqa: BLE001 - run_episode catches worker failures; this is the loop's own bug
+            self._crashed(f"the episode job of {group.task.task_id}", e)
+
+    def _crashed(self, where: str, error: BaseException) -> None:
+        """A pool job raised past its own handling: stop the run with the error (the trainer raises it) instead of
+        leaving its group unfinished and the trainer waiting out `take_timeout_s`."""
+        log.exception("%s raised", where)
+        self._drops.crashed(where, error)
+        self.stop.set()
+        self.gate.notify()
 
     def _await_rollout(self, timeout_s: float = 30.0) -> None:
         """Before a retry: wait (bounded) while the rollout thread is dead, so that a retry is not spent on a worker
@@ -271,7 +288,8 @@ class LocalOrchestrator:
             time.sleep(0.01)
 
     def _rollout_dead(self) -> bool:
-        """Whether the rollout thread was started and has died (the watchdog restarts it)."""
+        """Whether the rollout thread was started and has died (the watchdog restarts it). Overridden where the
+        rollout is not a thread of this process (ray_loop.py)."""
         return self.rollout.thread is not None and not self.rollout.thread.is_alive()
 
     def _watch_rollout(self) -> None:

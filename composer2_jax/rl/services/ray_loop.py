@@ -114,6 +114,10 @@ class RayOrchestrator(LocalOrchestrator):
         """Actors run themselves; nothing to start in the driver."""
         return []
 
+    def _rollout_dead(self) -> bool:
+        """No rollout thread here: Ray restarts a dead RolloutActor, and a retry meanwhile fails and is counted."""
+        return False
+
     def stop_services(self) -> None:
         """Close the environments' sandboxes and release the actors (with device sync: after every process left the
         jax.distributed job together)."""
