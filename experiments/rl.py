@@ -138,7 +138,7 @@ def write_demonstrations(run: RLExperimentConfig) -> dict:
         family = sources.family_module(sources.warm_start_family(run.tasks))  # toy, or pkg with tasks=pkg
         return write_oracle_transcripts(worker, family.task_set(w.transcripts, w.seed + 7, tuple(run.rl.levels)),
                                         transcripts_path(run), w.read_prob, w.seed, error_rate=w.teacher_error,
-                                        flaw_rates=w.flaw_rates)
+                                        flaw_rates=w.flaw_rates, retest=w.teacher_retest)
 
 
 def prepare(config) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -16,7 +17,7 @@ from composer2_jax.rl.grading import grade_episode
 from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.run_config import RLExperimentConfig
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.services.oracle import write_oracle_transcripts
+from composer2_jax.rl.services.oracle import OracleBudgetError, write_oracle_transcripts
 from tests.markers import needs_sandbox
 
 TOK = tk.ByteTokenizer()
@@ -136,3 +137,54 @@ def test_teacher_transcripts_are_kept_unverified_with_their_turns(worker, tmp_pa
     assert all(r["success"] == 0.0 for r in errors) and all(r["success"] == 1.0 for r in records if r not in errors)
     assert all(r["turns"] in (6, 8) for r in records)
     assert all(r["messages"][-1]["role"] == "assistant" for r in records)
+
+
+def test_a_retesting_teacher_errs_on_its_last_fix_only():
+    pool = pkg_tasks.task_set(200, 3)
+    ops = [pkg_tasks.teacher_ops(t, 1.0, seed=1, retest=True) for t in pool]
+    assert all(o[:-1] == (t.right_op,) * (len(o) - 1) and o[-1] != t.right_op for o, t in zip(ops, pool))
+    plain = [pkg_tasks.teacher_ops(t, 1.0, seed=1) for t in pool]
+    assert any(o[-1] == t.right_op for o, t in zip(plain, pool))  # the plain teacher errs anywhere
+
+
+def _fail_lines(text: str) -> list[str]:
+    return [line.split()[1] for line in text.splitlines() if line.startswith("FAIL ")]
+
+
+@needs_sandbox
+def test_a_retesting_teacher_reads_the_first_fail_line_just_printed(env, worker, tmp_path):
+    """teacher_retest: each fix's turn re-runs the tests, so every read_file names the first FAIL line of the newest
+    observation that has any (the copy a small model learns first); 2k + 1 turns; teacher errors stay last. Its fix
+    turns (edit, test run, and submit last: up to 274 byte tokens) do not fit 192: a clear error, nothing written."""
+    path = tmp_path / "retest.jsonl"
+    pool = pkg_tasks.task_set(8, 5)
+    with pytest.raises(OracleBudgetError, match=r"is 2\d\d tokens, over harness.max_new_tokens=192 \(ByteTokenizer\)"):
+        write_oracle_transcripts(worker, pool, path, threads=4, retest=True)
+    assert not path.exists()
+    wide = EnvWorker(env, TOK, dataclasses.replace(HARNESS, max_new_tokens=384), RewardConfig(penalty_coef=1e-3),
+                     TOOLS, schemas_in_prompt=False, repo_root=tmp_path / "repos")
+    out = write_oracle_transcripts(wide, pool, path, threads=4, error_rate=0.5, retest=True)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert out["written"] == 8 and out["failed"] == 0 and 0 < sum(r["teacher_error"] for r in records) < 8
+    for r, task in zip(sorted(records, key=lambda r: r["task_id"]), sorted(pool, key=lambda t: t.task_id)):
+        k = len(task.bugs)
+        assert r["turns"] == 2 * k + 1 and r["success"] == (0.0 if r["teacher_error"] else 1.0)
+        reads, latest_fails = [], None
+        for m in r["messages"]:
+            if m["role"] == "tool" and _fail_lines(m["content"]):
+                latest_fails = _fail_lines(m["content"])
+            for c in m.get("tool_calls") or ():
+                if c["name"] == "read_file":
+                    path_arg = c["arguments"]["path"]
+                    assert latest_fails and path_arg == f"{latest_fails[0]}.py", (r["task_id"], path_arg, latest_fails)
+                    reads.append(path_arg)
+        assert reads == [f"{n}.py" for n, _ in task.bugs]
+        runs = [c for m in r["messages"] for c in m.get("tool_calls") or () if c["name"] == "run_terminal_cmd"]
+        assert len(runs) == k + 1  # one run first and one after each fix (the last one's output is not kept)
+
+
+def test_retest_is_refused_for_a_family_without_tests(worker, tmp_path):
+    from composer2_jax.rl import tasks
+
+    with pytest.raises(ValueError, match="only the pkg family's oracle runs tests"):
+        write_oracle_transcripts(worker, tasks.task_set(2, 0), tmp_path / "x.jsonl", retest=True)

@@ -60,8 +60,13 @@ class ScriptedPolicy:
             text, self.turn = self.replies[self.turn], self.turn + 1
         else:
             text = "Done." + call("submit", summary="scripted agent finished")
-        text = rewrite_tool_calls(text, fmt)
-        return Completion(tuple(self.tok.encode(text + fmt.end, allow_special=True)[:max_new_tokens]))
+        return Completion(self.reply_ids(text)[:max_new_tokens])
+
+    def reply_ids(self, text: str) -> tuple[int, ...]:
+        """The ids of one reply as generate emits them (before the cut at max_new_tokens): `text` in the tokenizer's
+        tool-call tokens, closed by the chat format's end token."""
+        fmt = get_chat_format(self.tok)
+        return tuple(self.tok.encode(rewrite_tool_calls(text, fmt) + fmt.end, allow_special=True))
 
 
 ORACLE_TIMEOUT_S = 600.0  # the oracle's command timeout when the task gives no agent timeout

@@ -155,27 +155,41 @@ def read_call(name: str) -> str:
     return f"Reading {name}.py." + format_tool_call("read_file", {"path": f"{name}.py"})
 
 
-def fix_call(name: str, wrong_op: str, new_op: str) -> str:
-    """The fix of one module: a note of the change (the operator, read a few tokens back), then edit_file."""
-    return f"a {wrong_op} b -> a {new_op} b." + format_tool_call(
+def fix_call(name: str, wrong_op: str, new_op: str, then: str = "") -> str:
+    """The fix of one module: a note of the change (the operator, read a few tokens back), then edit_file. `then`
+    ("Running the tests again.") extends the note for the tool calls the caller appends (a reply's text comes
+    before all of its calls)."""
+    return f"a {wrong_op} b -> a {new_op} b." + (f" {then}" if then else "") + format_tool_call(
         "edit_file", {"path": f"{name}.py", "old_string": f"return a {wrong_op} b",
                       "new_string": f"return a {new_op} b"})
 
 
 def oracle_replies(task: PkgTask, read_first: bool = True, new_ops: Sequence[str] | None = None,
-                   flaws: Sequence[str] = ()) -> list[str]:
+                   flaws: Sequence[str] = (), retest: bool = False) -> list[str]:
     """The oracle's assistant texts (2k + 2 turns): run the tests, read and fix each failing module in the order
     the run printed them, run the tests again and submit. `new_ops` (default: the right operator for every bug) is
     what each fix writes. `read_first` and `flaws` are accepted for the toy oracle's interface and unused: this
-    oracle always reads (the file names come from the test run) and writes no flaw."""
+    oracle always reads (the file names come from the test run) and writes no flaw.
+
+    `retest`: the teacher re-runs the tests in the turn of each fix (edit_file, then the test run), so every read
+    names the first `FAIL` line of the newest observation, and the last fix's turn submits after its run (2k + 1
+    turns, k + 1 test runs). Picking "the failing module not yet handled" from an older run is then never needed:
+    only the copy from the line just printed, which small models learn first (docs/rl.md, "Longer training forms
+    the copy")."""
     del read_first, flaws
     ops = tuple(new_ops) if new_ops is not None else (task.right_op,) * len(task.bugs)
     if len(ops) != len(task.bugs):
         raise ValueError(f"new_ops={ops}: expected one operator per bug ({len(task.bugs)})")
     out = [run_tests_call()]
-    for (name, wrong), op in zip(task.bugs, ops):
-        out += [read_call(name), fix_call(name, wrong, op)]
-    out.append(run_tests_call("Running the tests again.") + format_tool_call("submit", {}))
+    for i, ((name, wrong), op) in enumerate(zip(task.bugs, ops)):
+        out.append(read_call(name))
+        if not retest:
+            out.append(fix_call(name, wrong, op))
+            continue
+        rerun = fix_call(name, wrong, op, "Running the tests again.") + run_tests_call("")
+        out.append(rerun if i + 1 < len(ops) else rerun + format_tool_call("submit", {}))
+    if not retest:
+        out.append(run_tests_call("Running the tests again.") + format_tool_call("submit", {}))
     return out
 
 
@@ -190,14 +204,16 @@ def oracle_reads(task: PkgTask, read_prob: float, seed: int) -> bool:
     return True
 
 
-def teacher_ops(task: PkgTask, error_rate: float, seed: int) -> tuple[str, ...]:
+def teacher_ops(task: PkgTask, error_rate: float, seed: int, retest: bool = False) -> tuple[str, ...]:
     """The operators an imperfect teacher writes, one per bug: the right one, except that with probability
     `error_rate` one bug (drawn) gets another operator (never its buggy one, so the edit applies and the mistake
-    shows only in the final test run and the hidden check)."""
+    shows only in the final test run and the hidden check). A retesting teacher (`oracle_replies(retest=True)`) errs
+    on its last fix only: an earlier wrong fix would leave that module first in the next run's `FAIL` lines, which the
+    teacher's next read would then not follow."""
     rng = random.Random(f"pkg-teacher-{seed}-{task.task_id}")
     ops = [task.right_op] * len(task.bugs)
     if rng.random() < error_rate:
-        i = rng.randrange(len(ops))
+        i = len(ops) - 1 if retest else rng.randrange(len(ops))
         ops[i] = rng.choice([op for op in OPS if op not in (task.right_op, task.bugs[i][1])])
     return tuple(ops)
 

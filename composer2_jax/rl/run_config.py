@@ -193,6 +193,9 @@ class WarmStartConfig:
     # todo_comments terms punish: the fraction of demonstrations whose fix adds a lint finding (ruff E703)
     teacher_lint: float = 0.0
     teacher_todo_comment: float = 0.0  # ... and the fraction whose fix adds a TODO comment
+    # pkg family only (rl/pkg_tasks.py oracle_replies): the oracle re-runs the tests in the turn of each fix, so every
+    # read copies the first FAIL line just printed (2k + 1 turns); False: one run first, one before submitting
+    teacher_retest: bool = False
     seed: int = 0  # seed of the transcript task list and the oracle's choices
     steps: int = 2000  # SFT steps
     lr: float = 2e-5  # SFT peak learning rate

@@ -34,14 +34,16 @@ log = logging.getLogger(__name__)
 
 
 def oracle_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: int, error_rate: float = 0.0,
-                  flaw_rates: Mapping[str, float] | None = None) -> dict:
+                  flaw_rates: Mapping[str, float] | None = None, retest: bool = False) -> dict:
     """One graded oracle episode as {"messages", "task_id", "difficulty", "read_first", "teacher_error",
     "teacher_flaws", "success"}; `flaw_rates` {flaw: probability} (rl.tasks.TEACHER_FLAWS). A task of the
-    multi-module family (rl/pkg_tasks.py) gets that family's oracle: 2k + 2 turns, one wrong fix at `error_rate`."""
+    multi-module family (rl/pkg_tasks.py) gets that family's oracle: 2k + 2 turns, one wrong fix at `error_rate`;
+    with `retest` the oracle re-runs the tests after each fix (`pkg_tasks.oracle_replies`). `retest` on another
+    family is a ValueError: only pkg's oracle runs tests."""
     if isinstance(task, pkg_tasks.PkgTask):
-        ops = pkg_tasks.teacher_ops(task, error_rate, seed)
-        policy = ScriptedPolicy(worker.tok, pkg_tasks.oracle_replies(task, True, ops), worker.harness,
-                                summary=pkg_tasks.oracle_summary(task))
+        ops = pkg_tasks.teacher_ops(task, error_rate, seed, retest)
+        replies = _fitting(worker, task, pkg_tasks.oracle_replies(task, True, ops, retest=retest))
+        policy = ScriptedPolicy(worker.tok, replies, worker.harness, summary=pkg_tasks.oracle_summary(task))
         messages: list[dict] = []
         record = worker.run(task, policy, admitted_version=0, transcript=messages)
         while messages and messages[-1]["role"] != "assistant":
@@ -49,10 +51,13 @@ def oracle_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: i
         return {"messages": messages, "task_id": task.task_id, "difficulty": task.difficulty, "read_first": True,
                 "teacher_error": any(op != task.right_op for op in ops), "teacher_flaws": [],
                 "success": record.success, "turns": record.turns}
+    if retest:
+        raise ValueError(f"retest=True for task {task.task_id!r} ({type(task).__name__}): only the pkg family's oracle "
+                         "runs tests; expected a PkgTask (--config.tasks=pkg)")
     read = oracle_reads(task, read_prob, seed)
     op = teacher_op(task, error_rate, seed)
     flaws = teacher_flaws(task, dict(flaw_rates or {}), seed)
-    policy = ScriptedPolicy(worker.tok, oracle_replies(task, read, op, flaws), worker.harness,
+    policy = ScriptedPolicy(worker.tok, _fitting(worker, task, oracle_replies(task, read, op, flaws)), worker.harness,
                             summary=oracle_summary(task))
     messages: list[dict] = []
     record = worker.run(task, policy, admitted_version=0, transcript=messages)
@@ -62,11 +67,30 @@ def oracle_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: i
             "teacher_error": op != task.right_op, "teacher_flaws": list(flaws), "success": record.success}
 
 
+class OracleBudgetError(ValueError):
+    """An oracle reply longer than the harness lets a reply be: a configuration error, never one lost transcript."""
+
+
+def _fitting(worker: EnvWorker, task, replies: list[str]) -> list[str]:
+    """The replies, if each fits one model reply (harness.max_new_tokens); else an OracleBudgetError naming the
+    longest: the harness would cut it like a model's and record a malformed call the oracle never meant."""
+    ids = ScriptedPolicy(worker.tok, replies, worker.harness).reply_ids
+    longest = max(replies, key=lambda r: len(ids(r)))
+    n = len(ids(longest))
+    if n > worker.harness.max_new_tokens:
+        raise OracleBudgetError(f"an oracle reply of {task.task_id} is {n} tokens, over harness.max_new_tokens="
+                         f"{worker.harness.max_new_tokens} ({type(worker.tok).__name__}): {longest[:80]!r}…; expected "
+                         "a budget that holds the oracle's replies (raise harness and rollout max_new_tokens)")
+    return replies
+
+
 def _safe_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: int, error_rate: float,
-                 flaw_rates: Mapping[str, float] | None) -> dict | None:
+                 flaw_rates: Mapping[str, float] | None, retest: bool) -> dict | None:
     """oracle_record, or None when the sandbox failed (the transcript is then left out and counted)."""
     try:
-        return oracle_record(worker, task, read_prob, seed, error_rate, flaw_rates)
+        return oracle_record(worker, task, read_prob, seed, error_rate, flaw_rates, retest)
+    except OracleBudgetError:
+        raise
     except Exception as e:  # noqa: BLE001 - one broken sandbox must not stop the data generation
         log.warning("oracle episode of %s failed: %s: %s", task.task_id, type(e).__name__, e)
         return None
@@ -74,13 +98,16 @@ def _safe_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: in
 
 def write_oracle_transcripts(worker: EnvWorker, tasks: Sequence[CodingTask], path: str | Path, read_prob: float = 0.5,
                              seed: int = 0, threads: int = 8, error_rate: float = 0.0,
-                             flaw_rates: Mapping[str, float] | None = None) -> dict[str, int]:
+                             flaw_rates: Mapping[str, float] | None = None, retest: bool = False) -> dict[str, int]:
     """Write the oracle transcripts of `tasks` as chat JSONL: the passing ones, and the teacher's deliberate
     errors when `error_rate` > 0, each fix with the teacher's flaws drawn from `flaw_rates`; returns {written,
-    teacher_errors, failed (neither), flaw/NAME (transcripts written with that flaw)}."""
+    teacher_errors, failed (neither), flaw/NAME (transcripts written with that flaw)}. `retest`: the pkg oracle
+    re-runs the tests after each fix (`oracle_record`)."""
+    if retest and not all(isinstance(t, pkg_tasks.PkgTask) for t in tasks):
+        raise ValueError("retest=True: only the pkg family's oracle runs tests; expected PkgTasks (--config.tasks=pkg)")
     with ThreadPoolExecutor(threads, thread_name_prefix="oracle") as pool:
-        records = [r for r in pool.map(lambda t: _safe_record(worker, t, read_prob, seed, error_rate, flaw_rates),
-                                       tasks) if r is not None]
+        records = [r for r in pool.map(lambda t: _safe_record(worker, t, read_prob, seed, error_rate, flaw_rates,
+                                                              retest), tasks) if r is not None]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     kept = [r for r in records if r["success"] == (0.0 if r["teacher_error"] else 1.0)]
