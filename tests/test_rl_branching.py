@@ -5,6 +5,7 @@ sandboxes through the environment worker and packs in the trainer beside plain g
 import copy
 import dataclasses
 import itertools
+import time
 
 import numpy as np
 import pytest
@@ -312,6 +313,47 @@ def test_concurrent_first_episodes_of_a_task_import_its_repository_once(tmp_path
 
 # ------------------------------------------------------------------------------------------------ real sandboxes
 
+
+
+@needs_sandbox
+def test_a_bug_in_the_tree_code_stops_the_run_naming_it(tmp_path, monkeypatch):
+    """An exception of the tree code itself (not a worker's failure, which drops the group) stops the run with it,
+    where it was once logged and the group dropped, so that every tree group could fail the same way unseen."""
+    from composer2_jax.env import Environment, SandboxLimits
+    from composer2_jax.rl import tasks
+    from composer2_jax.rl.curriculum import TaskCurriculum
+    from composer2_jax.rl.records import Counters
+    from composer2_jax.rl.rewards import RewardConfig
+    from composer2_jax.rl.run_config import LoopConfig, RLConfig
+    from composer2_jax.rl.services import local
+    from composer2_jax.rl.services.env_worker import EnvWorker
+    from composer2_jax.rl.services.testing import CountingTrainer, ScriptedRollout
+    from composer2_jax.rl.services.weights import WeightStore
+
+    grown = []
+
+    def grow_tree_with_a_bug(run, cfg, rng, pool):
+        grown.append(1)
+        if len(grown) == 3:
+            raise KeyError("node 7")
+        return grow_tree(run, cfg, rng, pool)
+
+    monkeypatch.setattr(local, "grow_tree", grow_tree_with_a_bug)
+    harness = HarnessConfig(max_turns=4, max_new_tokens=192, max_total_tokens=1024, context_budget=2048,
+                            system_prompt="Fix the bug.")
+    with Environment(pool_size=4, limits=SandboxLimits(timeout_s=30)) as env:
+        store = WeightStore()
+        worker = EnvWorker(env, TOK, harness, RewardConfig(), ("read_file", "edit_file", "submit"),
+                           schemas_in_prompt=False, repo_root=tmp_path)
+        rl = RLConfig(eta=1, steps=4, groups_per_batch=2, group_mode="tree",
+                      tree=TreeConfig(initial=2, branches=2, token_budget=600),
+                      loop=LoopConfig(episode_threads=4, max_retries=1, take_timeout_s=120))
+        orch = local.LocalOrchestrator(CountingTrainer(eta=1), ScriptedRollout(store, p_correct=0.5, seed=3), worker,
+                                       TaskCurriculum(tasks.task_set(40, 0)), rl, store, Counters())
+        t0 = time.monotonic()
+        with pytest.raises(RuntimeError, match=r"the tree job of group \d+ \(\S+\) raised KeyError: 'node 7'"):
+            orch.run()
+        assert time.monotonic() - t0 < 60  # not the take timeout
 
 
 @needs_sandbox

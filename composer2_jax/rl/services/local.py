@@ -237,7 +237,16 @@ class LocalOrchestrator:
                 self._pool.submit(self._episode_job, group)
 
     def _tree_job(self, index: int, task, version: int) -> None:
-        """Grow one tree group (rl/branching.py) and hand it to the buffer, or drop it when an episode was dropped."""
+        """One tree group (a thread-pool job); an exception past its own handling stops the run (`_crashed`)."""
+        try:
+            self._grow_group(index, task, version)
+        except Exception as e:  # noqa: BLE001 - a worker's failure drops the group in _grow_group; this is a bug
+            self._crashed(f"the tree job of group {index} ({task.task_id})", e)
+
+    def _grow_group(self, index: int, task, version: int) -> None:
+        """Grow one tree group (rl/branching.py) and hand it to the buffer, or drop it when an episode was dropped
+        (every worker failure reaches it that way: run_episode retries, then drops) or the loop is stopping; any other
+        exception is the tree code's own and is raised after the group's slot is returned."""
         records: list[EpisodeRecord] = []
         lock = threading.Lock()
 
@@ -252,12 +261,12 @@ class LocalOrchestrator:
         try:
             rng = np.random.default_rng([self.rl.task_seed, index])
             group = grow_tree(run, self.rl.tree, rng, self._branch_pool)
-        except Exception as e:  # noqa: BLE001 - a failed tree is dropped and its admission slot returned
+        except Exception as e:  # a failed tree is dropped and its admission slot returned
             self.counters.add("groups_dropped")
             self.gate.release()
-            if not isinstance(e, _Dropped):
-                log.warning("tree group %d failed: %s: %s", index, type(e).__name__, e)
-            return
+            if isinstance(e, _Dropped) or self.stop.is_set():
+                return
+            raise
         finally:
             self.release_checkpoints([c for r in records for c in r.harness.checkpoints])
         self.counters.add("tree_branches", len(group.branches) - self.rl.tree.initial)
