@@ -17,7 +17,7 @@ from composer2_jax.rl.grading import grade_episode
 from composer2_jax.rl.rewards import RewardConfig
 from composer2_jax.rl.run_config import RLExperimentConfig
 from composer2_jax.rl.services.env_worker import EnvWorker
-from composer2_jax.rl.services.oracle import OracleBudgetError, write_oracle_transcripts
+from composer2_jax.rl.services.oracle import OracleConfigError, write_oracle_transcripts
 from tests.markers import needs_sandbox
 
 TOK = tk.ByteTokenizer()
@@ -158,7 +158,7 @@ def test_a_retesting_teacher_reads_the_first_fail_line_just_printed(env, worker,
     turns (edit, test run, and submit last: up to 274 byte tokens) do not fit 192: a clear error, nothing written."""
     path = tmp_path / "retest.jsonl"
     pool = pkg_tasks.task_set(8, 5)
-    with pytest.raises(OracleBudgetError, match=r"is 2\d\d tokens, over harness.max_new_tokens=192 \(ByteTokenizer\)"):
+    with pytest.raises(OracleConfigError, match=r"is 2\d\d tokens, over harness.max_new_tokens=192 \(ByteTokenizer\)"):
         write_oracle_transcripts(worker, pool, path, threads=4, retest=True)
     assert not path.exists()
     wide = EnvWorker(env, TOK, dataclasses.replace(HARNESS, max_new_tokens=384), RewardConfig(penalty_coef=1e-3),

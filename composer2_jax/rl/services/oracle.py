@@ -39,7 +39,7 @@ def oracle_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: i
     "teacher_flaws", "success"}; `flaw_rates` {flaw: probability} (rl.tasks.TEACHER_FLAWS). A task of the
     multi-module family (rl/pkg_tasks.py) gets that family's oracle: 2k + 2 turns, one wrong fix at `error_rate`;
     with `retest` the oracle re-runs the tests after each fix (`pkg_tasks.oracle_replies`). `retest` on another
-    family is a ValueError: only pkg's oracle runs tests."""
+    family is an OracleConfigError: only pkg's oracle runs tests."""
     if isinstance(task, pkg_tasks.PkgTask):
         ops = pkg_tasks.teacher_ops(task, error_rate, seed, retest)
         replies = _fitting(worker, task, pkg_tasks.oracle_replies(task, True, ops, retest=retest))
@@ -52,8 +52,8 @@ def oracle_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: i
                 "teacher_error": any(op != task.right_op for op in ops), "teacher_flaws": [],
                 "success": record.success, "turns": record.turns}
     if retest:
-        raise ValueError(f"retest=True for task {task.task_id!r} ({type(task).__name__}): only the pkg family's oracle "
-                         "runs tests; expected a PkgTask (--config.tasks=pkg)")
+        raise OracleConfigError(f"retest=True for task {task.task_id!r} ({type(task).__name__}): only the pkg "
+                                "family's oracle runs tests; expected a PkgTask (--config.tasks=pkg)")
     read = oracle_reads(task, read_prob, seed)
     op = teacher_op(task, error_rate, seed)
     flaws = teacher_flaws(task, dict(flaw_rates or {}), seed)
@@ -67,18 +67,18 @@ def oracle_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: i
             "teacher_error": op != task.right_op, "teacher_flaws": list(flaws), "success": record.success}
 
 
-class OracleBudgetError(ValueError):
-    """An oracle reply longer than the harness lets a reply be: a configuration error, never one lost transcript."""
+class OracleConfigError(ValueError):
+    """The oracle cannot run as configured (a reply longer than the harness lets a reply be, `retest` on a family
+    without tests): raised through the writer's catch-all, never counted as one lost transcript."""
 
 
 def _fitting(worker: EnvWorker, task, replies: list[str]) -> list[str]:
-    """The replies, if each fits one model reply (harness.max_new_tokens); else an OracleBudgetError naming the
+    """The replies, if each fits one model reply (harness.max_new_tokens); else an OracleConfigError naming the
     longest: the harness would cut it like a model's and record a malformed call the oracle never meant."""
     ids = ScriptedPolicy(worker.tok, replies, worker.harness).reply_ids
-    longest = max(replies, key=lambda r: len(ids(r)))
-    n = len(ids(longest))
+    n, longest = max((len(ids(r)), r) for r in replies)
     if n > worker.harness.max_new_tokens:
-        raise OracleBudgetError(f"an oracle reply of {task.task_id} is {n} tokens, over harness.max_new_tokens="
+        raise OracleConfigError(f"an oracle reply of {task.task_id} is {n} tokens, over harness.max_new_tokens="
                          f"{worker.harness.max_new_tokens} ({type(worker.tok).__name__}): {longest[:80]!r}…; expected "
                          "a budget that holds the oracle's replies (raise harness and rollout max_new_tokens)")
     return replies
@@ -89,7 +89,7 @@ def _safe_record(worker: EnvWorker, task: CodingTask, read_prob: float, seed: in
     """oracle_record, or None when the sandbox failed (the transcript is then left out and counted)."""
     try:
         return oracle_record(worker, task, read_prob, seed, error_rate, flaw_rates, retest)
-    except OracleBudgetError:
+    except OracleConfigError:
         raise
     except Exception as e:  # noqa: BLE001 - one broken sandbox must not stop the data generation
         log.warning("oracle episode of %s failed: %s: %s", task.task_id, type(e).__name__, e)
@@ -103,8 +103,6 @@ def write_oracle_transcripts(worker: EnvWorker, tasks: Sequence[CodingTask], pat
     errors when `error_rate` > 0, each fix with the teacher's flaws drawn from `flaw_rates`; returns {written,
     teacher_errors, failed (neither), flaw/NAME (transcripts written with that flaw)}. `retest`: the pkg oracle
     re-runs the tests after each fix (`oracle_record`)."""
-    if retest and not all(isinstance(t, pkg_tasks.PkgTask) for t in tasks):
-        raise ValueError("retest=True: only the pkg family's oracle runs tests; expected PkgTasks (--config.tasks=pkg)")
     with ThreadPoolExecutor(threads, thread_name_prefix="oracle") as pool:
         records = [r for r in pool.map(lambda t: _safe_record(worker, t, read_prob, seed, error_rate, flaw_rates,
                                                               retest), tasks) if r is not None]
