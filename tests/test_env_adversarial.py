@@ -420,6 +420,15 @@ def test_vm_root_host_files_and_processes_are_out_of_reach(image_vm, root_attack
 @pytest.mark.slow
 def test_vm_root_fork_bomb_and_memory_bomb_stay_in_the_guest(image_vm, root_attacker, image_bystander, canary):
     env, attacker = image_vm, root_attacker
+    # root is not bound by RLIMIT_NPROC: the guest process's cgroup (pids.max, env/vm/guest_init.py) is the bound
+    count = ("import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
+             "            time.sleep(120)\n            os._exit(0)\n        n += 1\n"
+             "except OSError:\n    print(n, flush=True)\n    os.killpg(0, 9)\n")
+    env.call(attacker, "write_file", {"path": "/tmp/count.py", "content": count})
+    counted = sh(env, attacker, "python3 /tmp/count.py", timeout=120)
+    forked = int(counted.fields["stdout"])
+    assert 0 < forked <= env.limits.processes + 16, (forked, counted.content)
+    assert sh(env, attacker, "echo recovered").fields["stdout"] == "recovered\n"
     bomb = "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)\n"
     env.call(attacker, "write_file", {"path": "/tmp/bomb.py", "content": bomb})
     bombed = sh(env, attacker, "python3 /tmp/bomb.py", timeout=6)

@@ -67,8 +67,11 @@ class VmEnvironment(Environment):
         self.pool.close()  # the bwrap warm pool (pool_size) is of no use here: every sandbox is a VM
         cfg = self.rt.config
         self.vmm = choose(cfg.vmm)
+        # pids: as a bwrap sandbox's cgroup (env/sandbox.py), so root in the guest, whom RLIMIT_NPROC does not bind,
+        # cannot fork the guest to a standstill
         self.spec = VmSpec(accel=self.vmm.accel, memory_mib=cfg.vm_memory_mib, cpus=cfg.vm_cpus,
-                           hostname=cfg.hostname, boot_timeout_s=cfg.vm_boot_timeout_s)
+                           hostname=cfg.hostname, pids=self.limits.processes + 16,
+                           boot_timeout_s=cfg.vm_boot_timeout_s)
         # the confined QEMU (uid cfg.vm_uid, env/vm/jail.py) must reach its own files: they live in the public dir
         # (searchable, not listable), each sandbox's in its own dirs, never in the root-only base dir
         self.vm_dir = os.path.join(self.rt.public, "vm")

@@ -8,6 +8,10 @@ setuid binary grants nothing, as under bwrap). The bridge never passes an end of
 the host is not connected (between a memory snapshot and the fork that resumes it) reads from the port return
 nothing and the bridge waits, so the guest process and every other process of the VM resume where they were.
 
+The guest process runs in a cgroup of its own whose pids.max (`vm.pids=N` on the kernel command line) bounds it and
+every process its commands start, together: root in the guest is not bound by RLIMIT_NPROC, and a fork bomb would
+otherwise grow until the guest stopped answering. This init and its bridge threads stay outside it.
+
 With `vm.egress=PORT` on the kernel command line the guest has a network device whose only reachable address is the
 host's egress forward (10.0.2.100:PORT); the guest process's egress socket is served here by connecting to it.
 """
@@ -24,6 +28,7 @@ import time
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 EGRESS_SOCKET = "/run/egress.sock"
+CGROUP = "/sys/fs/cgroup/sandbox"  # the guest process's cgroup (init.sh mounts cgroup2 at /sys/fs/cgroup)
 FORWARD = ("10.0.2.100", 3128)
 
 
@@ -117,10 +122,27 @@ def _copy(a, b):
             pass
 
 
+def guest_cgroup(pids):
+    """Create CGROUP with pids.max = pids (the pids controller enabled for the root's children)."""
+    try:
+        with open("/sys/fs/cgroup/cgroup.subtree_control", "w") as f:
+            f.write("+pids")
+        os.makedirs(CGROUP, exist_ok=True)
+        with open(os.path.join(CGROUP, "pids.max"), "w") as f:
+            f.write(str(pids))
+    except OSError as e:
+        raise SystemExit(f"guest_init: cannot bound the guest's processes with {CGROUP}/pids.max={pids}: {e}") from None
+
+
 def start_guest(theirs, args):
     """Fork the guest process (a child subreaper) on the socketpair's other end; its pid."""
     pid = os.fork()
     if pid == 0:
+        try:
+            with open(os.path.join(CGROUP, "cgroup.procs"), "w") as f:
+                f.write("0")  # this process, so the guest process and all it starts count against pids.max
+        except OSError as e:
+            raise SystemExit(f"guest_init: cannot move the guest process into {CGROUP}: {e}") from None
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:  # as bwrap does: no exec grants privileges (setuid)
@@ -133,7 +155,8 @@ def start_guest(theirs, args):
 
 
 def main():
-    """Set the hostname, bridge the port, start the guest process and reap until it exits (then power off)."""
+    """Set the hostname, bridge the port, start the guest process in its cgroup and reap until it exits (then power
+    off)."""
     opts = cmdline()
     socket.sethostname(opts.get("vm.hostname", "sandbox"))
     with open("/.root/etc/hosts", "w") as f:
@@ -145,6 +168,7 @@ def main():
     if proxy:
         os.makedirs("/run", exist_ok=True)
         threading.Thread(target=egress_bridge, daemon=True).start()
+    guest_cgroup(int(opts["vm.pids"]))
     guest = start_guest(theirs, [proxy or "0", EGRESS_SOCKET])
     theirs.close()
     threading.Thread(target=port_to_socket, args=(fd, ours), daemon=True).start()

@@ -5,6 +5,7 @@ B=/busybox
 $B mount -t proc proc /proc
 $B mount -t sysfs sys /sys
 $B mount -t devtmpfs dev /dev
+$B mount -t cgroup2 cgroup2 /sys/fs/cgroup  # guest_init bounds the guest process's pids in a cgroup
 case " $($B cat /proc/cmdline) " in *" vm.probe=1 "*) echo VM-PROBE-OK; $B poweroff -f ;; esac
 for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk virtio_console \
          failover net_failover virtio_net; do

@@ -133,6 +133,7 @@ class VmSpec:
     memory_mib: int = 512  # guest RAM
     cpus: int = 1  # guest vCPUs
     hostname: str = "sandbox"  # the guest's hostname
+    pids: int = 272  # pids.max of the guest process's cgroup: it and every process its commands start (vm.pids=)
     boot_timeout_s: float = 120.0  # how long a cold boot may take to say hello
 
 
@@ -200,7 +201,7 @@ class QemuVM:
     def argv(self) -> list[str]:
         """The QEMU command line (identical for a cold boot and a resume but for -incoming)."""
         spec = self.spec
-        cmdline = f"console=ttyS0 quiet panic=-1 vm.hostname={spec.hostname}"
+        cmdline = f"console=ttyS0 quiet panic=-1 vm.hostname={spec.hostname} vm.pids={spec.pids}"
         net = ["-nic", "none"]
         if self.egress_socket:
             cmdline += " vm.egress=3128"
