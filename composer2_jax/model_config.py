@@ -202,6 +202,11 @@ def _preset_overrides(name: str) -> dict[str, Any]:
                     remat_policy="none", num_mtp_layers=2,
                     rope_scaling=RopeScaling(factor=4.0, original_max_position_embeddings=256, beta_fast=32.0,
                                              beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))
+    if name == "small":  # the toy at 2x the width and 4 layers with a 2,048-id BPE: 2.8M parameters (1.7M active), the
+        # size whose warm start solves the multi-turn `pkg` family on 2 cores (docs/rl.md, "A harder family: `pkg`")
+        return dict(_preset_overrides("toy"), vocab_size=2048, hidden_size=128, num_layers=4, q_lora_rank=64,
+                    kv_lora_rank=64, qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32, intermediate_size=384,
+                    moe_intermediate_size=96)
     if name == "gpu_small":  # Kimi-shaped, sized to fit and fill one 141 GB H200 for MFU work (~6.7B total)
         return dict(vocab_size=163840, hidden_size=2048, num_layers=12, num_heads=16, q_lora_rank=768,
                     kv_lora_rank=512, intermediate_size=8192, moe_intermediate_size=1024, n_routed_experts=64,
@@ -222,7 +227,7 @@ def _preset_overrides(name: str) -> dict[str, Any]:
     raise ValueError(f"unknown model preset {name!r}; expected one of {PRESETS}")
 
 
-PRESETS = ("kimi_k2_5", "kimi_k2", "deepseek_v3", "toy", "gpu_small", "llama2_70b_mla", "mixtral_8x7b_mla")
+PRESETS = ("kimi_k2_5", "kimi_k2", "deepseek_v3", "toy", "small", "gpu_small", "llama2_70b_mla", "mixtral_8x7b_mla")
 
 
 def preset(name: str) -> ModelConfig:

@@ -14,7 +14,7 @@ from experiments import base, plans
 from experiments.main import run
 
 MIXTURES = {"local": "experiments/mixtures/cpt_bulk_local.json", "bulk": "experiments/mixtures/cpt_bulk.json"}
-LOCAL_PRESETS = ("toy", "gpu_small")  # presets that train on the embedded corpus (nothing to download)
+LOCAL_PRESETS = (*base.CPU_PRESETS, "gpu_small")  # presets that train on the embedded corpus (nothing to download)
 
 
 def get_config(preset: str = "toy"):
@@ -24,9 +24,9 @@ def get_config(preset: str = "toy"):
     # The data mixture is data (docs/data.md): the code-dominated bulk mix at scale, the embedded stdlib code corpus
     # on one machine (the same stream as before mixtures were files).
     c.data.mixture = MIXTURES["local" if preset in LOCAL_PRESETS else "bulk"]
-    c.optim.name = "muon" if preset != "toy" else "adamw"
-    c.optim.lr = 3e-3 if preset == "toy" else 2e-4
-    c.optim.warmup_steps = 10 if preset == "toy" else 2000
+    c.optim.name = "muon" if preset not in base.CPU_PRESETS else "adamw"
+    c.optim.lr = 3e-3 if preset in base.CPU_PRESETS else 2e-4
+    c.optim.warmup_steps = 10 if preset in base.CPU_PRESETS else 2000
     # MTP (model.num_mtp_layers from the preset; set it to 0 to train without): λ/D Σ_k (CE_k + w_sd·KL_k).
     # λ follows DeepSeek-V3: 0.3 for the first ~2/3 of the tokens (10T of 14.8T), then 0.1 — the heads learn
     # most while the trunk is still moving, and later weigh less on the trunk's gradient. Self-distillation from

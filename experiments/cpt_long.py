@@ -21,7 +21,7 @@ from composer2_jax.model_config import preset as model_preset
 from experiments import base, plans
 from experiments.main import run
 
-LONG = {"toy": 512, "gpu_small": 262144, "kimi_k2_5": 262144, "kimi_k2": 262144, "deepseek_v3": 262144}
+LONG = {"toy": 512, "small": 512, "gpu_small": 262144, "kimi_k2_5": 262144, "kimi_k2": 262144, "deepseek_v3": 262144}
 
 
 def get_config(preset: str = "toy"):
@@ -32,11 +32,11 @@ def get_config(preset: str = "toy"):
     c.workdir = f"runs/{preset}/cpt_long"
     c.init_from = f"runs/{preset}/cpt_bulk/checkpoints"
     c.data.seq_len = LONG[preset]
-    c.data.batch_size = max(c.data.batch_size // 4, 1) if preset == "toy" else 64
-    c.steps = 20 if preset == "toy" else 5000
+    c.data.batch_size = max(c.data.batch_size // 4, 1) if preset in base.CPU_PRESETS else 64
+    c.steps = 20 if preset in base.CPU_PRESETS else 5000
     c.optim.total_steps = c.steps
-    c.optim.lr = 1e-3 if preset == "toy" else 5e-5
-    c.optim.warmup_steps = 2 if preset == "toy" else 200
+    c.optim.lr = 1e-3 if preset in base.CPU_PRESETS else 5e-5
+    c.optim.warmup_steps = 2 if preset in base.CPU_PRESETS else 200
     c.step.mtp.update(weight=0.1, ce_weight=1.0, distill_weight=1.0)  # the MTP schedule: experiments/cpt_bulk.py
     # real presets: the planned mesh, chip, kernels, remat, expert capacity and grad_accum (experiments/plans.py)
     return plans.apply_stage(c, preset, "cpt_long")

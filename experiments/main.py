@@ -77,6 +77,10 @@ def parse(experiment_file: str, default_preset: str, argv: Sequence[str], to_fro
     if flags.FLAGS.describe:
         print("\n".join(schema.describe(frozen)))
         raise SystemExit(0)
+    if not flags.FLAGS.dry_run:  # a preset whose BPE is trained here gets it on first use (experiments/base.py)
+        from experiments.base import ensure_tokenizer
+
+        ensure_tokenizer(frozen.tokenizer, frozen.preset)
     return config, frozen
 
 

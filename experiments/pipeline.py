@@ -25,7 +25,7 @@ from pathlib import Path
 
 from composer2_jax.env.runtime import host_problem
 from composer2_jax.train.loop import train
-from experiments import cpt_bulk, cpt_long, evaluate, rl, sft
+from experiments import base, cpt_bulk, cpt_long, evaluate, rl, sft
 from experiments.main import quiet_logs
 
 # A stage is a config module trained by train/loop.py, or a function (preset, root, prev) -> (summary line, the
@@ -48,6 +48,7 @@ def main(argv=None):
     ap.add_argument("--stages", default=",".join(n for n, _ in STAGES), help="comma-separated subset, in order")
     args = ap.parse_args(argv)
     quiet_logs()
+    base.ensure_tokenizer(base.base_stage(args.preset).tokenizer, args.preset)  # small: its BPE, trained once here
     root = Path(args.workdir or f"runs/pipeline-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
     prev, t0, cpu0, summary = "", time.time(), cpu_seconds(), []
     sandbox_problem = host_problem()

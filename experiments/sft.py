@@ -24,12 +24,12 @@ def get_config(preset: str = "toy"):
     c.workdir = f"runs/{preset}/sft"
     c.init_from = f"runs/{preset}/cpt_long/checkpoints"
     c.data.sources = [dict(kind="chat_jsonl", path=f"runs/{preset}/sft_data/stdlib_chats.jsonl", weight=1.0)]
-    c.data.seq_len = 512 if preset == "toy" else 32768
-    c.data.batch_size = 4 if preset == "toy" else 256
-    c.steps = 30 if preset == "toy" else 2000
+    c.data.seq_len = 512 if preset in base.CPU_PRESETS else 32768
+    c.data.batch_size = 4 if preset in base.CPU_PRESETS else 256
+    c.steps = 30 if preset in base.CPU_PRESETS else 2000
     c.optim.total_steps = c.steps
-    c.optim.lr = 1e-3 if preset == "toy" else 2e-5
-    c.optim.warmup_steps = 3 if preset == "toy" else 100
+    c.optim.lr = 1e-3 if preset in base.CPU_PRESETS else 2e-5
+    c.optim.warmup_steps = 3 if preset in base.CPU_PRESETS else 100
     # MTP (schedule: experiments/cpt_bulk.py): the heads follow the trunk onto chat transcripts, distilled at full
     # weight — the drafts are judged against the policy's own distribution, which SFT is moving.
     c.step.mtp.update(weight=0.1, ce_weight=1.0, distill_weight=1.0)

@@ -236,3 +236,29 @@ def test_byte_lengths_of_a_sentencepiece_style_tokenizer_json(tmp_path):
     table = tok.byte_lengths()
     assert table[:9].tolist() == [5, 1, 1, 1, 1, 4, 2, 0, 0]  # <unk> is an ordinary token spelled "<unk>" here
     assert tok.decode([5, 1, 2, 3, 6]).encode() == " the中é".encode() and table[[5, 1, 2, 3, 6]].sum() == 9
+
+
+def test_the_small_preset_trains_its_own_bpe_once_at_its_default_path(tmp_path, monkeypatch):
+    from composer2_jax.rl.orchestrator import check_shapes, rl_config
+    from experiments import base
+    from experiments import rl as rl_exp
+
+    monkeypatch.chdir(tmp_path)
+    stdlib = bpe.corpus_texts
+    monkeypatch.setattr(bpe, "corpus_texts", lambda paths, field="text", limit=0: stdlib(paths, field, 60))
+    cfg = base.base_stage("small").tokenizer
+    assert cfg == tk.TokenizerConfig("bpe", "runs/small/tokenizer")
+    with pytest.raises((OSError, ValueError)):
+        cfg.build()  # nothing there yet: the loader's own error
+    base.ensure_tokenizer(tk.TokenizerConfig("bpe", "mine"), "small")  # a path named by flag is never trained over
+    base.ensure_tokenizer(base.base_stage("toy").tokenizer, "toy")  # bytes: nothing to train
+    assert not (tmp_path / "mine").exists() and not (tmp_path / "runs").exists()
+    base.ensure_tokenizer(cfg, "small")
+    tok = cfg.build()
+    assert 300 < tok.vocab_size <= 2048 and get_chat_format(tok).name == "project"
+    written = (tmp_path / "runs/small/tokenizer/tokenizer.json").stat().st_mtime_ns
+    base.ensure_tokenizer(cfg, "small")  # once: a second call finds it
+    assert (tmp_path / "runs/small/tokenizer/tokenizer.json").stat().st_mtime_ns == written
+    assert sorted(p.name for p in (tmp_path / "runs/small").iterdir()) == ["tokenizer"]  # no partial dir left
+    run = rl_config(rl_exp.get_config("small"))
+    check_shapes(run.harness, run.rollout, run.trainer.seq_len, tok)  # its pkg shapes hold with its own tokenizer

@@ -160,3 +160,17 @@ def test_rollout_engine_workload_flags_reach_the_workload():
     _, wl, slots, chunk, _, only = re_bench.setup(re_bench.parse_args(["--gpu"]))
     assert (wl.episodes, wl.turns, wl.obs_min, wl.obs_max, slots, chunk, only) == (64, 8, 50, 2000, 2, None,
                                                                                    "rollout")
+
+
+def test_rl_learning_runs_the_small_preset_on_its_own_family_and_targets(monkeypatch, tmp_path):
+    calls = _fake_runs(monkeypatch, tmp_path, [[{"batch/tokens_spent": 10.0, "batch/useful_samples": 2.0}]])
+    out = rl_learning.main(["--workdir", "w", "--preset", "small"])
+    (argv,) = calls
+    assert argv[1].startswith("--config=") and argv[1].endswith("experiments/rl.py:small")
+    assert "--config.harness.max_summaries=0" in argv  # whole episodes, in the preset's own budget (not the toy's)
+    assert not any(a.startswith(("--config.harness.context_budget=", "--config.tasks=")) for a in argv), argv
+    assert out["family"] == "pkg" and set(out["checks"]) == {"pass_rate_gain_ge_0.15", "easy_effort_lt_0.9x",
+                                                             "hard_pass_holds", "under_60_minutes"}
+    assert out["checks"]["pass_rate_gain_ge_0.15"] is True  # 0.1 → 0.4
+    with pytest.raises(SystemExit):
+        rl_learning.main(["--workdir", "w", "--preset", "small", "--family", "toy"])

@@ -529,9 +529,9 @@ def _token_content(v: Union[str, Mapping]) -> str:
 
 TOKENIZERS = ("byte", "kimi", "tiktoken", "hf", "bpe", "auto")
 # The tokenizer family each model preset (composer2_jax/model_config.py) ships with: Kimi's tiktoken.model for the Kimi
-# presets, tokenizer.json for the others; only the toy presets run on bytes.
+# presets, tokenizer.json for the others; the toy and gpu_small run on bytes, small on a BPE trained here (data/bpe.py).
 PRESET_TOKENIZER = {"kimi_k2_5": "kimi", "kimi_k2": "kimi", "deepseek_v3": "hf", "llama2_70b_mla": "hf",
-                    "mixtral_8x7b_mla": "hf", "toy": "byte", "gpu_small": "byte"}
+                    "mixtral_8x7b_mla": "hf", "toy": "byte", "small": "bpe", "gpu_small": "byte"}
 
 
 @dataclasses.dataclass(frozen=True)
