@@ -117,6 +117,8 @@ def markdown_table(summary: list[dict], seconds: float, cpu: float | None = None
             continue
         terms = ", ".join(f"{k} {v:+.3g}" for k, v in s.get("reward_terms", {}).items())
         evaluation = s.get("pass_rate", s.get("pass_at_1"))
+        if s.get("pass_rate_start") is not None and evaluation is not None:  # the RL start → the final weights
+            evaluation = f"{s['pass_rate_start']:.3f} → {evaluation:.3f}"
         if s["stage"] == "suite":
             evaluation = f"{'–' if evaluation is None else f'{evaluation:.3f}'} over {s['tasks']} tasks, " \
                          f"{s['errors']} errored"

@@ -20,7 +20,7 @@ def test_the_pipeline_ends_with_a_table_per_stage():
                dict(stage="rl", versions=4, pass_start=0.125, pass_end=0.25, reward_start=0.12, reward_end=0.24,
                     reward_terms=dict(success=0.25, length_penalty=-0.01), summary_fraction=0.5, seconds=300,
                     draft_acceptance=[0.81, 0.79, 0.775]),
-               dict(stage="evaluate", pass_rate=0.1875, seconds=40),
+               dict(stage="evaluate", pass_rate=0.1875, pass_rate_start=0.125, seconds=40),
                dict(stage="suite", tasks=43, pass_at_1=0.0, errors=0, seconds=120),
                dict(stage="x", skipped="no sandboxes")]
     rows = pipeline.markdown_table(summary, 1100.0, 1050.4).splitlines()
@@ -29,6 +29,6 @@ def test_the_pipeline_ends_with_a_table_per_stage():
     assert rows[2] == "| cpt_bulk | 8.130 → 4.090 | 9.120 → 4.567 | 0.913 / 0.901 | – | – | – | – | – | 639 | 91 |"
     assert rows[3] == ("| rl | – | – | drafts 0.810 → 0.775 | 0.125 → 0.250 | 0.120 → 0.240 | success +0.25, "
                        "length_penalty -0.01 | 0.50 | – | 300 | – |")
-    assert "| 0.188 | 40 | – |" in rows[4] and "0.000 over 43 tasks, 0 errored" in rows[5]
+    assert "| 0.125 → 0.188 | 40 | – |" in rows[4] and "0.000 over 43 tasks, 0 errored" in rows[5]
     assert rows[6].count("|") == rows[0].count("|") and "skipped: no sandboxes" in rows[6]
     assert rows[-1] == "Whole pipeline: 1100 s (1050 CPU s: user + system, this process and its sandboxes)."
