@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from composer2_jax.rl.plots import read_metrics
+from experiments.base import CPU_PRESETS
 
 WHOLE_EPISODE_BUDGET = 352  # holds a whole toy episode (tree paths need single-segment episodes); ≤ prompt_len − 48
 # The harness of every mode here: whole episodes, no self-summaries. The toy config's own budget (260) makes about
@@ -60,7 +61,7 @@ def main(argv=None) -> dict:
     p.add_argument("--node-choice", default="first_failure", help="tree mode: rl.tree.node_choice")
     p.add_argument("--token-budget", type=int, default=TREE_TOKEN_BUDGET,
                    help="tree mode: rl.tree.token_budget, the generated tokens of a group")
-    p.add_argument("--preset", choices=("toy", "small"), default="toy",
+    p.add_argument("--preset", choices=CPU_PRESETS, default="toy",
                    help="toy (178k parameters, bytes) or small (2.8M, its own BPE; its config is the pkg family's)")
     p.add_argument("--family", choices=tuple(FAMILIES), default=None,
                    help="the task family: toy (rl/tasks.py) or pkg (rl/pkg_tasks.py: 6–8-turn episodes, the shapes "
