@@ -180,7 +180,9 @@ def test_the_first_update_takes_pi_prox_from_its_own_forward(rollout, mtp_depths
     policy = RolloutPolicy(rollout.generate)
     group = GroupRecord(0, "t", 0, [two_turn_episode(policy, s, float(s % 2)) for s in range(20, 28)])
     cfg = micro_model_config(num_mtp_layers=mtp_depths)
-    oc = OptimConfig(lr=1e-2, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
+    # ε = 1 and lr = 1: Adam's first step is g / (|g| + 1) ≈ g, so the new weights compare the two paths' gradients.
+    # At the usual ε = 1e-8 the first step is ≈ lr · sign(g), and a gradient within rounding of 0 can flip its sign.
+    oc = OptimConfig(lr=1.0, eps=1.0, schedule="constant", warmup_steps=0, weight_decay=0.0, clip_norm=0.0)
     loss = dataclasses.replace(RL_LOSS, mtp_distill_weight=1.0 if mtp_depths else 0.0)
     tr = Trainer(cfg, oc, TrainerConfig(rows=2, seq_len=96), loss, seed=5)
     packed, routing = tr.pack([group])
