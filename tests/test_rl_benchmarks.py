@@ -174,3 +174,26 @@ def test_rl_learning_runs_the_small_preset_on_its_own_family_and_targets(monkeyp
     assert out["checks"]["pass_rate_gain_ge_0.15"] is True  # 0.1 → 0.4
     with pytest.raises(SystemExit):
         rl_learning.main(["--workdir", "w", "--preset", "small", "--family", "toy"])
+
+
+class _Stop(Exception):
+    """Raised by a stand-in experiment once it has recorded its flags."""
+
+
+def test_tree_mode_spends_about_a_plain_group_of_its_own_family_unless_told(monkeypatch):
+    """--mode tree's token budget defaults to the family's plain group (toy 600, pkg 1,650), and a flag wins."""
+    from experiments import rl as rl_exp
+
+    def record(argv, probe=0):
+        calls.append(argv)
+        raise _Stop
+
+    monkeypatch.setattr(rl_exp, "main", record)
+    seen = {}
+    for name, args in {"toy": [], "pkg": ["--family", "pkg"], "small": ["--preset", "small"],
+                       "flag": ["--token-budget", "900"]}.items():
+        calls = []
+        with pytest.raises(_Stop):
+            rl_learning.main(["--workdir", "w", "--mode", "tree", *args])
+        seen[name] = next(a.split("=", 1)[1] for a in calls[0] if a.startswith("--config.rl.tree.token_budget="))
+    assert seen == {"toy": "600", "pkg": "1650", "small": "1650", "flag": "900"}

@@ -46,8 +46,10 @@ FAMILIES = {"toy": [], "pkg": PKG}
 TIME_BUDGET_S = 30 * 60  # the whole experiment on 2 CPU cores (RESULTS.md says why 30, not 15)
 # The targets per family: (held-out pass@1 gain over the start, wall-clock budget of the whole run on 2 cores).
 TARGETS = {"toy": (0.20, TIME_BUDGET_S), "pkg": (0.15, 60 * 60)}
-TREE_TOKEN_BUDGET = 600  # a tree group's generated tokens (about a plain group's: benchmarks/learning/tree_groups.py
-# measures it)
+# A tree group's generated tokens, per family: about a plain group's, so the two modes compare at equal tokens. toy:
+# benchmarks/learning/tree_groups.py measures it; pkg: 13,239 generated tokens a version over 8 plain groups of 4 in
+# the small preset's seed-0 run (docs/rl.md, "RL on `pkg`"), 1,655 a group.
+TREE_TOKEN_BUDGETS = {"toy": 600, "pkg": 1650}
 
 
 def main(argv=None) -> dict:
@@ -59,8 +61,9 @@ def main(argv=None) -> dict:
     p.add_argument("--mode", choices=("plain", "tree"), default="plain",
                    help="tree: rl.group_mode=tree (rl/branching.py) with single-segment episodes")
     p.add_argument("--node-choice", default="first_failure", help="tree mode: rl.tree.node_choice")
-    p.add_argument("--token-budget", type=int, default=TREE_TOKEN_BUDGET,
-                   help="tree mode: rl.tree.token_budget, the generated tokens of a group")
+    p.add_argument("--token-budget", type=int, default=None,
+                   help=f"tree mode: rl.tree.token_budget, the generated tokens of a group (default per family: "
+                        f"{TREE_TOKEN_BUDGETS})")
     p.add_argument("--preset", choices=CPU_PRESETS, default="toy",
                    help="toy (178k parameters, bytes) or small (2.8M, its own BPE; its config is the pkg family's)")
     p.add_argument("--family", choices=tuple(FAMILIES), default=None,
@@ -92,7 +95,8 @@ def main(argv=None) -> dict:
         return out
     if args.mode == "tree":
         overrides = ["--config.rl.group_mode=tree", f"--config.rl.tree.node_choice={args.node_choice}",
-                     f"--config.rl.tree.token_budget={args.token_budget}", *overrides]
+                     f"--config.rl.tree.token_budget={args.token_budget or TREE_TOKEN_BUDGETS[args.family]}",
+                     *overrides]
     t0 = time.monotonic()
     r = rl_exp.main(["rl", spec, f"--config.workdir={args.workdir}/rl",
                      f"--config.init_from={args.workdir}/rl/sft/checkpoints", *overrides], probe=args.probe)

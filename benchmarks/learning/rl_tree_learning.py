@@ -99,7 +99,7 @@ def plot(curves: dict[str, list[list[dict]]], out_path: Path) -> None:
     for ax in axes:
         ax.set_ylabel("held-out pass@1")
         ax.legend(fontsize=8)
-    fig.suptitle("toy RL: plain vs tree groups")
+    fig.suptitle("RL: plain vs tree groups")
     fig.tight_layout()
     fig.savefig(out_path, dpi=100)
     plt.close(fig)
