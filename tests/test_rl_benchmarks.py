@@ -176,24 +176,12 @@ def test_rl_learning_runs_the_small_preset_on_its_own_family_and_targets(monkeyp
         rl_learning.main(["--workdir", "w", "--preset", "small", "--family", "toy"])
 
 
-class _Stop(Exception):
-    """Raised by a stand-in experiment once it has recorded its flags."""
 
-
-def test_tree_mode_spends_about_a_plain_group_of_its_own_family_unless_told(monkeypatch):
+def test_tree_mode_spends_about_a_plain_group_of_its_own_family_unless_told(monkeypatch, tmp_path):
     """--mode tree's token budget defaults to the family's plain group (toy 600, pkg 1,650), and a flag wins."""
-    from experiments import rl as rl_exp
-
-    def record(argv, probe=0):
-        calls.append(argv)
-        raise _Stop
-
-    monkeypatch.setattr(rl_exp, "main", record)
-    seen = {}
-    for name, args in {"toy": [], "pkg": ["--family", "pkg"], "small": ["--preset", "small"],
-                       "flag": ["--token-budget", "900"]}.items():
-        calls = []
-        with pytest.raises(_Stop):
-            rl_learning.main(["--workdir", "w", "--mode", "tree", *args])
-        seen[name] = next(a.split("=", 1)[1] for a in calls[0] if a.startswith("--config.rl.tree.token_budget="))
-    assert seen == {"toy": "600", "pkg": "1650", "small": "1650", "flag": "900"}
+    runs = {"toy": [], "pkg": ["--family", "pkg"], "small": ["--preset", "small"], "flag": ["--token-budget", "900"]}
+    calls = _fake_runs(monkeypatch, tmp_path, [[{"batch/tokens_spent": 10.0, "batch/useful_samples": 2.0}]] * len(runs))
+    for name, args in runs.items():
+        rl_learning.main(["--workdir", name, "--mode", "tree", *args])
+    seen = [next(a.split("=", 1)[1] for a in argv if a.startswith("--config.rl.tree.token_budget=")) for argv in calls]
+    assert seen == ["600", "1650", "1650", "900"]

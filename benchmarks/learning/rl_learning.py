@@ -94,9 +94,9 @@ def main(argv=None) -> dict:
         print(json.dumps(out), flush=True)
         return out
     if args.mode == "tree":
+        budget = TREE_TOKEN_BUDGETS[args.family] if args.token_budget is None else args.token_budget
         overrides = ["--config.rl.group_mode=tree", f"--config.rl.tree.node_choice={args.node_choice}",
-                     f"--config.rl.tree.token_budget={args.token_budget or TREE_TOKEN_BUDGETS[args.family]}",
-                     *overrides]
+                     f"--config.rl.tree.token_budget={budget}", *overrides]
     t0 = time.monotonic()
     r = rl_exp.main(["rl", spec, f"--config.workdir={args.workdir}/rl",
                      f"--config.init_from={args.workdir}/rl/sft/checkpoints", *overrides], probe=args.probe)
