@@ -108,22 +108,30 @@ def small_pkg(c) -> None:
     c.harness.update(max_turns=10, max_total_tokens=2048, context_budget=SMALL_PKG_BUDGET)
     c.rollout.prompt_len = SMALL_PKG_BUDGET + 56  # the budget + a summary request (orchestrator.check_shapes)
     c.trainer.seq_len = SMALL_PKG_BUDGET + 264  # ... + a reply
-    c.sft.update(transcripts=600, teacher_error=0.25, seq_len=704, batch_size=12, steps=SMALL_SFT_STEPS)
+    # The warm start: the trunk alone for SMALL_SFT_STEPS, then its MTP depths grown and trained with it (docs/rl.md)
+    c.sft.update(transcripts=600, teacher_error=0.25, seq_len=SMALL_SFT_ROW, batch_size=6,
+                 steps=SMALL_SFT_STEPS + SMALL_MTP_STEPS, mtp_steps=SMALL_MTP_STEPS, mtp_lr=1e-3)
     # The toy's penalty charges a success ln(1 + k·x) at λ = k: ≈ 0.26 at a toy episode's ≈ 300 effort units, but ≈ 0.69
     # at a pkg episode's ≈ 1,000, a third of the success signal left (docs/rl.md). λ and k scaled by 300 / 1,000
     # charge a pkg success the toy's 0.26 and keep the penalty's slope per unit of effort proportional.
     c.reward.update(penalty_coef=PKG_PENALTY, penalty_k=PKG_PENALTY)
 
 
-# The warm start that first passed ≥ 30 % of pkg's held-out split: 1,000 steps of the plain teacher (run f, about
-# 75 minutes on 2 cores); the retesting teacher at 300 steps passed 1 of 128 (run g).
+# The warm start (docs/rl.md, "The small preset"): 1,000 steps of the plain teacher's transcripts, one per row, pass
+# ≥ 30 % of pkg's held-out split (run f: 12 rows with the MTP depths, 0.383, ≈ 75 min; run h: 6 rows, the trunk
+# alone, 0.344, 22 min); 800 such steps pass 0.086 (run i). The depths then learn the trunk's drafts in tens of steps
+# (acceptance 0.91-0.93 after 40). The retesting teacher at 300 steps passed 1 of 128 (run g).
 SMALL_SFT_STEPS = 1000
+SMALL_MTP_STEPS = 40
+SMALL_SFT_ROW = 648  # the longest of the 600 transcripts is 642 BPE tokens (a longer one is split, not dropped)
 PKG_PENALTY = 3e-4  # λ = k for pkg's ≈ 1,000-unit episodes (the toy's 1e-3 × 300 / 1,000)
 
 
-def sft_config(run: RLExperimentConfig):
-    """The SFT warm start as an experiments/sft.py config on the oracle transcripts (the RL run's model)."""
+def sft_config(run: RLExperimentConfig, *, steps: int | None = None, lr: float | None = None):
+    """The SFT warm start as an experiments/sft.py config on the oracle transcripts (the RL run's model); `steps` and
+    `lr` default to the run's `sft` section."""
     w = run.sft
+    steps, lr = steps or w.steps, lr or w.lr
     c = sft.get_config(run.preset)
     c.model = schema.to_config_dict(run.model)
     c.tokenizer = schema.to_config_dict(run.tokenizer)  # the run's own: its rollouts and evaluation read these ids
@@ -132,11 +140,26 @@ def sft_config(run: RLExperimentConfig):
     c.data.sources = [dict(kind="chat_jsonl", path=transcripts_path(run), weight=1.0)]
     c.data.update(add_bos=False, seq_len=w.seq_len, batch_size=w.batch_size)
     c.step.grad_accum = 1  # the warm start's own small batch (the planned accumulation is for sft's batch)
-    c.steps = c.optim.total_steps = w.steps
-    c.optim.update(lr=w.lr, warmup_steps=max(1, w.steps // 15))
-    c.checkpoint.every = w.steps
+    c.steps = c.optim.total_steps = steps
+    c.optim.update(lr=lr, warmup_steps=max(1, steps // 15))
+    c.checkpoint.every = steps
     c.log.progress = False
     return c
+
+
+def sft_configs(run: RLExperimentConfig) -> list:
+    """The warm start's SFT runs in order; the last writes `init_from`. One run, or with `sft.mtp_steps` two: the trunk
+    alone (the model without MTP depths, in `<init_from>/../sft_trunk`) for steps − mtp_steps, then the whole model
+    from its weights, the depths grown fresh (train/init_from.stage_model), for mtp_steps at `sft.mtp_lr`."""
+    w = run.sft
+    if not w.mtp_steps:
+        return [sft_config(run)]
+    trunk = sft_config(run, steps=w.steps - w.mtp_steps)
+    trunk.model.num_mtp_layers = 0
+    trunk.workdir += "_trunk"
+    whole = sft_config(run, steps=w.mtp_steps, lr=w.mtp_lr or w.lr)
+    whole.init_from = str(Path(trunk.workdir) / "checkpoints")
+    return [trunk, whole]
 
 
 def transcripts_path(run: RLExperimentConfig) -> str:
@@ -179,9 +202,11 @@ def prepare(config) -> dict:
     from composer2_jax.train.loop import train
 
     written = write_demonstrations(run)
-    r = train(sft_config(run))
-    return {"sft": "trained", **written, "sft_first_loss": r.losses[0], "sft_last_loss": r.losses[-1],
-            "sft_seconds": round(r.seconds, 1)}
+    runs = [train(c) for c in sft_configs(run)]
+    return {"sft": "trained", **written, "sft_first_loss": runs[0].losses[0], "sft_last_loss": runs[-1].losses[-1],
+            "sft_seconds": round(sum(r.seconds for r in runs), 1),
+            **({"sft_trunk_last_loss": runs[0].losses[-1], "sft_trunk_seconds": round(runs[0].seconds, 1)}
+               if len(runs) > 1 else {})}
 
 
 def evaluate_checkpoint(config, checkpoint_dir: str) -> dict[str, float]:

@@ -111,7 +111,8 @@ def main(argv=None) -> dict:
               "hard_pass_holds": last["eval/pass_rate/hard"] >= first["eval/pass_rate/hard"] - 0.05,
               f"under_{budget // 60}_minutes": seconds < budget}
     out = {"bench": "rl_learning", "preset": args.preset, "family": args.family, "mode": args.mode,
-           "seconds": round(seconds),
+           "seconds": round(seconds),  # end to end: with the warm start where it was trained here
+           "warm_start": {k: v for k, v in r.items() if k.startswith("sft") or k == "written"},
            "final_version": r["final_version"],
            "start": first, "end": last, "tokens_spent": spent, "useful_samples": useful,
            "tokens_per_useful_sample": round(spent / useful, 1) if useful else None,

@@ -201,6 +201,11 @@ class WarmStartConfig:
     lr: float = 2e-5  # SFT peak learning rate
     seq_len: int = 1024  # SFT packed row length
     batch_size: int = 8  # SFT rows per step
+    # The last `mtp_steps` of `steps` train the whole model with its MTP depths, grown fresh onto a trunk trained
+    # alone (no depths) for the first steps − mtp_steps; 0: one run with the depths throughout. On 2 cores each depth
+    # costs about half a trunk step (docs/rl.md), so the small preset trains them only at the end.
+    mtp_steps: int = 0
+    mtp_lr: float = 0.0  # peak learning rate of those last mtp_steps (0: `lr`)
     init_from: str = ""  # checkpoint the SFT starts from ("" = a fresh model)
     # what the warm start imitates: "family" (the curriculum's generated family's oracle, rl/services/oracle.py),
     # "solutions" (each training Harbor task's solution/solve.sh replayed as terminal tool calls in its sandbox), or
@@ -222,6 +227,9 @@ class WarmStartConfig:
         if min(self.transcripts, self.steps, self.seq_len, self.batch_size) < 1:
             raise ValueError(f"sft.transcripts={self.transcripts}, steps={self.steps}, seq_len={self.seq_len}, "
                              f"batch_size={self.batch_size}; expected >= 1")
+        if not 0 <= self.mtp_steps < self.steps or self.mtp_lr < 0:
+            raise ValueError(f"sft.mtp_steps={self.mtp_steps}, mtp_lr={self.mtp_lr} with steps={self.steps}; expected "
+                             "0 <= mtp_steps < steps (the trunk trains alone first) and mtp_lr >= 0")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,6 +268,9 @@ class RLExperimentConfig:
                              "stop reason summary_limit) and a context_budget that holds a whole episode")
         check_attention_memory(self.model.attention_kernel, self.trainer.seq_len, self.trainer.rows,
                                self.model.num_heads)
+        if self.sft.mtp_steps and not self.model.num_mtp_layers:
+            raise ValueError(f"sft.mtp_steps={self.sft.mtp_steps} trains the MTP depths last, but "
+                             "model.num_mtp_layers=0; expected sft.mtp_steps=0 for a model without MTP depths")
         check_placement(self.rl.placement, self.trainer, self.rollout, self.rl.backend)
         reply = max(self.harness.max_new_tokens, self.harness.summary_tokens)
         if reply > self.rollout.max_new_tokens:
