@@ -108,22 +108,18 @@ def small_pkg(c) -> None:
     c.harness.update(max_turns=10, max_total_tokens=2048, context_budget=SMALL_PKG_BUDGET)
     c.rollout.prompt_len = SMALL_PKG_BUDGET + 56  # the budget + a summary request (orchestrator.check_shapes)
     c.trainer.seq_len = SMALL_PKG_BUDGET + 264  # ... + a reply
-    # The warm start: the trunk alone for SMALL_SFT_STEPS, then its MTP depths grown and trained with it (docs/rl.md)
-    c.sft.update(transcripts=600, teacher_error=0.25, seq_len=SMALL_SFT_ROW, batch_size=6,
-                 steps=SMALL_SFT_STEPS + SMALL_MTP_STEPS, mtp_steps=SMALL_MTP_STEPS, mtp_lr=1e-3)
+    c.sft.update(transcripts=600, teacher_error=0.25, seq_len=704, batch_size=12, steps=SMALL_SFT_STEPS)
     # The toy's penalty charges a success ln(1 + k·x) at λ = k: ≈ 0.26 at a toy episode's ≈ 300 effort units, but ≈ 0.69
     # at a pkg episode's ≈ 1,000, a third of the success signal left (docs/rl.md). λ and k scaled by 300 / 1,000
     # charge a pkg success the toy's 0.26 and keep the penalty's slope per unit of effort proportional.
     c.reward.update(penalty_coef=PKG_PENALTY, penalty_k=PKG_PENALTY)
 
 
-# The warm start (docs/rl.md, "The small preset"): 1,000 steps of the plain teacher's transcripts, one per row, pass
-# ≥ 30 % of pkg's held-out split (run f: 12 rows with the MTP depths, 0.383, ≈ 75 min; run h: 6 rows, the trunk
-# alone, 0.344, 22 min); 800 such steps pass 0.086 (run i). The depths then learn the trunk's drafts in tens of steps
-# (acceptance 0.91-0.93 after 40). The retesting teacher at 300 steps passed 1 of 128 (run g).
+# The warm start that first passed ≥ 30 % of pkg's held-out split: 1,000 steps of the plain teacher, 12 rows, the MTP
+# depths throughout (run f, 0.383, about 75 minutes on 2 cores with ragged expert matmuls). Cheaper ones were not
+# reliable (docs/rl.md, "A warm start in about 22 minutes"): the trunk alone on 6 rows (sft.mtp_steps) passed 0.344 in
+# one run and 0.023 in the next; 800 steps 0.086. The retesting teacher at 300 steps passed 1 of 128 (run g).
 SMALL_SFT_STEPS = 1000
-SMALL_MTP_STEPS = 40
-SMALL_SFT_ROW = 648  # the longest of the 600 transcripts is 642 BPE tokens (a longer one is split, not dropped)
 PKG_PENALTY = 3e-4  # λ = k for pkg's ≈ 1,000-unit episodes (the toy's 1e-3 × 300 / 1,000)
 
 
