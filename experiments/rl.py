@@ -198,11 +198,11 @@ def prepare(config) -> dict:
     from composer2_jax.train.loop import train
 
     written = write_demonstrations(run)
-    runs = [train(c) for c in sft_configs(run)]
-    return {"sft": "trained", **written, "sft_first_loss": runs[0].losses[0], "sft_last_loss": runs[-1].losses[-1],
+    runs = [train(c) for c in sft_configs(run)]  # a run that finished before an interruption resumes as done
+    losses = [x for r in runs for x in r.losses] or [float("nan")]
+    return {"sft": "trained", **written, "sft_first_loss": losses[0], "sft_last_loss": losses[-1],
             "sft_seconds": round(sum(r.seconds for r in runs), 1),
-            **({"sft_trunk_last_loss": runs[0].losses[-1], "sft_trunk_seconds": round(runs[0].seconds, 1)}
-               if len(runs) > 1 else {})}
+            **({"sft_trunk_seconds": round(runs[0].seconds, 1)} if len(runs) > 1 else {})}
 
 
 def evaluate_checkpoint(config, checkpoint_dir: str) -> dict[str, float]:

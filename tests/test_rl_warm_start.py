@@ -59,6 +59,13 @@ def test_with_mtp_steps_the_depths_grow_onto_the_trunk_trained_alone(tmp_path):
     for path, leaf in jax.tree_util.tree_flatten_with_path(alone.params)[0]:
         np.testing.assert_allclose(np.asarray(flat[path]), np.asarray(leaf), **FP32_FN, err_msg=str(path))
 
+    # interrupted before the second run saved: the first resumes as finished (no steps), the second runs again
+    import shutil
+    shutil.rmtree(tmp_path / "rl" / "sft")
+    again = rl_exp.prepare(c)
+    assert again["sft"] == "trained" and np.isfinite(again["sft_last_loss"])
+    assert "mtp" in load_checkpoint(c.init_from)[0].params
+
 
 def test_mtp_steps_are_refused_where_they_cannot_run():
     c = rl_exp.get_config("toy")

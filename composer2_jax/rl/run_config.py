@@ -202,8 +202,8 @@ class WarmStartConfig:
     seq_len: int = 1024  # SFT packed row length
     batch_size: int = 8  # SFT rows per step
     # The last `mtp_steps` of `steps` train the whole model with its MTP depths, grown fresh onto a trunk trained
-    # alone (no depths) for the first steps − mtp_steps; 0: one run with the depths throughout. On 2 cores each depth
-    # costs about half a trunk step (docs/rl.md), so the small preset trains them only at the end.
+    # alone (no depths) for the first steps − mtp_steps; 0: one run with the depths throughout. On 2 cores the small
+    # preset's two depths are half of its step (docs/rl.md, "A warm start in about 22 minutes").
     mtp_steps: int = 0
     mtp_lr: float = 0.0  # peak learning rate of those last mtp_steps (0: `lr`)
     init_from: str = ""  # checkpoint the SFT starts from ("" = a fresh model)
